@@ -1,0 +1,255 @@
+//! Expectations: what a cell is known to do, and the cell verdict that
+//! follows from its runs. The built-in scenarios × refrt policies carry a
+//! built-in baseline, measured on lavapipe under validation, so that a plain
+//! `vkexit run` is green on a healthy machine and still shows every known-bad
+//! policy, with its evidence, as `expected-fail`.
+
+use crate::results::Counts;
+use crate::verdict::{CellVerdict, RunVerdict};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Pass,
+    /// Every run fails, each with one of `verdicts`, and together they show
+    /// every id in `vuids` and every signal in `signals`.
+    Fail {
+        verdicts: Vec<RunVerdict>,
+        vuids: Vec<String>,
+        signals: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expectation {
+    pub outcome: Outcome,
+    pub reason: String,
+}
+
+/// What the runs of a cell showed, in aggregate.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    pub counts: Counts,
+    pub vuids: Vec<String>,
+    pub signals: Vec<String>,
+}
+
+/// The cell verdict, and a line saying why.
+pub fn evaluate(expectation: Option<&Expectation>, seen: &Observed) -> (CellVerdict, String) {
+    let c = &seen.counts;
+    let total = c.total();
+    if total == 0 {
+        return (CellVerdict::Error, "no run finished".into());
+    }
+    if c.error > 0 {
+        return (
+            CellVerdict::Error,
+            format!("{} of {total} runs could not be judged", c.error),
+        );
+    }
+    let passes = c.pass;
+    let mixed = passes > 0 && passes < total;
+    match expectation.map(|e| (&e.outcome, e.reason.as_str())) {
+        None | Some((Outcome::Pass, _)) => {
+            let verdict = match (passes == total, mixed) {
+                (true, _) => CellVerdict::Pass,
+                (false, true) => CellVerdict::Flaky,
+                (false, false) => CellVerdict::Fail,
+            };
+            (verdict, format!("{passes} of {total} runs passed"))
+        }
+        Some((Outcome::Fail { .. }, reason)) if passes == total => (
+            CellVerdict::UnexpectedPass,
+            format!("all {total} runs passed, but known to fail: {reason}; update the baseline"),
+        ),
+        Some((Outcome::Fail { .. }, reason)) if mixed => (
+            CellVerdict::Flaky,
+            format!("{passes} of {total} runs passed; known to fail: {reason}"),
+        ),
+        Some((
+            Outcome::Fail {
+                verdicts,
+                vuids,
+                signals,
+            },
+            reason,
+        )) => match mismatch(verdicts, vuids, signals, seen) {
+            None => (CellVerdict::ExpectedFail, reason.to_string()),
+            Some(diff) => (
+                CellVerdict::Fail,
+                format!("failed, but not as known ({reason}): {diff}"),
+            ),
+        },
+    }
+}
+
+fn mismatch(
+    verdicts: &[RunVerdict],
+    vuids: &[String],
+    signals: &[String],
+    seen: &Observed,
+) -> Option<String> {
+    let mut diffs = Vec::new();
+    for v in RunVerdict::ALL {
+        if v != RunVerdict::Pass && seen.counts.get(v) > 0 && !verdicts.contains(&v) {
+            diffs.push(format!("{} {v} runs", seen.counts.get(v)));
+        }
+    }
+    for id in vuids.iter().filter(|id| !seen.vuids.contains(id)) {
+        diffs.push(format!("no {id}"));
+    }
+    for s in signals.iter().filter(|s| !seen.signals.contains(s)) {
+        diffs.push(format!("no {s}"));
+    }
+    (!diffs.is_empty()).then(|| diffs.join(", "))
+}
+
+/// The built-in expectation of a built-in scenario under a refrt policy.
+/// Without validation, VUID findings cannot show, so no baseline applies.
+pub fn builtin(case: &str, runtime: &str, validation: bool) -> Option<Expectation> {
+    let policy = runtime.strip_prefix("refrt:")?;
+    if !validation {
+        return None;
+    }
+    let (outcome, reason) = known(case, policy)?;
+    Some(Expectation {
+        outcome,
+        reason: reason.to_string(),
+    })
+}
+
+fn fail(verdicts: &[RunVerdict], vuids: &[&str], signals: &[&str]) -> Outcome {
+    Outcome::Fail {
+        verdicts: verdicts.to_vec(),
+        vuids: vuids.iter().map(|s| s.to_string()).collect(),
+        signals: signals.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+const CHILDREN_ALIVE: &str = "VUID-vkDestroyDevice-device-00378";
+
+fn known(case: &str, policy: &str) -> Option<(Outcome, &'static str)> {
+    use RunVerdict::{Crash, Vuid};
+    let pass = |why| Some((Outcome::Pass, why));
+    match (case, policy) {
+        (_, "release-children") => pass("children released before vkDestroyDevice"),
+        ("clean-exit", _) => pass("everything freed before exit"),
+        ("buffer-kept-at-exit", "never") => pass("the device is never destroyed, so the validation layer sees no leak"),
+        ("buffer-kept-at-exit", _) => Some((
+            fail(&[Vuid], &[CHILDREN_ALIVE], &[]),
+            "vkDestroyDevice while the kept buffer and its memory are alive",
+        )),
+        ("handler-before-load", "guarded") => Some((
+            fail(&[Vuid], &[CHILDREN_ALIVE], &[]),
+            "teardown destroys the device with the retained children alive; the late frees are skipped",
+        )),
+        ("handler-before-load", _) => Some((
+            fail(&[Crash], &[], &["SIGSEGV"]),
+            "the cleanup handler registered before the runtime loaded runs after the runtime's registry was destroyed",
+        )),
+        ("events-freed-after-teardown", "never" | "static-destructor") => {
+            pass("the events are freed while the device still exists")
+        }
+        ("events-freed-after-teardown", "guarded") => Some((
+            fail(&[Vuid], &[CHILDREN_ALIVE], &[]),
+            "vkDestroyDevice with the events alive; the late frees are skipped",
+        )),
+        ("events-freed-after-teardown", _) => Some((
+            fail(&[Crash, Vuid], &[CHILDREN_ALIVE], &[]),
+            "vkDestroyDevice with the events alive, then vkDestroyEvent on the destroyed device",
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(pass: u64, crash: u64, vuid: u64, vuids: &[&str], signals: &[&str]) -> Observed {
+        Observed {
+            counts: Counts {
+                pass,
+                crash,
+                vuid,
+                ..Counts::default()
+            },
+            vuids: vuids.iter().map(|s| s.to_string()).collect(),
+            signals: signals.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn expect_vuid() -> Expectation {
+        Expectation {
+            outcome: fail(&[RunVerdict::Vuid], &[CHILDREN_ALIVE], &[]),
+            reason: "kept buffer".into(),
+        }
+    }
+
+    #[test]
+    fn without_expectation_all_none_or_some() {
+        assert_eq!(
+            evaluate(None, &seen(5, 0, 0, &[], &[])).0,
+            CellVerdict::Pass
+        );
+        assert_eq!(
+            evaluate(None, &seen(0, 5, 0, &[], &["SIGSEGV"])).0,
+            CellVerdict::Fail
+        );
+        assert_eq!(
+            evaluate(None, &seen(3, 2, 0, &[], &["SIGSEGV"])).0,
+            CellVerdict::Flaky
+        );
+    }
+
+    #[test]
+    fn a_known_failure_met_exactly_is_expected_fail() {
+        let e = expect_vuid();
+        let (v, why) = evaluate(Some(&e), &seen(0, 0, 5, &[CHILDREN_ALIVE], &[]));
+        assert_eq!(v, CellVerdict::ExpectedFail);
+        assert_eq!(why, "kept buffer");
+    }
+
+    #[test]
+    fn a_known_failure_that_now_passes_fails_the_gate() {
+        let (v, why) = evaluate(Some(&expect_vuid()), &seen(5, 0, 0, &[], &[]));
+        assert_eq!(v, CellVerdict::UnexpectedPass);
+        assert!(!v.is_success());
+        assert!(why.contains("update the baseline"));
+    }
+
+    #[test]
+    fn a_known_failure_that_fails_differently_is_a_fail() {
+        let (v, why) = evaluate(Some(&expect_vuid()), &seen(0, 5, 0, &[], &["SIGSEGV"]));
+        assert_eq!(v, CellVerdict::Fail);
+        assert!(
+            why.contains("5 crash runs") && why.contains("no VUID"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn some_passes_are_flaky_never_pass() {
+        let (v, _) = evaluate(Some(&expect_vuid()), &seen(2, 0, 3, &[CHILDREN_ALIVE], &[]));
+        assert_eq!(v, CellVerdict::Flaky);
+    }
+
+    #[test]
+    fn any_error_run_makes_the_cell_an_error() {
+        let mut s = seen(4, 0, 0, &[], &[]);
+        s.counts.error = 1;
+        assert_eq!(evaluate(None, &s).0, CellVerdict::Error);
+    }
+
+    #[test]
+    fn the_built_in_baseline_covers_every_case_and_policy() {
+        for case in crate::plan::BUILTIN_CASES {
+            for policy in crate::plan::POLICIES {
+                assert!(
+                    builtin(case, &format!("refrt:{policy}"), true).is_some(),
+                    "{case} × {policy}"
+                );
+                assert!(builtin(case, &format!("refrt:{policy}"), false).is_none());
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! `vkexit doctor`: what this machine has for vkexit, and for each thing
+//! missing, the package that brings it.
+
+use crate::drivers;
+use crate::plan::{scenario_dir, BUILTIN_CASES, REFRT_LIBRARY};
+use crate::probe::{self, ProbeReport};
+use crate::validation;
+use std::io::Write;
+
+/// Prints the report; returns whether vkexit can run its default job here.
+pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
+    let mut healthy = true;
+    writeln!(out, "vkexit {}", env!("CARGO_PKG_VERSION"))?;
+
+    let (found, problems) = drivers::discover();
+    let scratch = tempfile::tempdir()?;
+    let mut probed: Vec<(drivers::Driver, Result<ProbeReport, String>)> = Vec::new();
+    for d in found {
+        let r = probe::probe_driver(&d, &[], scratch.path());
+        probed.push((d, r));
+    }
+
+    let loader = probed
+        .iter()
+        .find_map(|(_, r)| r.as_ref().ok().map(|r| r.loader_version.clone()));
+    match (&loader, probed.is_empty()) {
+        (Some(v), _) => writeln!(out, "loader      Vulkan loader {v}")?,
+        (None, true) => writeln!(out, "loader      not checked: no driver manifest to load")?,
+        (None, false) => {
+            healthy = false;
+            writeln!(
+                out,
+                "loader      MISSING or broken — apt-get install libvulkan1"
+            )?;
+        }
+    }
+
+    writeln!(out, "drivers")?;
+    let mut any_device = false;
+    for (d, r) in &probed {
+        match r {
+            Ok(report) if report.devices.is_empty() => {
+                writeln!(out, "  {:10}  no device   {}", d.name, d.manifest.display())?
+            }
+            Ok(report) => {
+                any_device = true;
+                for dev in &report.devices {
+                    writeln!(
+                        out,
+                        "  {:10}  device {}    {} — {} {} (Vulkan {})  {}",
+                        d.name,
+                        dev.index,
+                        dev.name,
+                        dev.driver_name.as_deref().unwrap_or("?"),
+                        dev.driver_info.as_deref().unwrap_or(""),
+                        dev.api_version,
+                        d.manifest.display()
+                    )?;
+                }
+            }
+            Err(e) => writeln!(out, "  {:10}  probe failed: {e}", d.name)?,
+        }
+    }
+    for (manifest, problem) in &problems {
+        writeln!(out, "  ignored {}: {problem}", manifest.display())?;
+    }
+    if !any_device {
+        healthy = false;
+        writeln!(
+            out,
+            "  no driver shows a device — apt-get install mesa-vulkan-drivers (lavapipe)"
+        )?;
+    }
+
+    let device_driver = probed
+        .iter()
+        .find(|(_, r)| r.as_ref().is_ok_and(|r| !r.devices.is_empty()))
+        .map(|(d, _)| d.clone());
+    match validation::find_layer() {
+        Ok(layer) => {
+            let loads = match &device_driver {
+                Some(d) => validation_loads(d, scratch.path()),
+                None => Err("no device to try it on".into()),
+            };
+            writeln!(
+                out,
+                "validation  {} {} (implementation {})  {}",
+                validation::LAYER_NAME,
+                layer.api_version,
+                layer.implementation_version,
+                layer.manifest.display()
+            )?;
+            match loads {
+                Ok(()) => writeln!(out, "            loads and logs to its settings file: yes")?,
+                Err(e) => {
+                    healthy = false;
+                    writeln!(out, "            does NOT load: {e}")?;
+                }
+            }
+        }
+        Err(e) => {
+            healthy = false;
+            writeln!(out, "validation  {e}")?;
+        }
+    }
+
+    let dir = scenario_dir();
+    let mut missing: Vec<&str> = BUILTIN_CASES
+        .iter()
+        .copied()
+        .filter(|c| !dir.join(c).exists())
+        .collect();
+    if !dir.join(REFRT_LIBRARY).exists() {
+        missing.push(REFRT_LIBRARY);
+    }
+    if missing.is_empty() {
+        writeln!(
+            out,
+            "scenarios   {} built-in, refrt present in {}",
+            BUILTIN_CASES.len(),
+            dir.display()
+        )?;
+    } else {
+        healthy = false;
+        writeln!(
+            out,
+            "scenarios   missing in {}: {} — cargo build --release --workspace",
+            dir.display(),
+            missing.join(", ")
+        )?;
+    }
+    writeln!(
+        out,
+        "status      {}",
+        if healthy { "ready" } else { "NOT ready" }
+    )?;
+    Ok(healthy)
+}
+
+/// Creates an instance with validation on, as a run would, and checks that
+/// the layer created its log: the same proof a run needs.
+fn validation_loads(driver: &drivers::Driver, scratch: &std::path::Path) -> Result<(), String> {
+    let dir = scratch.join("validation-check");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let log = dir.join(validation::LOG_FILE);
+    std::fs::write(
+        dir.join(validation::SETTINGS_FILE),
+        validation::settings_text(&log),
+    )
+    .map_err(|e| e.to_string())?;
+    probe::probe_driver(driver, &validation::run_env(&dir), &dir)?;
+    if log.exists() {
+        Ok(())
+    } else {
+        Err("the layer was enabled but never created its log".into())
+    }
+}

@@ -1,0 +1,219 @@
+//! Vulkan drivers: found the way the loader finds them, from ICD manifests,
+//! and named by a short stable name (`lavapipe`, `radv`, `nvidia`, …).
+
+use crate::errors::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Driver {
+    pub name: String,
+    pub manifest: PathBuf,
+    pub library: String,
+}
+
+/// The manifest directories the loader reads, in its order, when neither
+/// `VK_DRIVER_FILES` nor `VK_ICD_FILENAMES` is set.
+pub fn icd_search_dirs() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let env_dirs = |var: &str, default: &str| -> Vec<PathBuf> {
+        let value = std::env::var(var).unwrap_or_default();
+        let value = if value.is_empty() {
+            default.to_string()
+        } else {
+            value
+        };
+        value
+            .split(':')
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect()
+    };
+    let mut dirs = Vec::new();
+    match std::env::var_os("XDG_CONFIG_HOME") {
+        Some(d) => dirs.push(PathBuf::from(d)),
+        None => dirs.extend(home.as_ref().map(|h| h.join(".config"))),
+    }
+    dirs.extend(env_dirs("XDG_CONFIG_DIRS", "/etc/xdg"));
+    dirs.push(PathBuf::from("/etc"));
+    match std::env::var_os("XDG_DATA_HOME") {
+        Some(d) => dirs.push(PathBuf::from(d)),
+        None => dirs.extend(home.as_ref().map(|h| h.join(".local/share"))),
+    }
+    dirs.extend(env_dirs("XDG_DATA_DIRS", "/usr/local/share:/usr/share"));
+    dirs.into_iter().map(|d| d.join("vulkan/icd.d")).collect()
+}
+
+/// Every driver the loader would see, as (manifest, problem) pairs for the
+/// manifests that could not be read.
+pub fn discover() -> (Vec<Driver>, Vec<(PathBuf, String)>) {
+    let explicit = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()));
+    let manifests: Vec<PathBuf> = match explicit {
+        Some(list) => list
+            .split(':')
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect(),
+        None => icd_search_dirs()
+            .iter()
+            .flat_map(|d| json_files(d))
+            .collect(),
+    };
+    let mut drivers = Vec::new();
+    let mut problems = Vec::new();
+    for manifest in manifests {
+        match read_manifest(&manifest) {
+            Ok(d) if !drivers.iter().any(|x: &Driver| x.manifest == d.manifest) => drivers.push(d),
+            Ok(_) => {}
+            Err(e) => problems.push((manifest, e)),
+        }
+    }
+    (drivers, problems)
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Reads one ICD manifest; the error says what is wrong with it.
+pub fn read_manifest(path: &Path) -> Result<Driver, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("not JSON (line {}, column {}): {e}", e.line(), e.column()))?;
+    let library = json
+        .pointer("/ICD/library_path")
+        .and_then(|v| v.as_str())
+        .ok_or("no ICD.library_path string")?
+        .to_string();
+    Ok(Driver {
+        name: short_name(&library),
+        manifest: path.to_path_buf(),
+        library,
+    })
+}
+
+/// The short stable name of a driver, from its library's file name.
+pub fn short_name(library: &str) -> String {
+    let file = Path::new(library)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = file.split(".so").next().unwrap_or(&file);
+    let stem = stem.strip_prefix("lib").unwrap_or(stem);
+    let known = [
+        ("vulkan_lvp", "lavapipe"),
+        ("vulkan_radeon", "radv"),
+        ("vulkan_intel_hasvk", "hasvk"),
+        ("vulkan_intel", "anv"),
+        ("GLX_nvidia", "nvidia"),
+        ("nvidia", "nvidia"),
+        ("vulkan_freedreno", "turnip"),
+        ("vulkan_broadcom", "v3dv"),
+        ("vulkan_panfrost", "panvk"),
+        ("vulkan_virtio", "venus"),
+        ("vulkan_asahi", "honeykrisp"),
+        ("vulkan_nouveau", "nvk"),
+        ("vulkan_powervr_mesa", "powervr"),
+        ("vulkan_gfxstream", "gfxstream"),
+        ("amdvlk", "amdvlk"),
+        ("vulkan_dzn", "dozen"),
+    ];
+    for (prefix, name) in known {
+        if stem.starts_with(prefix) {
+            return name.to_string();
+        }
+    }
+    stem.to_string()
+}
+
+/// Picks drivers by short name or manifest path; an unknown name is an error
+/// that lists the drivers found.
+pub fn select(all: &[Driver], wanted: &[String]) -> Result<Vec<Driver>> {
+    let mut chosen: Vec<Driver> = Vec::new();
+    for want in wanted {
+        let as_path = Path::new(want);
+        let found: Vec<Driver> = if want.ends_with(".json") || as_path.is_absolute() {
+            let d = read_manifest(as_path).map_err(|e| Error::UnknownDriver {
+                wanted: format!("{want} ({e})"),
+                found: names(all),
+            })?;
+            vec![d]
+        } else {
+            all.iter().filter(|d| &d.name == want).cloned().collect()
+        };
+        if found.is_empty() {
+            return Err(Error::UnknownDriver {
+                wanted: want.clone(),
+                found: names(all),
+            });
+        }
+        for d in found {
+            if !chosen.iter().any(|c| c.manifest == d.manifest) {
+                chosen.push(d);
+            }
+        }
+    }
+    Ok(chosen)
+}
+
+fn names(all: &[Driver]) -> String {
+    if all.is_empty() {
+        return "none (install one: apt-get install mesa-vulkan-drivers)".into();
+    }
+    all.iter()
+        .map(|d| format!("{} ({})", d.name, d.manifest.display()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_of_common_drivers() {
+        assert_eq!(
+            short_name("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"),
+            "lavapipe"
+        );
+        assert_eq!(short_name("libvulkan_radeon.so"), "radv");
+        assert_eq!(short_name("libvulkan_intel.so"), "anv");
+        assert_eq!(short_name("libvulkan_intel_hasvk.so"), "hasvk");
+        assert_eq!(short_name("libGLX_nvidia.so.0"), "nvidia");
+        assert_eq!(short_name("libnvidia-vulkan-producer.so"), "nvidia");
+        assert_eq!(short_name("libsomething_new.so.1"), "something_new");
+    }
+
+    #[test]
+    fn a_manifest_that_is_not_json_names_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, "{\n  \"ICD\": { library_path: 1 }\n}").unwrap();
+        let err = read_manifest(&path).unwrap_err();
+        assert!(err.contains("not JSON (line 2, column"), "{err}");
+        std::fs::write(&path, r#"{"ICD": {}}"#).unwrap();
+        assert!(read_manifest(&path).unwrap_err().contains("library_path"));
+    }
+
+    #[test]
+    fn selecting_an_unknown_driver_lists_the_known_ones() {
+        let all = vec![Driver {
+            name: "lavapipe".into(),
+            manifest: "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json".into(),
+            library: "libvulkan_lvp.so".into(),
+        }];
+        let err = select(&all, &["radv".into()]).unwrap_err().to_string();
+        assert!(err.contains("radv") && err.contains("lavapipe"), "{err}");
+        assert_eq!(select(&all, &["lavapipe".into()]).unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,19 @@
+//! vkexit: finds, reproduces and gates the bugs that Vulkan compute runtimes
+//! hit at process exit. The engine is `plan → run → classify → report`; the
+//! `vkexit` binary is a thin command line over it.
+
+pub mod baseline;
+pub mod capture;
+pub mod classify;
+pub mod doctor;
+pub mod drivers;
+pub mod errors;
+pub mod plan;
+pub mod probe;
+pub mod report;
+pub mod results;
+pub mod run;
+pub mod stats;
+pub mod validation;
+pub mod verdict;
+pub mod vuid;

@@ -1,0 +1,209 @@
+//! The `vkexit` command line: a thin layer over the `vkexit` library.
+
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use vkexit::errors::{Error, Result};
+use vkexit::{doctor, drivers, plan, report, run};
+
+#[derive(Parser)]
+#[command(
+    name = "vkexit",
+    version,
+    about = "Finds, reproduces and gates the bugs Vulkan compute runtimes hit at process exit"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run cases under validation on each driver and judge them.
+    Run(RunArgs),
+    /// List the built-in cases, refrt policies and the drivers found.
+    List,
+    /// Check the loader, drivers, validation layer and scenarios.
+    Doctor,
+    /// Print the devices the driver selected by the environment shows (JSON).
+    #[command(hide = true)]
+    ProbeDriver,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// A built-in case (repeatable; default: all).
+    #[arg(long = "case", value_name = "NAME")]
+    cases: Vec<String>,
+    /// A runtime spec such as refrt:guarded (repeatable; default: every refrt policy).
+    #[arg(long = "runtime", value_name = "SPEC")]
+    runtimes: Vec<String>,
+    /// A driver short name (lavapipe, radv, nvidia, …) or ICD manifest path (repeatable; default: every driver with a device).
+    #[arg(long = "driver", value_name = "NAME")]
+    drivers: Vec<String>,
+    /// Runs per cell.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Runs at once (default: the number of cores).
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
+    jobs: Option<u32>,
+    /// Seconds before a run counts as hung and its process group is killed.
+    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    timeout: f64,
+    /// Run without the validation layer (VUIDs cannot be seen then).
+    #[arg(long)]
+    no_validation: bool,
+    /// Write the results file (schema vkexit.results/1).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Where failing runs keep their evidence.
+    #[arg(long, value_name = "DIR", default_value = "vkexit-artifacts")]
+    artifacts: PathBuf,
+    /// Keep the run directories of passing runs too.
+    #[arg(long)]
+    keep_passing: bool,
+    /// An external program and its arguments, run as one case.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(args) => run_command(args),
+        Command::List => list().map(|()| true),
+        Command::Doctor => doctor::doctor(&mut std::io::stdout().lock())
+            .map_err(|e| Error::Usage(format!("cannot print: {e}"))),
+        Command::ProbeDriver => probe_driver(),
+    };
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("vkexit: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_command(args: RunArgs) -> Result<bool> {
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return Err(Error::Usage(format!(
+            "--timeout {}: expected a positive number of seconds",
+            args.timeout
+        )));
+    }
+    let validation = !args.no_validation;
+    if validation {
+        vkexit::validation::find_layer()?;
+    }
+    if let Some(path) = &args.json {
+        check_writable(path)?;
+    }
+    let request = plan::Request {
+        cases: args.cases,
+        runtimes: args.runtimes,
+        drivers: args.drivers,
+        external: (!args.command.is_empty()).then_some(args.command),
+        validation,
+    };
+    let plan = plan::plan(&request)?;
+    for note in &plan.notes {
+        eprintln!("vkexit: {note}");
+    }
+    let options = run::Options {
+        runs: args.runs,
+        jobs: args.jobs.map(|j| j as usize).unwrap_or_else(cores),
+        timeout: Duration::from_secs_f64(args.timeout),
+        artifacts: args.artifacts,
+        keep_passing: args.keep_passing,
+        validation,
+    };
+    let total_cells = plan.cells.iter().filter(|c| c.skip.is_none()).count();
+    let mut done_runs = vec![0u32; plan.cells.len()];
+    let mut done_cells = 0;
+    let runs = run::execute(&plan, &options, |cell, record| {
+        done_runs[record.cell] += 1;
+        if done_runs[record.cell] == options.runs {
+            done_cells += 1;
+            eprintln!("[{done_cells}/{total_cells}] {} done", cell.label());
+        }
+    })?;
+    let cells: Vec<_> = plan
+        .cells
+        .iter()
+        .zip(&runs)
+        .map(|(cell, runs)| report::summarize(cell, runs))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    let _ = report::print_table(&mut out, &cells);
+    let _ = writeln!(out, "{}", report::summary_line(&cells));
+    let results = report::results(cells);
+    if let Some(path) = &args.json {
+        report::write_json(path, &results)?;
+    }
+    Ok(results.cells.iter().all(|c| c.verdict.is_success()))
+}
+
+fn check_writable(path: &std::path::Path) -> Result<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(|_| ())
+        .map_err(|e| Error::io("cannot write the results file", path, e))
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+fn list() -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let describe = |case: &str| match case {
+        "clean-exit" => "init, allocate, free everything, exit",
+        "buffer-kept-at-exit" => "a device buffer and a pinned host buffer still allocated at exit",
+        "handler-before-load" => {
+            "atexit(cleanup) before the runtime is loaded; cleanup frees after teardown"
+        }
+        "events-freed-after-teardown" => {
+            "events recorded, freed by a handler that runs after the teardown"
+        }
+        _ => "",
+    };
+    let _ = writeln!(out, "cases:");
+    for case in plan::BUILTIN_CASES {
+        let _ = writeln!(out, "  {case:30} {}", describe(case));
+    }
+    let _ = writeln!(out, "runtimes:");
+    for policy in plan::POLICIES {
+        let _ = writeln!(out, "  refrt:{policy}");
+    }
+    let _ = writeln!(out, "drivers:");
+    let (found, problems) = drivers::discover();
+    for d in found {
+        let _ = writeln!(out, "  {:10} {}", d.name, d.manifest.display());
+    }
+    for (manifest, problem) in problems {
+        let _ = writeln!(out, "  (ignored {}: {problem})", manifest.display());
+    }
+    Ok(())
+}
+
+fn probe_driver() -> Result<bool> {
+    match vkexit::probe::probe_here() {
+        Ok(report) => {
+            println!(
+                "{}",
+                serde_json::to_string(&report).expect("report serialises")
+            );
+            Ok(true)
+        }
+        Err(e) => Err(Error::Usage(e)),
+    }
+}

@@ -1,0 +1,153 @@
+//! Driver probing: which physical devices a driver shows, with names and
+//! versions. It runs in a child process (vkexit's hidden `probe-driver`
+//! command) so that a broken driver cannot take vkexit down, and so that the
+//! driver is chosen exactly as for a run: by environment.
+
+use crate::drivers::Driver;
+use ash::vk;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub index: u32,
+    pub name: String,
+    pub device_type: String,
+    pub api_version: String,
+    pub vendor_id: u32,
+    pub driver_version: u32,
+    /// `VkPhysicalDeviceDriverProperties`, when the device has Vulkan 1.2.
+    pub driver_name: Option<String>,
+    pub driver_info: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProbeReport {
+    pub loader_version: String,
+    pub devices: Vec<DeviceInfo>,
+}
+
+fn version_string(v: u32) -> String {
+    format!(
+        "{}.{}.{}",
+        vk::api_version_major(v),
+        vk::api_version_minor(v),
+        vk::api_version_patch(v)
+    )
+}
+
+/// Enumerates devices in this process, with whatever driver and layers the
+/// environment selects. The instance is destroyed before returning.
+pub fn probe_here() -> Result<ProbeReport, String> {
+    // SAFETY: loads the system Vulkan loader; nothing else runs Vulkan here.
+    let entry = unsafe { ash::Entry::load() }.map_err(|e| format!("no Vulkan loader: {e}"))?;
+    // SAFETY: a valid entry; the call has no preconditions.
+    let loader = unsafe { entry.try_enumerate_instance_version() }
+        .map_err(|e| format!("vkEnumerateInstanceVersion: {e}"))?
+        .unwrap_or(vk::API_VERSION_1_0);
+    let app = vk::ApplicationInfo::default()
+        .application_name(c"vkexit-probe")
+        .api_version(vk::API_VERSION_1_2);
+    let info = vk::InstanceCreateInfo::default().application_info(&app);
+    // SAFETY: a well-formed create info that outlives the call.
+    let instance = unsafe { entry.create_instance(&info, None) }
+        .map_err(|e| format!("vkCreateInstance: {e}"))?;
+    let devices = describe_devices(&instance);
+    // SAFETY: no object of this instance is alive any more.
+    unsafe { instance.destroy_instance(None) };
+    Ok(ProbeReport {
+        loader_version: version_string(loader),
+        devices: devices?,
+    })
+}
+
+fn describe_devices(instance: &ash::Instance) -> Result<Vec<DeviceInfo>, String> {
+    // SAFETY: a live instance.
+    let physical = match unsafe { instance.enumerate_physical_devices() } {
+        Ok(list) => list,
+        // What the loader answers when no driver has hardware to drive.
+        Err(vk::Result::ERROR_INITIALIZATION_FAILED) => Vec::new(),
+        Err(e) => return Err(format!("vkEnumeratePhysicalDevices: {e}")),
+    };
+    let mut out = Vec::new();
+    for (index, &pd) in physical.iter().enumerate() {
+        // SAFETY: `pd` comes from this instance.
+        let props = unsafe { instance.get_physical_device_properties(pd) };
+        let (driver_name, driver_info) = if props.api_version >= vk::API_VERSION_1_2 {
+            let mut driver = vk::PhysicalDeviceDriverProperties::default();
+            let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
+            // SAFETY: the chain is well-formed and lives across the call.
+            unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
+            let name = driver
+                .driver_name_as_c_str()
+                .ok()
+                .map(|s| s.to_string_lossy().into_owned());
+            let info = driver
+                .driver_info_as_c_str()
+                .ok()
+                .map(|s| s.to_string_lossy().into_owned());
+            (name, info)
+        } else {
+            (None, None)
+        };
+        out.push(DeviceInfo {
+            index: index as u32,
+            name: props
+                .device_name_as_c_str()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            device_type: format!("{:?}", props.device_type),
+            api_version: version_string(props.api_version),
+            vendor_id: props.vendor_id,
+            driver_version: props.driver_version,
+            driver_name,
+            driver_info,
+        });
+    }
+    Ok(out)
+}
+
+/// Probes one driver in a child process. `extra_env` adds variables (the
+/// doctor uses it to enable validation).
+pub fn probe_driver(
+    driver: &Driver,
+    extra_env: &[(String, String)],
+    cwd: &Path,
+) -> Result<ProbeReport, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find vkexit itself: {e}"))?;
+    let mut command = Command::new(exe);
+    command
+        .arg("probe-driver")
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .env_remove("VK_INSTANCE_LAYERS")
+        .env_remove("VK_LOADER_LAYERS_ENABLE")
+        .env("VK_ICD_FILENAMES", &driver.manifest)
+        .env("VK_DRIVER_FILES", &driver.manifest);
+    for (k, v) in extra_env {
+        command.env(k, v);
+    }
+    let out = command
+        .output()
+        .map_err(|e| format!("cannot start the driver probe: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(format!("probe {}: {last}", describe_status(out.status)));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("probe printed no report: {e}"))
+}
+
+fn describe_status(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with code {c}"),
+        (_, Some(s)) => format!("killed by {}", crate::classify::signal_name(s)),
+        _ => "failed".into(),
+    }
+}

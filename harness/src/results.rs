@@ -1,0 +1,87 @@
+//! The results file, schema `vkexit.results/1`: what CI scripts read.
+//! Fields may be added; the ones here keep their meaning.
+
+use crate::verdict::{CellVerdict, RunVerdict};
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA: &str = "vkexit.results/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    pub schema: String,
+    pub vkexit_version: String,
+    pub cells: Vec<CellResult>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub pass: u64,
+    pub crash: u64,
+    pub exit: u64,
+    pub vuid: u64,
+    pub timeout: u64,
+    pub error: u64,
+}
+
+impl Counts {
+    pub fn add(&mut self, verdict: RunVerdict) {
+        *self.slot(verdict) += 1;
+    }
+
+    pub fn get(&self, verdict: RunVerdict) -> u64 {
+        match verdict {
+            RunVerdict::Pass => self.pass,
+            RunVerdict::Crash => self.crash,
+            RunVerdict::Exit => self.exit,
+            RunVerdict::Vuid => self.vuid,
+            RunVerdict::Timeout => self.timeout,
+            RunVerdict::Error => self.error,
+        }
+    }
+
+    fn slot(&mut self, verdict: RunVerdict) -> &mut u64 {
+        match verdict {
+            RunVerdict::Pass => &mut self.pass,
+            RunVerdict::Crash => &mut self.crash,
+            RunVerdict::Exit => &mut self.exit,
+            RunVerdict::Vuid => &mut self.vuid,
+            RunVerdict::Timeout => &mut self.timeout,
+            RunVerdict::Error => &mut self.error,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        RunVerdict::ALL.iter().map(|&v| self.get(v)).sum()
+    }
+
+    pub fn failures(&self) -> u64 {
+        self.total() - self.pass
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellResult {
+    pub case: String,
+    pub runtime: String,
+    pub driver: String,
+    pub layers: Vec<String>,
+    pub emulation: String,
+    pub runs: u64,
+    pub counts: Counts,
+    pub verdict: CellVerdict,
+    pub vuids: Vec<String>,
+    pub signals: Vec<String>,
+    pub artifacts: Vec<String>,
+    /// Passing runs over all runs, and its 95 % Wilson interval.
+    pub pass_rate: f64,
+    pub pass_rate_95: [f64; 2],
+    /// Why the verdict: the expectation met or missed, or why skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The physical device the runs used, when the driver was probed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The ICD manifest of the driver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_manifest: Option<String>,
+}

@@ -1,0 +1,330 @@
+//! Running: every run of every cell, each in its own process group and its
+//! own private directory, `jobs` at a time. What a run leaves behind is read
+//! back from files and handed to `classify`.
+
+pub mod unix;
+
+use crate::capture::Capture;
+use crate::classify::{self, Classification, RunEvidence, Termination, Validation};
+use crate::errors::{Error, Result};
+use crate::plan::{CaseCommand, Cell, Plan, REFRT_LIBRARY};
+use crate::validation;
+use crate::vuid::{self, VuidReport};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub runs: u32,
+    pub jobs: usize,
+    pub timeout: Duration,
+    pub artifacts: PathBuf,
+    /// Keep the directories of passing runs too.
+    pub keep_passing: bool,
+    pub validation: bool,
+}
+
+/// What one run came to, and where its evidence is.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    pub cell: usize,
+    pub index: u32,
+    #[serde(flatten)]
+    pub classification: Classification,
+    pub termination: Termination,
+    pub vuid_counts: VuidReport,
+    pub duration_ms: u64,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    /// The run directory, when it was kept.
+    pub kept: Option<PathBuf>,
+}
+
+/// Runs the plan and returns, per cell, its runs in order. `on_record` sees
+/// each run as it finishes (for progress output).
+pub fn execute(
+    plan: &Plan,
+    options: &Options,
+    mut on_record: impl FnMut(&Cell, &RunRecord),
+) -> Result<Vec<Vec<RunRecord>>> {
+    prepare_artifacts(plan, &options.artifacts)?;
+    let jobs: Vec<(usize, u32)> = plan
+        .cells
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.skip.is_none())
+        .flat_map(|(i, _)| (0..options.runs).map(move |r| (i, r)))
+        .collect();
+    let mut results: Vec<Vec<RunRecord>> = plan.cells.iter().map(|_| Vec::new()).collect();
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel::<RunRecord>();
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.max(1).min(jobs.len().max(1)) {
+            let tx = tx.clone();
+            let (jobs, next) = (&jobs, &next);
+            scope.spawn(move || loop {
+                let Some(&(cell, index)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                    break;
+                };
+                let record = run_one(plan, cell, index, options);
+                if tx.send(record).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        for record in rx {
+            on_record(&plan.cells[record.cell], &record);
+            let cell = record.cell;
+            results[cell].push(record);
+        }
+    });
+    for runs in &mut results {
+        runs.sort_by_key(|r| r.index);
+    }
+    Ok(results)
+}
+
+/// Creates the artifacts root and clears the evidence of earlier runs of the
+/// same cells, so every path in the results is from this run.
+fn prepare_artifacts(plan: &Plan, root: &Path) -> Result<()> {
+    std::fs::create_dir_all(root)
+        .map_err(|e| Error::io("cannot create the artifacts directory", root, e))?;
+    for cell in plan.cells.iter().filter(|c| c.skip.is_none()) {
+        let dir = root.join(cell.slug());
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| Error::io("cannot clear old evidence", &dir, e))?;
+        }
+    }
+    let probe = root.join(".vkexit-write-test");
+    std::fs::write(&probe, b"")
+        .map_err(|e| Error::io("the artifacts directory is not writable", root, e))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> RunRecord {
+    let cell = &plan.cells[cell_index];
+    let dir = options
+        .artifacts
+        .join(cell.slug())
+        .join(format!("run-{index}"));
+    let outcome = match prepare_run_dir(&dir, options.validation) {
+        Ok(()) => {
+            let spec = command_spec(plan, cell, &dir, options.validation);
+            let outcome = unix::run(&spec, &limits(options));
+            let _ = write_command(&dir, &spec);
+            outcome
+        }
+        Err(e) => unix::Outcome {
+            termination: Termination::NotStarted {
+                reason: format!("cannot prepare the run directory: {e}"),
+            },
+            stdout: Capture::new(0),
+            stderr: Capture::new(0),
+            duration: Duration::ZERO,
+        },
+    };
+    let validation = read_validation(&dir, options.validation);
+    let vuid_counts = match &validation {
+        Validation::Active(r) => r.clone(),
+        _ => VuidReport::default(),
+    };
+    let evidence = RunEvidence {
+        termination: outcome.termination.clone(),
+        validation,
+    };
+    let mut record = RunRecord {
+        cell: cell_index,
+        index,
+        classification: classify::classify(&evidence),
+        termination: outcome.termination,
+        vuid_counts,
+        duration_ms: outcome.duration.as_millis() as u64,
+        stdout_bytes: outcome.stdout.total(),
+        stderr_bytes: outcome.stderr.total(),
+        kept: None,
+    };
+    keep_or_discard(&dir, &mut record, &outcome.stdout, &outcome.stderr, options);
+    record
+}
+
+fn limits(options: &Options) -> unix::Limits {
+    unix::Limits {
+        timeout: options.timeout,
+        term_grace: Duration::from_secs(2),
+        pipe_grace: Duration::from_millis(500),
+        capture_keep: crate::capture::DEFAULT_KEEP,
+    }
+}
+
+fn prepare_run_dir(dir: &Path, validation: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::create_dir_all(dir.join("home"))?;
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir.join("xdg-runtime"))?;
+    if validation {
+        let text = validation::settings_text(&dir.join(validation::LOG_FILE));
+        std::fs::write(dir.join(validation::SETTINGS_FILE), text)?;
+    }
+    Ok(())
+}
+
+/// The environment of one run: the caller's, less anything that would
+/// change what the layer reports, pointed into the run directory.
+fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, validation: bool) -> unix::CommandSpec {
+    let dir_str = |p: &Path| dir.join(p).display().to_string();
+    let mut env_set: Vec<(String, String)> = vec![
+        ("HOME".into(), dir_str(Path::new("home"))),
+        (
+            "XDG_DATA_HOME".into(),
+            dir_str(Path::new("home/.local/share")),
+        ),
+        ("XDG_CONFIG_HOME".into(), dir_str(Path::new("home/.config"))),
+        ("XDG_RUNTIME_DIR".into(), dir_str(Path::new("xdg-runtime"))),
+        (
+            "VK_ICD_FILENAMES".into(),
+            cell.driver.manifest.display().to_string(),
+        ),
+        (
+            "VK_DRIVER_FILES".into(),
+            cell.driver.manifest.display().to_string(),
+        ),
+    ];
+    let mut env_remove: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| validation::is_stray_setting(k))
+        .collect();
+    if validation {
+        env_set.extend(validation::run_env(dir));
+    } else {
+        env_remove.push("VK_LAYER_SETTINGS_PATH".into());
+    }
+    env_remove.retain(|k| !env_set.iter().any(|(s, _)| s == k));
+    let (program, args) = match &cell.command {
+        CaseCommand::Scenario(binary) => {
+            env_set.push((
+                "VKEXIT_REFRT_LIB".into(),
+                plan.scenario_dir.join(REFRT_LIBRARY).display().to_string(),
+            ));
+            (
+                binary.clone(),
+                vec!["--runtime".into(), cell.runtime.clone().into()],
+            )
+        }
+        CaseCommand::External(argv) => (PathBuf::from(&argv[0]), argv[1..].to_vec()),
+    };
+    unix::CommandSpec {
+        program,
+        args,
+        cwd: dir.to_path_buf(),
+        env_set,
+        env_remove,
+    }
+}
+
+fn read_validation(dir: &Path, requested: bool) -> Validation {
+    if !requested {
+        return Validation::NotRequested;
+    }
+    let path = dir.join(validation::LOG_FILE);
+    match std::fs::File::open(&path) {
+        Ok(file) => match vuid::scan(file) {
+            Ok(report) => Validation::Active(report),
+            Err(e) => Validation::Unreadable(e.to_string()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Validation::NotActive,
+        Err(e) => Validation::Unreadable(e.to_string()),
+    }
+}
+
+fn write_command(dir: &Path, spec: &unix::CommandSpec) -> std::io::Result<()> {
+    let mut text = String::new();
+    text.push_str(&format!("cwd: {}\n", spec.cwd.display()));
+    for k in &spec.env_remove {
+        text.push_str(&format!("unset {k}\n"));
+    }
+    for (k, v) in &spec.env_set {
+        text.push_str(&format!("{k}={}\n", shell_quote(v)));
+    }
+    text.push_str(&shell_quote(&spec.program.display().to_string()));
+    for a in &spec.args {
+        text.push(' ');
+        text.push_str(&shell_quote(&a.to_string_lossy()));
+    }
+    text.push('\n');
+    std::fs::write(dir.join("command.txt"), text)
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=+,@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// A failing run keeps its directory with its output and verdict; a passing
+/// one is removed unless asked otherwise. Evidence that cannot be written
+/// makes the run an `error`: a verdict without its evidence is not trusted.
+fn keep_or_discard(
+    dir: &Path,
+    record: &mut RunRecord,
+    stdout: &Capture,
+    stderr: &Capture,
+    options: &Options,
+) {
+    let keep = options.keep_passing || !record.classification.verdict.is_success();
+    if !keep {
+        let _ = std::fs::remove_dir_all(dir);
+        return;
+    }
+    let written = write_evidence(dir, record, stdout, stderr);
+    if let Err(e) = written {
+        record.classification.verdict = crate::verdict::RunVerdict::Error;
+        record.classification.reason = format!(
+            "{}; and its evidence could not be written to {}: {e}",
+            record.classification.reason,
+            dir.display()
+        );
+    }
+    record.kept = Some(dir.to_path_buf());
+}
+
+fn write_evidence(
+    dir: &Path,
+    record: &RunRecord,
+    stdout: &Capture,
+    stderr: &Capture,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    stdout.write_to(std::io::BufWriter::new(std::fs::File::create(
+        dir.join("stdout.txt"),
+    )?))?;
+    stderr.write_to(std::io::BufWriter::new(std::fs::File::create(
+        dir.join("stderr.txt"),
+    )?))?;
+    let json = serde_json::to_string_pretty(record).expect("a run record serialises");
+    std::fs::write(dir.join("result.json"), json + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_quote;
+
+    #[test]
+    fn quoting_for_a_replayable_command_line() {
+        assert_eq!(shell_quote("/usr/bin/x"), "/usr/bin/x");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}

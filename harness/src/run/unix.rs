@@ -1,0 +1,279 @@
+//! Platform code of the runner, and the only place that knows it: process
+//! groups, pidfds, poll, signals, rlimits.
+
+use crate::capture::Capture;
+use crate::classify::Termination;
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One program to run, fully described.
+#[derive(Debug, Clone)]
+pub struct CommandSpec {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub cwd: PathBuf,
+    pub env_set: Vec<(String, String)>,
+    pub env_remove: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: Duration,
+    /// After SIGTERM, how long before SIGKILL.
+    pub term_grace: Duration,
+    /// After the program exits, how long its descendants may keep its
+    /// output pipes open before they are killed.
+    pub pipe_grace: Duration,
+    pub capture_keep: usize,
+}
+
+pub struct Outcome {
+    pub termination: Termination,
+    pub stdout: Capture,
+    pub stderr: Capture,
+    pub duration: Duration,
+}
+
+/// Runs `spec` in its own process group and waits for it, within limits.
+/// Every process left in the group afterwards is killed.
+pub fn run(spec: &CommandSpec, limits: &Limits) -> Outcome {
+    let start = Instant::now();
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for key in &spec.env_remove {
+        command.env_remove(key);
+    }
+    for (key, value) in &spec.env_set {
+        command.env(key, value);
+    }
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // async-signal-safe functions (setpgid, prctl, setrlimit, sigprocmask).
+    unsafe {
+        command.pre_exec(|| {
+            libc::setpgid(0, 0);
+            // If vkexit itself dies, its runs die with it.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // A crashing scenario must not fill the disk with cores.
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Outcome {
+                termination: Termination::NotStarted {
+                    reason: format!("{}: {e}", spec.program.display()),
+                },
+                stdout: Capture::new(limits.capture_keep),
+                stderr: Capture::new(limits.capture_keep),
+                duration: start.elapsed(),
+            }
+        }
+    };
+    let pid = child.id() as libc::pid_t;
+    let stdout: OwnedFd = child.stdout.take().expect("piped stdout").into();
+    let stderr: OwnedFd = child.stderr.take().expect("piped stderr").into();
+    set_nonblocking(stdout.as_raw_fd());
+    set_nonblocking(stderr.as_raw_fd());
+    let mut watch = Watch {
+        pid,
+        pidfd: pidfd_open(pid),
+        pipes: [Some(stdout), Some(stderr)],
+        captures: [
+            Capture::new(limits.capture_keep),
+            Capture::new(limits.capture_keep),
+        ],
+        status: None,
+    };
+    let termination = watch.supervise(start, limits);
+    kill_group(pid, libc::SIGKILL);
+    // The Child handle is not used to wait: `supervise` reaped the process.
+    drop(child);
+    let [stdout, stderr] = watch.captures;
+    Outcome {
+        termination,
+        stdout,
+        stderr,
+        duration: start.elapsed(),
+    }
+}
+
+struct Watch {
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+    pipes: [Option<OwnedFd>; 2],
+    captures: [Capture; 2],
+    status: Option<libc::c_int>,
+}
+
+impl Watch {
+    fn supervise(&mut self, start: Instant, limits: &Limits) -> Termination {
+        let deadline = start + limits.timeout;
+        let mut exited_at: Option<Instant> = None;
+        loop {
+            if self.status.is_none() && self.try_reap() {
+                exited_at = Some(Instant::now());
+            }
+            let pipes_open = self.pipes.iter().any(Option::is_some);
+            match exited_at {
+                Some(_) if !pipes_open => break,
+                Some(t) if t.elapsed() >= limits.pipe_grace => break,
+                _ => {}
+            }
+            if exited_at.is_none() && Instant::now() >= deadline {
+                self.stop(limits);
+                return Termination::TimedOut {
+                    after_ms: start.elapsed().as_millis() as u64,
+                };
+            }
+            let until = match exited_at {
+                Some(t) => t + limits.pipe_grace,
+                None => deadline,
+            };
+            self.poll_once(until);
+        }
+        let status = self.status.expect("reaped");
+        let status = std::process::ExitStatus::from_raw(status);
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Termination::Exited { code },
+            (None, Some(signal)) => Termination::Signaled {
+                signal,
+                core_dumped: status.core_dumped(),
+            },
+            (None, None) => Termination::NotStarted {
+                reason: format!("unexpected wait status {status:?}"),
+            },
+        }
+    }
+
+    /// Waits for output, the exit, or `until`, and takes what came.
+    fn poll_once(&mut self, until: Instant) {
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(3);
+        for pipe in self.pipes.iter().flatten() {
+            fds.push(pollfd(pipe.as_raw_fd()));
+        }
+        let watching_exit = self.status.is_none();
+        if watching_exit {
+            if let Some(pidfd) = &self.pidfd {
+                fds.push(pollfd(pidfd.as_raw_fd()));
+            }
+        }
+        let mut wait = until.saturating_duration_since(Instant::now());
+        if watching_exit && self.pidfd.is_none() {
+            // No pidfd (old kernel): look at the child every few ms.
+            wait = wait.min(Duration::from_millis(5));
+        }
+        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: `fds` is a valid array of initialised pollfd for its length.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if n <= 0 {
+            return;
+        }
+        for i in 0..2 {
+            self.drain(i);
+        }
+    }
+
+    /// Reads what a pipe has now; closes it at end of file.
+    fn drain(&mut self, i: usize) {
+        let Some(fd) = self.pipes[i].as_ref().map(|p| p.as_raw_fd()) else {
+            return;
+        };
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            // SAFETY: `buf` is writable for its length and `fd` is open.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if n > 0 {
+                self.captures[i].push(&buf[..n as usize]);
+                continue;
+            }
+            let err = std::io::Error::last_os_error();
+            if n < 0 && err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            if n < 0 && err.kind() == std::io::ErrorKind::WouldBlock {
+                return;
+            }
+            self.pipes[i] = None;
+            return;
+        }
+    }
+
+    fn try_reap(&mut self) -> bool {
+        let mut status = 0;
+        // SAFETY: plain waitpid on our own child.
+        let r = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
+        if r == self.pid {
+            self.status = Some(status);
+            return true;
+        }
+        false
+    }
+
+    /// TERM to the group, a grace period, then KILL; the child is reaped.
+    fn stop(&mut self, limits: &Limits) {
+        kill_group(self.pid, libc::SIGTERM);
+        let grace_end = Instant::now() + limits.term_grace;
+        while Instant::now() < grace_end {
+            if self.try_reap() {
+                return;
+            }
+            self.poll_once(grace_end.min(Instant::now() + Duration::from_millis(20)));
+        }
+        kill_group(self.pid, libc::SIGKILL);
+        let mut status = 0;
+        // SAFETY: blocking waitpid on our own child, which was just killed.
+        unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        self.status = Some(status);
+        for i in 0..2 {
+            self.drain(i);
+        }
+    }
+}
+
+fn pollfd(fd: RawFd) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+fn set_nonblocking(fd: RawFd) {
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 && flags & libc::O_NONBLOCK == 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+}
+
+fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: the syscall takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a non-negative result is a descriptor nobody else owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+fn kill_group(pgid: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: kill with a negative pid signals the process group we created.
+    unsafe { libc::kill(-pgid, signal) };
+}

@@ -1,0 +1,247 @@
+//! The Khronos validation layer: where it is, which version, and the
+//! per-run settings that make its findings land in the run's own directory.
+//!
+//! Layers 1.3.204 (Jetson L4T 36) and 1.3.239 (Debian 12) read `log_filename`,
+//! `debug_action` and `report_flags` only from a `vk_layer_settings.txt`, so
+//! every run gets one, named by `VK_LAYER_SETTINGS_PATH`. `debug_action` is
+//! `LOG_MSG`, not `DEFAULT`: with `DEFAULT` an application's own debug
+//! messenger silences the log. The layer creates its log file as soon as it
+//! initialises at `vkCreateInstance`, even when it has nothing to say: the file
+//! is the proof, per run, that validation was active with our settings.
+
+use crate::errors::{Error, Result};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+pub const LAYER_NAME: &str = "VK_LAYER_KHRONOS_validation";
+pub const SETTINGS_FILE: &str = "vk_layer_settings.txt";
+pub const LOG_FILE: &str = "validation.log";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ValidationLayer {
+    pub manifest: PathBuf,
+    pub api_version: String,
+    pub implementation_version: String,
+    pub library: PathBuf,
+}
+
+/// The explicit-layer directories the loader reads, in its order.
+pub fn layer_search_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = match std::env::var("VK_LAYER_PATH") {
+        Ok(v) if !v.is_empty() => v.split(':').map(PathBuf::from).collect(),
+        _ => crate::drivers::icd_search_dirs()
+            .into_iter()
+            .map(|d| d.with_file_name("explicit_layer.d"))
+            .collect(),
+    };
+    if let Ok(extra) = std::env::var("VK_ADD_LAYER_PATH") {
+        dirs.extend(
+            extra
+                .split(':')
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from),
+        );
+    }
+    dirs
+}
+
+/// Finds the validation layer the loader would load, and checks that its
+/// library is really there.
+pub fn find_layer() -> Result<ValidationLayer> {
+    let dirs = layer_search_dirs();
+    for dir in &dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        for manifest in files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        {
+            if let Some(layer) = read_layer_manifest(manifest)? {
+                return Ok(layer);
+            }
+        }
+    }
+    Err(Error::NoValidationLayer {
+        searched: dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+/// `Ok(None)` for a manifest of another layer or one that cannot be parsed
+/// (the loader skips those too); an error when it is the validation layer
+/// and its library is missing.
+fn read_layer_manifest(path: &Path) -> Result<Option<ValidationLayer>> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(None);
+    };
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(None);
+    };
+    let mut layers: Vec<&serde_json::Value> = Vec::new();
+    layers.extend(json.get("layer"));
+    if let Some(list) = json.get("layers").and_then(|l| l.as_array()) {
+        layers.extend(list);
+    }
+    let Some(layer) = layers
+        .into_iter()
+        .find(|l| l.get("name").and_then(|n| n.as_str()) == Some(LAYER_NAME))
+    else {
+        return Ok(None);
+    };
+    let field = |k: &str| {
+        layer
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let library_path = field("library_path");
+    let library = resolve_library(path, &library_path).ok_or(Error::ValidationLibraryMissing {
+        manifest: path.to_path_buf(),
+        library: library_path.clone(),
+    })?;
+    Ok(Some(ValidationLayer {
+        manifest: path.to_path_buf(),
+        api_version: field("api_version"),
+        implementation_version: field("implementation_version"),
+        library,
+    }))
+}
+
+/// A path with a slash is relative to the manifest; a bare file name is
+/// looked up like `dlopen` would.
+fn resolve_library(manifest: &Path, library: &str) -> Option<PathBuf> {
+    if library.is_empty() {
+        return None;
+    }
+    if library.contains('/') {
+        let path = manifest.parent().unwrap_or(Path::new("/")).join(library);
+        return path.exists().then_some(path);
+    }
+    library_dirs()
+        .into_iter()
+        .map(|d| d.join(library))
+        .find(|p| p.exists())
+}
+
+fn library_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var("LD_LIBRARY_PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    if let Ok(entries) = std::fs::read_dir("/etc/ld.so.conf.d") {
+        for entry in entries.flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            dirs.extend(
+                text.lines()
+                    .map(str::trim)
+                    .filter(|l| l.starts_with('/'))
+                    .map(PathBuf::from),
+            );
+        }
+    }
+    for d in ["/lib", "/usr/lib", "/lib64", "/usr/lib64"] {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs
+}
+
+/// The settings file content for one run, logging to `log`.
+pub fn settings_text(log: &Path) -> String {
+    format!(
+        "# written by vkexit for one run\n\
+         khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n\
+         khronos_validation.log_filename = {}\n\
+         khronos_validation.report_flags = error,warn\n\
+         khronos_validation.enable_message_limit = false\n",
+        log.display()
+    )
+}
+
+/// Variables a user may have set that would change what the layer reports;
+/// each run starts without them.
+pub fn is_stray_setting(key: &str) -> bool {
+    key.starts_with("VK_KHRONOS_VALIDATION_")
+        || (key.starts_with("VK_LAYER_") && key != "VK_LAYER_PATH")
+}
+
+/// The variables that enable validation for one run directory.
+pub fn run_env(run_dir: &Path) -> Vec<(String, String)> {
+    let prepend = |var: &str| match std::env::var(var) {
+        Ok(v) if !v.is_empty() && !v.split(':').any(|l| l == LAYER_NAME) => {
+            format!("{LAYER_NAME}:{v}")
+        }
+        Ok(v) if !v.is_empty() => v,
+        _ => LAYER_NAME.to_string(),
+    };
+    vec![
+        (
+            "VK_LAYER_SETTINGS_PATH".into(),
+            run_dir.join(SETTINGS_FILE).display().to_string(),
+        ),
+        ("VK_INSTANCE_LAYERS".into(), prepend("VK_INSTANCE_LAYERS")),
+        (
+            "VK_LOADER_LAYERS_ENABLE".into(),
+            prepend("VK_LOADER_LAYERS_ENABLE"),
+        ),
+        ("VK_LAYER_DUPLICATE_MESSAGE_LIMIT".into(), "0".into()),
+        ("VK_LAYER_ENABLE_MESSAGE_LIMIT".into(), "0".into()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_log_to_the_given_absolute_file() {
+        let text = settings_text(Path::new("/tmp/r/validation.log"));
+        assert!(text.contains("khronos_validation.log_filename = /tmp/r/validation.log\n"));
+        assert!(text.contains("VK_DBG_LAYER_ACTION_LOG_MSG"));
+        assert!(!text.contains("DEFAULT"));
+    }
+
+    #[test]
+    fn stray_settings_are_recognised_but_the_layer_path_is_kept() {
+        assert!(is_stray_setting("VK_KHRONOS_VALIDATION_DEBUG_ACTION"));
+        assert!(is_stray_setting("VK_LAYER_ENABLES"));
+        assert!(!is_stray_setting("VK_LAYER_PATH"));
+        assert!(!is_stray_setting("VK_ICD_FILENAMES"));
+    }
+
+    #[test]
+    fn a_manifest_whose_library_is_missing_is_an_error_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("v.json");
+        std::fs::write(
+            &manifest,
+            r#"{"file_format_version":"1.2.0","layer":{"name":"VK_LAYER_KHRONOS_validation","type":"GLOBAL","library_path":"./libnope.so","api_version":"1.3.239","implementation_version":"1"}}"#,
+        )
+        .unwrap();
+        let err = read_layer_manifest(&manifest).unwrap_err().to_string();
+        assert!(
+            err.contains("v.json") && err.contains("libnope.so"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn manifests_of_other_layers_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("o.json");
+        std::fs::write(
+            &manifest,
+            r#"{"layer":{"name":"VK_LAYER_MESA_overlay","library_path":"x.so"}}"#,
+        )
+        .unwrap();
+        assert!(read_layer_manifest(&manifest).unwrap().is_none());
+    }
+}

@@ -1,0 +1,220 @@
+//! VUID extraction from a validation layer log.
+//!
+//! The one version-proof anchor is the bracketed message id, present in every
+//! layer since 1.2: `Validation Error: [ VUID-vkDestroyDevice-device-00378 ]`.
+//! 1.3.2xx writes one line per message (`VUID-…(ERROR / SPEC): msgNum: … -
+//! Validation Error: [ VUID-… ] Object 0: …`); 1.4.3xx writes the header line
+//! and then the message text, the spec quote and the objects on lines of their
+//! own. Only the header line carries the bracketed id, so counting bracketed
+//! ids counts messages in both formats.
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::OnceLock;
+
+/// Lines longer than this are cut: the id sits at the start of its line.
+const MAX_LINE: usize = 64 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    Error,
+    Warning,
+    Performance,
+    Info,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VuidStat {
+    pub count: u64,
+    pub severity: Severity,
+}
+
+/// Every message id a log holds, with how often and how severe.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VuidReport {
+    pub ids: BTreeMap<String, VuidStat>,
+    /// The log ended in the middle of a line (the process died while writing).
+    pub cut_mid_line: bool,
+}
+
+impl VuidReport {
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    pub fn total(&self) -> u64 {
+        self.ids.values().map(|s| s.count).sum()
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.ids.keys().map(String::as_str)
+    }
+
+    fn add_line(&mut self, line: &str) {
+        let Some(caps) = id_pattern().captures(line) else {
+            return;
+        };
+        let id = caps[1].to_string();
+        let severity = severity_of(line);
+        let stat = self
+            .ids
+            .entry(id)
+            .or_insert(VuidStat { count: 0, severity });
+        stat.count += 1;
+        stat.severity = stat.severity.min(severity);
+    }
+}
+
+fn id_pattern() -> &'static Regex {
+    static PATTERN: OnceLock<Regex> = OnceLock::new();
+    PATTERN.get_or_init(|| {
+        Regex::new(r"\[ ((?:VUID|UNASSIGNED)-[A-Za-z0-9_-]+) \]").expect("valid VUID pattern")
+    })
+}
+
+fn severity_of(line: &str) -> Severity {
+    if line.contains("Performance Warning") || line.contains("/ PERF)") {
+        Severity::Performance
+    } else if line.contains("Validation Warning") || line.contains("(WARN /") {
+        Severity::Warning
+    } else if line.contains("Validation Information") || line.contains("(INFO /") {
+        Severity::Info
+    } else {
+        Severity::Error
+    }
+}
+
+/// Scans a whole log from any reader, in bounded memory, whatever its bytes.
+pub fn scan(mut reader: impl Read) -> std::io::Result<VuidReport> {
+    let mut report = VuidReport::default();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        for piece in chunk[..n].split_inclusive(|&b| b == b'\n') {
+            let room = MAX_LINE.saturating_sub(line.len());
+            line.extend_from_slice(&piece[..piece.len().min(room)]);
+            if piece.ends_with(b"\n") {
+                report.add_line(&String::from_utf8_lossy(&line));
+                line.clear();
+            }
+        }
+    }
+    if !line.is_empty() {
+        report.cut_mid_line = true;
+        report.add_line(&String::from_utf8_lossy(&line));
+    }
+    Ok(report)
+}
+
+pub fn scan_str(text: &str) -> VuidReport {
+    scan(text.as_bytes()).expect("reading from memory cannot fail")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LAYER_1_3_239: &str = "VUID-vkDestroyDevice-device-00378(ERROR / SPEC): msgNum: 1901072314 - Validation Error: [ VUID-vkDestroyDevice-device-00378 ] Object 0: handle = 0x55d0c6f3b0a0, type = VK_OBJECT_TYPE_DEVICE; Object 1: handle = 0xfab64d0000000002, type = VK_OBJECT_TYPE_BUFFER; | MessageID = 0x71500fba | OBJ ERROR : For VkDevice 0x55d0c6f3b0a0[], VkBuffer 0xfab64d0000000002[] has not been destroyed. The Vulkan spec states: All child objects created on device must have been destroyed prior to destroying device (https://vulkan.lunarg.com/doc/view/1.3.239.0/linux/1.3-extensions/vkspec.html#VUID-vkDestroyDevice-device-00378)
+    Objects: 2
+        [0] 0x55d0c6f3b0a0, type: 3, name: NULL
+        [1] 0xfab64d0000000002, type: 9, name: NULL
+VUID-vkDestroyDevice-device-00378(ERROR / SPEC): msgNum: 1901072314 - Validation Error: [ VUID-vkDestroyDevice-device-00378 ] Object 0: handle = 0x55d0c6f3b0a0, type = VK_OBJECT_TYPE_DEVICE; Object 1: handle = 0xead9370000000003, type = VK_OBJECT_TYPE_DEVICE_MEMORY; | MessageID = 0x71500fba | OBJ ERROR : For VkDevice 0x55d0c6f3b0a0[], VkDeviceMemory 0xead9370000000003[] has not been destroyed. The Vulkan spec states: All child objects created on device must have been destroyed prior to destroying device (https://vulkan.lunarg.com/doc/view/1.3.239.0/linux/1.3-extensions/vkspec.html#VUID-vkDestroyDevice-device-00378)
+    Objects: 2
+        [0] 0x55d0c6f3b0a0, type: 3, name: NULL
+        [1] 0xead9370000000003, type: 8, name: NULL
+UNASSIGNED-Threading-MultipleThreads(ERROR / SPEC): msgNum: 1810669668 - Validation Error: [ UNASSIGNED-Threading-MultipleThreads ] Object 0: handle = 0x1, type = VK_OBJECT_TYPE_QUEUE; | MessageID = 0x6bec9b64 | THREADING ERROR : vkQueueSubmit(): object of type VkQueue is simultaneously used in thread 1 and thread 2
+";
+
+    const LAYER_1_4_3XX: &str = "Validation Error: [ VUID-vkDestroyDevice-device-05137 ] | MessageID = 0x4872eaa0
+vkDestroyDevice(): Object Tracking - For VkDevice 0x5581a0e2c3b0, VkBuffer 0xcb3ee80000000007 has not been destroyed.
+The Vulkan spec states: All child objects created on device must have been destroyed prior to destroying device (https://docs.vulkan.org/spec/latest/chapters/devsandqueues.html#VUID-vkDestroyDevice-device-05137)
+Objects: 2
+    [0] VkDevice 0x5581a0e2c3b0
+    [1] VkBuffer 0xcb3ee80000000007
+
+Validation Warning: [ UNASSIGNED-BestPractices-vkCreateDevice-specialuse-extension ] | MessageID = 0x675dc32e
+vkCreateDevice(): Attempting to enable extension VK_EXT_debug_utils, but this extension is intended to support use by applications.
+
+";
+
+    #[test]
+    fn one_line_format_counts_each_message_once() {
+        let r = scan_str(LAYER_1_3_239);
+        assert_eq!(r.ids["VUID-vkDestroyDevice-device-00378"].count, 2);
+        assert_eq!(r.ids["UNASSIGNED-Threading-MultipleThreads"].count, 1);
+        assert_eq!(
+            r.ids["VUID-vkDestroyDevice-device-00378"].severity,
+            Severity::Error
+        );
+        assert_eq!(r.total(), 3);
+        assert!(!r.cut_mid_line);
+    }
+
+    #[test]
+    fn multi_line_format_reads_the_header_and_not_the_spec_link() {
+        let r = scan_str(LAYER_1_4_3XX);
+        let names: Vec<_> = r.names().collect();
+        assert_eq!(
+            names,
+            [
+                "UNASSIGNED-BestPractices-vkCreateDevice-specialuse-extension",
+                "VUID-vkDestroyDevice-device-05137"
+            ]
+        );
+        assert_eq!(r.ids["VUID-vkDestroyDevice-device-05137"].count, 1);
+        assert_eq!(
+            r.ids["UNASSIGNED-BestPractices-vkCreateDevice-specialuse-extension"].severity,
+            Severity::Warning
+        );
+    }
+
+    #[test]
+    fn a_log_cut_mid_line_still_yields_its_ids() {
+        let cut = "Validation Error: [ VUID-vkDestroyBuffer-buffer-00922 ] Object 0: hand";
+        let r = scan_str(cut);
+        assert!(r.cut_mid_line);
+        assert_eq!(r.ids["VUID-vkDestroyBuffer-buffer-00922"].count, 1);
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_do_not_hide_an_id() {
+        let mut bytes =
+            b"\xff\xfe garbage\nValidation Error: [ VUID-vkDestroyEvent-event-01145 ] \xc3\x28\n"
+                .to_vec();
+        bytes.extend_from_slice(&[0x80; 10]);
+        let r = scan(&bytes[..]).unwrap();
+        assert_eq!(r.ids["VUID-vkDestroyEvent-event-01145"].count, 1);
+        assert!(r.cut_mid_line);
+    }
+
+    #[test]
+    fn an_empty_log_and_prose_without_brackets_have_no_ids() {
+        assert!(scan_str("").is_empty());
+        assert!(scan_str("see #VUID-vkDestroyDevice-device-00378 in the spec\n").is_empty());
+    }
+
+    #[test]
+    fn many_duplicates_are_all_counted() {
+        let line = "Validation Error: [ VUID-vkDestroyDevice-device-00378 ] x\n";
+        let r = scan_str(&line.repeat(250));
+        assert_eq!(r.ids["VUID-vkDestroyDevice-device-00378"].count, 250);
+    }
+
+    #[test]
+    fn an_overlong_line_is_cut_but_its_leading_id_kept() {
+        let mut text = String::from("Validation Error: [ VUID-vkCmdDispatch-None-02697 ] ");
+        text.push_str(&"x".repeat(3 * MAX_LINE));
+        text.push('\n');
+        let r = scan_str(&text);
+        assert_eq!(r.ids["VUID-vkCmdDispatch-None-02697"].count, 1);
+    }
+}
