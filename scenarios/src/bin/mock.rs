@@ -1,0 +1,61 @@
+//! mock: provokes each verdict of the vkexit harness on demand, for the runner's own tests.
+//! See `vkexit_scenarios::mock::options::USAGE` for the options and their order.
+
+use vkexit_fixtures::args::{exit_help, exit_usage};
+use vkexit_fixtures::{step, Parsed};
+use vkexit_scenarios::mock::options::USAGE;
+use vkexit_scenarios::mock::vulkan::MockVulkan;
+use vkexit_scenarios::mock::{actions, MockOptions, VulkanPlan};
+
+fn main() {
+    let options = match MockOptions::parse(std::env::args().skip(1)) {
+        Ok(Parsed::Run(options)) => options,
+        Ok(Parsed::Help) => exit_help(USAGE),
+        Err(err) => exit_usage("mock", &err, USAGE),
+    };
+    if let Some(runtime) = &options.runtime {
+        step!("mock does not load a runtime; ignoring --runtime {runtime}");
+    }
+    // Before Vulkan starts its threads, so the children fork a single-threaded process.
+    if let Some(secs) = options.grandchild_holds_pipes {
+        actions::grandchild_holds_pipes(secs);
+    }
+    let vulkan = match options.vulkan {
+        VulkanPlan::Skip => {
+            step!("skip the Vulkan setup (--no-vulkan)");
+            None
+        }
+        VulkanPlan::Create { keep, vuid } => Some((MockVulkan::create(options.device, vuid), keep)),
+    };
+    if let Some(bytes) = options.flood {
+        actions::flood(bytes);
+    }
+    match vulkan {
+        Some((vulkan, true)) => vulkan.keep(),
+        Some((vulkan, false)) => vulkan.destroy(),
+        None => {}
+    }
+    // Registered after Vulkan loaded, so they run before any exit handler of the driver or layers.
+    if options.crash_at_exit {
+        actions::crash_at_exit();
+    }
+    if let Some(p) = options.crash_probability {
+        actions::crash_at_exit_with_probability(p);
+    }
+    if options.hang_at_exit {
+        actions::hang_at_exit();
+    }
+    if let Some(signal) = options.signal {
+        step!("raise {signal}");
+        signal.raise_with_default_action();
+        step!("still alive after {signal}: its default action does not terminate");
+    }
+    if options.hang {
+        actions::hang("in main");
+    }
+    if let Some(code) = options.exit_code {
+        step!("exit with code {code}");
+        std::process::exit(code.into());
+    }
+    step!("main returns");
+}

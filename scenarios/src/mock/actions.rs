@@ -1,0 +1,131 @@
+//! What each mock option does, one function per verdict it provokes.
+
+use std::time::Duration;
+
+use super::Signal;
+use vkexit_fixtures::step::write_all;
+use vkexit_fixtures::{exit_handler_starts, register_exit_handler, setup_failed, step};
+
+/// Double-forks a grandchild that leaves the process group (setsid), keeps the inherited stdout
+/// and stderr open and sleeps `secs` seconds. The intermediate child exits at once, so the mock
+/// can return without waiting: a harness that waits for EOF on the pipes, or kills only the
+/// process group, hangs on the grandchild.
+pub fn grandchild_holds_pipes(secs: u64) {
+    step!("double-fork a grandchild that calls setsid and holds stdout and stderr for {secs} s");
+    // Formatted before fork: the children only make async-signal-safe calls.
+    let line = format!("vkexit-step: grandchild holds stdout and stderr for {secs} s\n");
+    // SAFETY: fork takes no arguments; in the children only fork, setsid, write, nanosleep and
+    // _exit follow, all async-signal-safe, and none of them returns into Rust code that would
+    // run the parent's exit handlers or destructors twice.
+    let child = unsafe { libc::fork() };
+    match child {
+        -1 => setup_failed(format_args!("fork: {}", std::io::Error::last_os_error())),
+        // SAFETY: see above; the intermediate child does nothing but fork once more and leave.
+        0 => unsafe {
+            if libc::fork() == 0 {
+                libc::setsid();
+                let _ = write_all(libc::STDOUT_FILENO, line.as_bytes());
+                std::thread::sleep(Duration::from_secs(secs));
+            }
+            libc::_exit(0)
+        },
+        _ => {
+            let mut status = 0;
+            // SAFETY: `child` is our own child and `status` a live out-parameter.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+        }
+    }
+}
+
+/// Writes `bytes` bytes to stdout and as many to stderr, alternating 64 KiB chunks of text lines,
+/// so a reader that drains one pipe before the other deadlocks as soon as the other fills.
+pub fn flood(bytes: u64) {
+    step!("flood {bytes} bytes to stdout and {bytes} bytes to stderr");
+    const LINE: &[u8; 64] = b"vkexit-mock flood .............................................\n";
+    let chunk: Vec<u8> = LINE.iter().copied().cycle().take(64 << 10).collect();
+    let mut left = bytes;
+    while left > 0 {
+        let len = left.min(chunk.len() as u64) as usize;
+        for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+            // A closed pipe kills us with SIGPIPE, or fails here: either way there is no reader.
+            let _ = write_all(fd, &chunk[..len]);
+        }
+        left -= len as u64;
+    }
+    step!("flood done");
+}
+
+/// Sleeps until killed, in main.
+pub fn hang(place: &str) -> ! {
+    step!("hang {place}: sleep until killed");
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+/// Registers the exit handler that crashes with SIGSEGV.
+pub fn crash_at_exit() {
+    register_exit_handler("crash-at-exit", crash_at_exit_handler);
+}
+
+/// Draws once and, with probability `p`, registers the crashing exit handler; the draw is logged
+/// so a flaky run can be told from a broken one.
+pub fn crash_at_exit_with_probability(p: f64) {
+    let draw = uniform_draw();
+    if draw < p {
+        step!("crash probability {p}: drew {draw:.4}, will crash at exit");
+        crash_at_exit();
+    } else {
+        step!("crash probability {p}: drew {draw:.4}, will exit cleanly");
+    }
+}
+
+/// Registers the exit handler that never returns.
+pub fn hang_at_exit() {
+    register_exit_handler("hang-at-exit", hang_at_exit_handler);
+}
+
+/// Runs as an exit handler, after main returned. Faults like a runtime touching freed state at
+/// exit; it logs once before and touches nothing else.
+extern "C" fn crash_at_exit_handler() {
+    exit_handler_starts("crash-at-exit");
+    step!("write through a null pointer");
+    // Address 8: a field of a struct behind a null pointer, in the never-mapped zero page. Exactly
+    // 0 would trip the null check that debug builds add to write_volatile, which aborts instead.
+    let field = std::ptr::null_mut::<u64>().wrapping_add(1);
+    // SAFETY: none; this write is meant to fault. Rust's own SIGSEGV handler sees a fault outside
+    // any stack guard page, restores the default action and lets the write fault again.
+    unsafe { std::ptr::write_volatile(field, 0xdead) };
+    // Only reached if page zero is mapped; a raised SIGSEGV is the same verdict.
+    Signal::SEGV.raise_with_default_action();
+}
+
+/// Runs as an exit handler, after main returned: sleeps until killed, like a teardown that
+/// waits forever for a device that is already gone.
+extern "C" fn hang_at_exit_handler() {
+    exit_handler_starts("hang-at-exit");
+    hang("in an exit handler");
+}
+
+/// A uniform draw in [0, 1) from /dev/urandom, or from the clock and pid if that is unreadable.
+fn uniform_draw() -> f64 {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    let seed = match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes))
+    {
+        Ok(()) => u64::from_ne_bytes(bytes),
+        Err(_) => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            // The pid separates runs started in the same clock tick.
+            let mixed = nanos ^ (u64::from(std::process::id()) << 32);
+            // Spread the low-entropy mix over all bits (splitmix64 finalizer).
+            let mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            let mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            mixed ^ (mixed >> 31)
+        }
+    };
+    // The top 53 bits fill an f64 mantissa exactly.
+    (seed >> 11) as f64 / (1u64 << 53) as f64
+}

@@ -1,0 +1,298 @@
+//! The mock's command line. Options combine; they take effect in a fixed order (see
+//! [`USAGE`]), so a combination has one meaning.
+
+use vkexit_fixtures::args::device_index;
+use vkexit_fixtures::{ArgCursor, Parsed, UsageError};
+
+use super::signals::Signal;
+
+pub const USAGE: &str = "\
+usage: mock [OPTIONS]
+
+Provokes each verdict of the vkexit harness on demand. By default it creates a VkInstance and a
+VkDevice (so the validation layer loads), destroys them cleanly and returns 0 from main.
+
+options, in the order they take effect:
+  --grandchild-holds-pipes SECS  double-fork a grandchild (setsid) that keeps stdout and stderr
+                                 open for SECS seconds; mock does not wait for it
+  --no-vulkan                    skip the Vulkan setup (validation asked for, never loaded)
+  --device N                     the physical device to use (default 0)
+  --flood BYTES                  write BYTES to stdout and to stderr, in big chunks
+                                 (suffixes K, M, G: powers of 1024)
+  --vuid                         destroy the VkDevice while a VkBuffer is alive
+                                 (VUID-vkDestroyDevice-device-00378)
+  --keep-vulkan                  leave the instance and device alive at exit
+  --crash-at-exit                SIGSEGV from an atexit handler, after main returned
+  --crash-probability P          the same with probability P in [0, 1]
+  --hang-at-exit                 sleep forever inside an atexit handler
+  --signal NAME                  raise the signal (SIGSEGV, SEGV or 11; default action)
+  --hang                         sleep forever in main
+  --exit-code N                  leave through exit(N), N in 0..=255 (exit handlers run)
+  --runtime SPEC                 accepted for the harness's sake, not used
+  -h, --help                     print this text
+";
+
+/// What to do with Vulkan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VulkanPlan {
+    /// No instance at all: `--no-vulkan`.
+    Skip,
+    /// Create instance and device; `keep` leaves them alive at exit, `vuid` destroys the device
+    /// with a live buffer.
+    Create { keep: bool, vuid: bool },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockOptions {
+    pub vulkan: VulkanPlan,
+    pub device: u32,
+    pub runtime: Option<String>,
+    pub signal: Option<Signal>,
+    pub exit_code: Option<u8>,
+    pub hang: bool,
+    pub hang_at_exit: bool,
+    pub flood: Option<u64>,
+    pub grandchild_holds_pipes: Option<u64>,
+    pub crash_at_exit: bool,
+    pub crash_probability: Option<f64>,
+}
+
+impl MockOptions {
+    pub fn parse(
+        args: impl IntoIterator<Item = String>,
+    ) -> Result<Parsed<MockOptions>, UsageError> {
+        let mut cursor = ArgCursor::new(args);
+        let mut options = MockOptions {
+            vulkan: VulkanPlan::Create {
+                keep: false,
+                vuid: false,
+            },
+            device: 0,
+            runtime: None,
+            signal: None,
+            exit_code: None,
+            hang: false,
+            hang_at_exit: false,
+            flood: None,
+            grandchild_holds_pipes: None,
+            crash_at_exit: false,
+            crash_probability: None,
+        };
+        let (mut no_vulkan, mut keep, mut vuid) = (false, false, false);
+        while let Some(option) = cursor.next_option() {
+            match option?.as_str() {
+                "--signal" => options.signal = Some(cursor.parsed_value()?),
+                "--exit-code" => options.exit_code = Some(cursor.parsed_value()?),
+                "--vuid" => vuid = true,
+                "--hang" => options.hang = true,
+                "--hang-at-exit" => options.hang_at_exit = true,
+                "--flood" => options.flood = Some(bytes(&mut cursor)?),
+                "--grandchild-holds-pipes" => {
+                    options.grandchild_holds_pipes = Some(cursor.parsed_value()?)
+                }
+                "--crash-at-exit" => options.crash_at_exit = true,
+                "--crash-probability" => {
+                    options.crash_probability = Some(probability(&mut cursor)?)
+                }
+                "--no-vulkan" => no_vulkan = true,
+                "--keep-vulkan" => keep = true,
+                "--device" => options.device = device_index(&mut cursor)?,
+                "--runtime" => options.runtime = Some(cursor.value()?),
+                "--help" | "-h" => return cursor.no_value().map(|()| Parsed::Help),
+                other => {
+                    return Err(UsageError::UnknownOption {
+                        option: other.to_owned(),
+                    })
+                }
+            }
+        }
+        options.vulkan = match (no_vulkan, keep, vuid) {
+            (true, true, _) => return Err(conflict("--no-vulkan", "--keep-vulkan")),
+            (true, _, true) => return Err(conflict("--no-vulkan", "--vuid")),
+            // The VUID is raised by destroying the device; a kept device is never destroyed.
+            (_, true, true) => return Err(conflict("--keep-vulkan", "--vuid")),
+            (true, false, false) => VulkanPlan::Skip,
+            (false, keep, vuid) => VulkanPlan::Create { keep, vuid },
+        };
+        if options.crash_at_exit && options.crash_probability.is_some() {
+            return Err(conflict("--crash-at-exit", "--crash-probability"));
+        }
+        Ok(Parsed::Run(options))
+    }
+}
+
+fn conflict(first: &'static str, second: &'static str) -> UsageError {
+    UsageError::Conflict { first, second }
+}
+
+fn invalid(option: &str, value: String, reason: &str) -> UsageError {
+    UsageError::InvalidValue {
+        option: option.to_owned(),
+        value,
+        reason: reason.to_owned(),
+    }
+}
+
+/// A byte count with an optional binary suffix: `4096`, `64K`, `8M`, `1G`.
+fn bytes<I: Iterator<Item = String>>(cursor: &mut ArgCursor<I>) -> Result<u64, UsageError> {
+    let value = cursor.value()?;
+    let (digits, unit) = match value.char_indices().last() {
+        Some((at, 'k' | 'K')) => (&value[..at], 1 << 10),
+        Some((at, 'm' | 'M')) => (&value[..at], 1 << 20),
+        Some((at, 'g' | 'G')) => (&value[..at], 1 << 30),
+        _ => (value.as_str(), 1),
+    };
+    match digits.parse::<u64>().ok().and_then(|n| n.checked_mul(unit)) {
+        Some(bytes) => Ok(bytes),
+        None => Err(invalid(
+            "--flood",
+            value,
+            "not a byte count like 4096, 64K, 8M or 1G",
+        )),
+    }
+}
+
+fn probability<I: Iterator<Item = String>>(cursor: &mut ArgCursor<I>) -> Result<f64, UsageError> {
+    let value = cursor.value()?;
+    match value.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(invalid(
+            "--crash-probability",
+            value,
+            "not a probability in [0, 1]",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<MockOptions, UsageError> {
+        match MockOptions::parse(args.iter().map(|a| a.to_string()))? {
+            Parsed::Run(options) => Ok(options),
+            Parsed::Help => panic!("unexpected help"),
+        }
+    }
+
+    #[test]
+    fn default_is_a_clean_vulkan_run() {
+        let options = parse(&[]).unwrap();
+        assert_eq!(
+            options.vulkan,
+            VulkanPlan::Create {
+                keep: false,
+                vuid: false
+            }
+        );
+        assert_eq!(
+            (options.signal, options.exit_code, options.hang),
+            (None, None, false)
+        );
+        assert_eq!(options.device, 0);
+    }
+
+    #[test]
+    fn options_combine() {
+        let options = parse(&[
+            "--signal",
+            "SIGBUS",
+            "--flood=2M",
+            "--exit-code",
+            "7",
+            "--hang-at-exit",
+            "--grandchild-holds-pipes",
+            "30",
+            "--runtime",
+            "refrt:guarded",
+            "--device",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(options.signal.map(|s| s.number), Some(libc::SIGBUS));
+        assert_eq!(options.flood, Some(2 << 20));
+        assert_eq!(options.exit_code, Some(7));
+        assert!(options.hang_at_exit);
+        assert_eq!(options.grandchild_holds_pipes, Some(30));
+        assert_eq!(options.runtime.as_deref(), Some("refrt:guarded"));
+        assert_eq!(options.device, 1);
+    }
+
+    #[test]
+    fn vulkan_plans() {
+        assert_eq!(parse(&["--no-vulkan"]).unwrap().vulkan, VulkanPlan::Skip);
+        assert_eq!(
+            parse(&["--vuid"]).unwrap().vulkan,
+            VulkanPlan::Create {
+                keep: false,
+                vuid: true
+            }
+        );
+        assert_eq!(
+            parse(&["--keep-vulkan"]).unwrap().vulkan,
+            VulkanPlan::Create {
+                keep: true,
+                vuid: false
+            }
+        );
+        for pair in [
+            ["--no-vulkan", "--vuid"],
+            ["--no-vulkan", "--keep-vulkan"],
+            ["--vuid", "--keep-vulkan"],
+        ] {
+            assert!(
+                matches!(parse(&pair), Err(UsageError::Conflict { .. })),
+                "{pair:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn values_are_checked() {
+        assert_eq!(parse(&["--flood", "4096"]).unwrap().flood, Some(4096));
+        assert_eq!(parse(&["--flood", "1g"]).unwrap().flood, Some(1 << 30));
+        for bad in ["", "K", "1.5M", "-1", "99999999999G"] {
+            assert!(parse(&["--flood", bad]).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse(&["--crash-probability", "0.25"])
+                .unwrap()
+                .crash_probability,
+            Some(0.25)
+        );
+        for bad in ["1.5", "-0.1", "NaN", "half"] {
+            assert!(parse(&["--crash-probability", bad]).is_err(), "{bad}");
+        }
+        assert!(parse(&["--exit-code", "256"]).is_err());
+        assert!(parse(&["--signal", "SIGFOO"]).is_err());
+        assert!(parse(&["--crash-at-exit", "--crash-probability", "1"]).is_err());
+    }
+
+    #[test]
+    fn bad_command_lines() {
+        assert_eq!(
+            parse(&["--segfault"]),
+            Err(UsageError::UnknownOption {
+                option: "--segfault".into()
+            })
+        );
+        assert_eq!(
+            parse(&["--hang=1"]),
+            Err(UsageError::UnexpectedValue {
+                option: "--hang".into()
+            })
+        );
+        assert_eq!(
+            parse(&["--signal"]),
+            Err(UsageError::MissingValue {
+                option: "--signal".into()
+            })
+        );
+        assert_eq!(
+            parse(&["SIGSEGV"]),
+            Err(UsageError::UnexpectedArgument {
+                argument: "SIGSEGV".into()
+            })
+        );
+    }
+}
