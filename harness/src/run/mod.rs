@@ -50,7 +50,12 @@ pub fn execute(
     options: &Options,
     mut on_record: impl FnMut(&Cell, &RunRecord),
 ) -> Result<Vec<Vec<RunRecord>>> {
-    prepare_artifacts(plan, &options.artifacts)?;
+    let root = prepare_artifacts(plan, &options.artifacts)?;
+    // Runs work in their own directory: every path they get is absolute.
+    let options = &Options {
+        artifacts: root,
+        ..options.clone()
+    };
     let jobs: Vec<(usize, u32)> = plan
         .cells
         .iter()
@@ -90,9 +95,12 @@ pub fn execute(
 
 /// Creates the artifacts root and clears the evidence of earlier runs of the
 /// same cells, so every path in the results is from this run.
-fn prepare_artifacts(plan: &Plan, root: &Path) -> Result<()> {
+fn prepare_artifacts(plan: &Plan, root: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(root)
         .map_err(|e| Error::io("cannot create the artifacts directory", root, e))?;
+    let root = &root
+        .canonicalize()
+        .map_err(|e| Error::io("cannot resolve the artifacts directory", root, e))?;
     for cell in plan.cells.iter().filter(|c| c.skip.is_none()) {
         let dir = root.join(cell.slug());
         if dir.exists() {
@@ -104,7 +112,7 @@ fn prepare_artifacts(plan: &Plan, root: &Path) -> Result<()> {
     std::fs::write(&probe, b"")
         .map_err(|e| Error::io("the artifacts directory is not writable", root, e))?;
     let _ = std::fs::remove_file(probe);
-    Ok(())
+    Ok(root.clone())
 }
 
 fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> RunRecord {

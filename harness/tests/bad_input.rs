@@ -1,0 +1,108 @@
+//! Bad input gets a clear error naming what was wrong and what is valid,
+//! with exit code 2 and no panic.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use predicates::str::contains;
+
+fn no_panic() -> impl Predicate<str> {
+    contains("panicked").not()
+}
+
+#[test]
+fn an_unknown_case_lists_the_built_in_ones() {
+    let sb = Sandbox::new();
+    sb.vkexit()
+        .args(["run", "--case", "buffer-kept"])
+        .assert()
+        .code(2)
+        .stderr(
+            contains("unknown case `buffer-kept`")
+                .and(contains("handler-before-load"))
+                .and(no_panic()),
+        );
+}
+
+#[test]
+fn an_unknown_policy_lists_the_policies() {
+    let sb = Sandbox::new();
+    sb.vkexit()
+        .args(["run", "--runtime", "refrt:sometimes"])
+        .assert()
+        .code(2)
+        .stderr(
+            contains("refrt:sometimes")
+                .and(contains("release-children"))
+                .and(no_panic()),
+        );
+}
+
+#[test]
+fn an_unknown_driver_lists_the_drivers_found() {
+    let sb = Sandbox::new();
+    sb.vkexit()
+        .args(["run", "--driver", "warp-drive"])
+        .assert()
+        .code(2)
+        .stderr(
+            contains("warp-drive")
+                .and(contains("lavapipe"))
+                .and(no_panic()),
+        );
+}
+
+#[test]
+fn an_icd_manifest_that_is_not_json_is_named_with_line_and_column() {
+    let sb = Sandbox::new();
+    let bad = sb.path().join("broken_icd.json");
+    std::fs::write(&bad, "{ \"ICD\": \n  oops }").unwrap();
+    sb.vkexit()
+        .args(["run", "--driver"])
+        .arg(&bad)
+        .assert()
+        .code(2)
+        .stderr(
+            contains("broken_icd.json")
+                .and(contains("line 2"))
+                .and(no_panic()),
+        );
+}
+
+#[test]
+fn an_unwritable_results_path_fails_before_running() {
+    let sb = Sandbox::new();
+    sb.vkexit()
+        .args(["run", "--json", "/proc/vkexit-results.json", "--"])
+        .arg(mock())
+        .assert()
+        .code(2)
+        .stderr(contains("/proc/vkexit-results.json").and(no_panic()));
+}
+
+#[test]
+fn bad_numbers_are_usage_errors() {
+    let sb = Sandbox::new();
+    sb.vkexit().args(["run", "--runs", "0"]).assert().code(2);
+    sb.vkexit()
+        .args(["run", "--timeout=0", "--"])
+        .arg(mock())
+        .assert()
+        .code(2)
+        .stderr(contains("--timeout").and(no_panic()));
+}
+
+#[test]
+fn list_and_doctor_describe_this_machine() {
+    let sb = Sandbox::new();
+    sb.vkexit().arg("list").assert().success().stdout(
+        contains("handler-before-load")
+            .and(contains("refrt:release-children"))
+            .and(contains("lavapipe")),
+    );
+    sb.vkexit().arg("doctor").assert().success().stdout(
+        contains("llvmpipe")
+            .and(contains("VK_LAYER_KHRONOS_validation 1.3"))
+            .and(contains("ready")),
+    );
+}

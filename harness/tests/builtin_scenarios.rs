@@ -1,0 +1,79 @@
+//! The built-in scenarios × refrt policies on lavapipe under validation give
+//! the outcomes the built-in baseline records, and a plain run is green.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+fn cell<'a>(r: &'a Value, case: &str, policy: &str) -> &'a Value {
+    let runtime = format!("refrt:{policy}");
+    r["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"] == case && c["runtime"] == runtime.as_str())
+        .unwrap_or_else(|| panic!("no cell {case} × {runtime}"))
+}
+
+#[test]
+fn every_ordering_under_every_policy_matches_the_baseline() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run(&["--runs", "2"]);
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 20, "4 cases × 5 policies on lavapipe");
+    for c in cells {
+        let v = c["verdict"].as_str().unwrap();
+        assert!(v == "pass" || v == "expected-fail", "{c:#}");
+        assert_eq!(c["runs"], 2);
+    }
+    assert_eq!(code, 0, "{r:#}");
+
+    // The final fix is clean in every ordering.
+    for case in [
+        "clean-exit",
+        "buffer-kept-at-exit",
+        "handler-before-load",
+        "events-freed-after-teardown",
+    ] {
+        assert_eq!(
+            count(cell(&r, case, "release-children"), "pass"),
+            2,
+            "{case}"
+        );
+    }
+    // A device destroyed with a kept buffer: the layer names the VUID.
+    for policy in ["static-destructor", "atexit-after-init", "guarded"] {
+        let c = cell(&r, "buffer-kept-at-exit", policy);
+        assert_eq!(count(c, "vuid"), 2, "{c:#}");
+        assert!(strings(&c["vuids"]).contains(&"VUID-vkDestroyDevice-device-00378".into()));
+        assert_eq!(c["verdict"], "expected-fail");
+        assert!(!strings(&c["artifacts"]).is_empty());
+    }
+    // The cleanup handler registered before the load crashes after teardown.
+    let c = cell(&r, "handler-before-load", "atexit-after-init");
+    assert_eq!(count(c, "crash"), 2, "{c:#}");
+    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
+    // Guards stop the crash, but vkDestroyDevice still sees live children.
+    let c = cell(&r, "handler-before-load", "guarded");
+    assert_eq!(count(c, "vuid"), 2, "{c:#}");
+}
+
+#[test]
+fn without_a_baseline_match_a_policy_that_fails_is_reported_as_failing() {
+    // `--no-validation` has no built-in baseline: the crashing ordering must
+    // make the gate red.
+    let sb = Sandbox::new();
+    let (code, r) = sb.run(&[
+        "--runs",
+        "1",
+        "--no-validation",
+        "--case",
+        "handler-before-load",
+        "--runtime",
+        "refrt:atexit-after-init",
+    ]);
+    let c = only_cell(&r);
+    assert_eq!(count(c, "crash"), 1, "{c:#}");
+    assert_eq!(c["verdict"], "fail");
+    assert_eq!(code, 1);
+}

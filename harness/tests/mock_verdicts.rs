@@ -1,0 +1,146 @@
+//! Each run verdict, provoked on demand by the mock scenario, on lavapipe
+//! under the real validation layer, is detected as what it is.
+
+mod common;
+use common::*;
+
+#[test]
+fn a_clean_vulkan_program_passes() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(3, &[], &[]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "pass"), 3, "{cell:#}");
+    assert_eq!(cell["verdict"], "pass");
+    assert_eq!(cell["case"], "mock");
+    assert_eq!(cell["runtime"], "external");
+    assert_eq!(cell["driver"], "lavapipe");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn fatal_signals_are_crashes_named_by_signal() {
+    for signal in ["SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE"] {
+        let sb = Sandbox::new();
+        let (code, r) = sb.run_mock(2, &[], &["--signal", signal]);
+        let cell = only_cell(&r);
+        assert_eq!(count(cell, "crash"), 2, "{signal}: {cell:#}");
+        assert_eq!(strings(&cell["signals"]), [signal]);
+        assert_eq!(cell["verdict"], "fail");
+        assert_eq!(code, 1);
+    }
+}
+
+#[test]
+fn a_real_segfault_inside_an_exit_handler_is_a_crash() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run_mock(2, &[], &["--crash-at-exit"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
+    assert_eq!(strings(&cell["signals"]), ["SIGSEGV"]);
+}
+
+#[test]
+fn a_nonzero_exit_code_is_an_exit_verdict() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(2, &[], &["--exit-code", "7"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "exit"), 2, "{cell:#}");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_buffer_alive_at_vk_destroy_device_is_a_vuid_named_00378() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(2, &[], &["--vuid"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "vuid"), 2, "{cell:#}");
+    assert!(
+        strings(&cell["vuids"]).contains(&"VUID-vkDestroyDevice-device-00378".to_string()),
+        "{cell:#}"
+    );
+    assert_eq!(code, 1);
+    // The failing runs keep their evidence: the layer's own log among it.
+    let runs = strings(&cell["artifacts"]);
+    assert_eq!(runs.len(), 2);
+    let log =
+        std::fs::read_to_string(std::path::Path::new(&runs[0]).join("validation.log")).unwrap();
+    assert!(
+        log.contains("[ VUID-vkDestroyDevice-device-00378 ]"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_hang_in_main_and_a_hang_in_an_exit_handler_time_out() {
+    for option in ["--hang", "--hang-at-exit"] {
+        let sb = Sandbox::new();
+        let (code, r) = sb.run_mock(1, &["--timeout", "3"], &[option]);
+        let cell = only_cell(&r);
+        assert_eq!(count(cell, "timeout"), 1, "{option}: {cell:#}");
+        assert_eq!(code, 1);
+    }
+}
+
+#[test]
+fn a_crash_in_some_runs_only_is_flaky_never_pass() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(24, &[], &["--crash-probability", "0.5"]);
+    let cell = only_cell(&r);
+    let (pass, crash) = (count(cell, "pass"), count(cell, "crash"));
+    assert_eq!(pass + crash, 24, "{cell:#}");
+    assert!(pass > 0 && crash > 0, "{cell:#}");
+    assert_eq!(cell["verdict"], "flaky");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn an_output_flood_is_kept_bounded_head_and_tail() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run_mock(1, &["--keep-passing"], &["--flood", "200000000"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "pass"), 1, "{cell:#}");
+    let dir = std::path::PathBuf::from(&strings(&cell["artifacts"])[0]);
+    let stdout = std::fs::metadata(dir.join("stdout.txt")).unwrap().len();
+    assert!(stdout < 2 * 1024 * 1024, "stdout.txt is {stdout} bytes");
+    let text = std::fs::read_to_string(dir.join("stdout.txt")).unwrap();
+    assert!(text.contains("bytes omitted]"));
+}
+
+#[test]
+fn a_grandchild_holding_the_pipes_does_not_hang_the_run() {
+    // The grandchild keeps stdout and stderr open for 120 s; the run must end
+    // at the program's exit plus a short grace, far inside the 30 s limit.
+    let sb = Sandbox::new();
+    let (_, r) = sb.run_mock(
+        1,
+        &["--timeout", "30"],
+        &["--grandchild-holds-pipes", "120"],
+    );
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "pass"), 1, "{cell:#}");
+}
+
+#[test]
+fn a_program_that_never_creates_an_instance_is_an_error_not_a_pass() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(2, &[], &["--no-vulkan"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "error"), 2, "{cell:#}");
+    assert_eq!(count(cell, "pass"), 0);
+    assert_eq!(cell["verdict"], "error");
+    assert!(cell["reason"]
+        .as_str()
+        .unwrap()
+        .contains("validation layer was not active"));
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn without_validation_a_vuid_cannot_be_seen_and_no_proof_is_needed() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(1, &["--no-validation"], &["--vuid"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "pass"), 1, "{cell:#}");
+    assert!(strings(&cell["layers"]).is_empty());
+    assert_eq!(code, 0);
+}
