@@ -46,11 +46,18 @@ pub fn flood(bytes: u64) {
     let mut left = bytes;
     while left > 0 {
         let len = left.min(chunk.len() as u64) as usize;
+        left -= len as u64;
+        let mut piece = &chunk[..len];
+        let last_line;
+        if left == 0 && !piece.ends_with(b"\n") {
+            // End on a newline, so the step line that follows starts a line of its own.
+            last_line = [&piece[..len - 1], b"\n"].concat();
+            piece = &last_line;
+        }
         for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
             // A closed pipe kills us with SIGPIPE, or fails here: either way there is no reader.
-            let _ = write_all(fd, &chunk[..len]);
+            let _ = write_all(fd, piece);
         }
-        left -= len as u64;
     }
     step!("flood done");
 }
