@@ -62,7 +62,7 @@ pub fn flood(bytes: u64) {
     step!("flood done");
 }
 
-/// Sleeps until killed, in main.
+/// Sleeps until killed; `place` (in main, in an exit handler) is for the log.
 pub fn hang(place: &str) -> ! {
     step!("hang {place}: sleep until killed");
     loop {
