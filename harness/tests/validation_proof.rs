@@ -50,9 +50,9 @@ fn an_impostor_validation_layer_is_caught_per_run() {
         "/usr/lib",
     ]
     .iter()
-    .map(|d| std::path::Path::new(d).join("libVkLayer_MESA_device_select.so"))
+    .map(|d| std::path::Path::new(d).join("libVkLayer_MESA_overlay.so"))
     .find(|p| p.exists()) else {
-        panic!("libVkLayer_MESA_device_select.so (mesa-vulkan-drivers) is not installed");
+        panic!("libVkLayer_MESA_overlay.so (mesa-vulkan-drivers) is not installed");
     };
     let sb = Sandbox::new();
     let layers = sb.path().join("layers");
