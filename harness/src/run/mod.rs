@@ -70,13 +70,11 @@ pub fn execute(
         for _ in 0..options.jobs.max(1).min(jobs.len().max(1)) {
             let tx = tx.clone();
             let (jobs, next) = (&jobs, &next);
-            scope.spawn(move || loop {
-                let Some(&(cell, index)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                    break;
-                };
-                let record = run_one(plan, cell, index, options);
-                if tx.send(record).is_err() {
-                    break;
+            scope.spawn(move || {
+                while let Some(&(cell, index)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if tx.send(run_one(plan, cell, index, options)).is_err() {
+                        break;
+                    }
                 }
             });
         }
