@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc)
+packages=(libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -17,8 +17,12 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
     let mut vuids: Vec<String> = Vec::new();
     let mut signals: Vec<String> = Vec::new();
     let mut artifacts = Vec::new();
+    let mut vuid_counts = std::collections::BTreeMap::new();
     for run in runs {
         counts.add(run.classification.verdict);
+        for (id, stat) in &run.vuid_counts.ids {
+            *vuid_counts.entry(id.clone()).or_insert(0) += stat.count;
+        }
         for id in &run.classification.vuids {
             if !vuids.contains(id) {
                 vuids.push(id.clone());
@@ -59,6 +63,7 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
         counts,
         verdict,
         vuids,
+        vuid_counts,
         signals,
         artifacts,
         pass_rate: if n == 0 {

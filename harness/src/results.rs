@@ -70,6 +70,9 @@ pub struct CellResult {
     pub counts: Counts,
     pub verdict: CellVerdict,
     pub vuids: Vec<String>,
+    /// How many messages of each id all runs logged together.
+    #[serde(default)]
+    pub vuid_counts: std::collections::BTreeMap<String, u64>,
     pub signals: Vec<String>,
     pub artifacts: Vec<String>,
     /// Passing runs over all runs, and its 95 % Wilson interval.
