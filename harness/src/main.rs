@@ -122,7 +122,7 @@ fn run_command(args: RunArgs) -> Result<bool> {
         keep_passing: args.keep_passing,
         validation,
     };
-    let total_cells = plan.cells.iter().filter(|c| c.skip.is_none()).count();
+    let total_cells = plan.cells.iter().filter(|c| c.not_run.is_none()).count();
     let mut done_runs = vec![0u32; plan.cells.len()];
     let mut done_cells = 0;
     let runs = run::execute(&plan, &options, |cell, record| {

@@ -35,6 +35,15 @@ pub enum CaseCommand {
     External(Vec<OsString>),
 }
 
+/// Why a cell is not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotRun {
+    /// Its driver shows no device here: reported `skipped`.
+    Skipped(String),
+    /// Its driver is broken (the probe failed): reported `error`, never green.
+    Broken(String),
+}
+
 #[derive(Debug, Clone)]
 pub struct Cell {
     pub case: String,
@@ -44,8 +53,8 @@ pub struct Cell {
     pub layers: Vec<String>,
     pub emulation: String,
     pub command: CaseCommand,
-    /// Set when the cell cannot run here; it is reported `skipped`.
-    pub skip: Option<String>,
+    /// Set when the cell cannot run here.
+    pub not_run: Option<NotRun>,
     pub expectation: Option<Expectation>,
 }
 
@@ -147,7 +156,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
     };
 
     let mut cells = Vec::new();
-    for (driver, device, skip) in &drivers {
+    for (driver, device, not_run) in &drivers {
         if let Some(argv) = &request.external {
             let name = Path::new(&argv[0])
                 .file_name()
@@ -161,7 +170,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
                 layers: layers.clone(),
                 emulation: "none".into(),
                 command: CaseCommand::External(argv.clone()),
-                skip: skip.clone(),
+                not_run: not_run.clone(),
                 expectation: None,
             });
         }
@@ -179,8 +188,8 @@ pub fn plan(request: &Request) -> Result<Plan> {
                     layers: layers.clone(),
                     emulation: "none".into(),
                     command: CaseCommand::Scenario(binary.clone()),
-                    skip: skip.clone(),
-                    expectation: baseline::builtin(case, runtime, request.validation),
+                    not_run: not_run.clone(),
+                    expectation: baseline::builtin(case, runtime, &driver.name, request.validation),
                 });
             }
         }
@@ -230,11 +239,11 @@ fn dedup(items: &[String]) -> Vec<String> {
     out
 }
 
-type ChosenDriver = (Driver, Option<DeviceInfo>, Option<String>);
+type ChosenDriver = (Driver, Option<DeviceInfo>, Option<NotRun>);
 
-/// With `--driver`, every named driver is kept, and one without a device
-/// gives skipped cells; without it, the drivers that show a device are used
-/// and the others are named in a note.
+/// With `--driver`, every named driver is kept: one without a device gives
+/// skipped cells, one that cannot be probed gives error cells. Without it,
+/// the drivers that show a device are used and the others named in a note.
 fn choose_drivers(request: &Request, notes: &mut Vec<String>) -> Result<Vec<ChosenDriver>> {
     let (found, problems) = drivers::discover();
     for (manifest, problem) in &problems {
@@ -253,22 +262,21 @@ fn choose_drivers(request: &Request, notes: &mut Vec<String>) -> Result<Vec<Chos
     let mut chosen = Vec::new();
     let mut absent = Vec::new();
     for driver in candidates {
-        let probed = probe::probe_driver(&driver, &[], &cwd);
-        let reason = match &probed {
-            Ok(r) if !r.devices.is_empty() => None,
-            Ok(_) => Some(format!(
+        let not_run = match probe::probe_driver(&driver, &[], &cwd) {
+            Ok(r) if !r.devices.is_empty() => {
+                chosen.push((driver, r.devices.into_iter().next(), None));
+                continue;
+            }
+            Ok(_) => NotRun::Skipped(format!(
                 "driver {} shows no device on this machine",
                 driver.name
             )),
-            Err(e) => Some(format!("driver {} could not be probed: {e}", driver.name)),
+            Err(e) => NotRun::Broken(format!("driver {} could not be probed: {e}", driver.name)),
         };
-        match reason {
-            None => {
-                let device = probed.ok().and_then(|r| r.devices.into_iter().next());
-                chosen.push((driver, device, None));
-            }
-            Some(reason) if explicit => chosen.push((driver, None, Some(reason))),
-            Some(_) => absent.push(driver.name.clone()),
+        if explicit {
+            chosen.push((driver, None, Some(not_run)));
+        } else {
+            absent.push(driver.name.clone());
         }
     }
     if !absent.is_empty() {
@@ -338,7 +346,7 @@ mod tests {
             layers: vec!["validation".into()],
             emulation: "none".into(),
             command: CaseCommand::External(vec![]),
-            skip: None,
+            not_run: None,
             expectation: None,
         };
         assert_eq!(

@@ -3,7 +3,7 @@
 
 use crate::baseline::{self, Observed};
 use crate::errors::{Error, Result};
-use crate::plan::Cell;
+use crate::plan::{Cell, NotRun};
 use crate::results::{CellResult, Counts, Results, SCHEMA};
 use crate::run::RunRecord;
 use crate::stats::wilson95;
@@ -39,8 +39,9 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
     }
     vuids.sort();
     signals.sort();
-    let (verdict, reason) = match &cell.skip {
-        Some(why) => (CellVerdict::Skipped, why.clone()),
+    let (verdict, reason) = match &cell.not_run {
+        Some(NotRun::Skipped(why)) => (CellVerdict::Skipped, why.clone()),
+        Some(NotRun::Broken(why)) => (CellVerdict::Error, why.clone()),
         None => {
             let observed = Observed {
                 counts,

@@ -106,3 +106,42 @@ fn list_and_doctor_describe_this_machine() {
             .and(contains("ready")),
     );
 }
+
+#[test]
+fn a_named_driver_that_cannot_load_gives_error_cells_never_green() {
+    let sb = Sandbox::new();
+    let icd = sb.path().join("gone_icd.json");
+    std::fs::write(
+        &icd,
+        r#"{"file_format_version":"1.0.0","ICD":{"library_path":"/nonexistent/libvulkan_gone.so","api_version":"1.3.0"}}"#,
+    )
+    .unwrap();
+    let out = sb
+        .vkexit()
+        .args(["run", "--runs", "1", "--json"])
+        .arg(sb.results())
+        .arg("--driver")
+        .arg(&icd)
+        .arg("--")
+        .arg(mock())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.results()).unwrap()).unwrap();
+    let cell = only_cell(&r);
+    assert_eq!(cell["verdict"], "error", "{cell:#}");
+    assert_eq!(cell["runs"], 0);
+    assert!(
+        cell["reason"]
+            .as_str()
+            .unwrap()
+            .contains("could not be probed"),
+        "{cell:#}"
+    );
+}

@@ -60,7 +60,7 @@ pub fn execute(
         .cells
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.skip.is_none())
+        .filter(|(_, c)| c.not_run.is_none())
         .flat_map(|(i, _)| (0..options.runs).map(move |r| (i, r)))
         .collect();
     let mut results: Vec<Vec<RunRecord>> = plan.cells.iter().map(|_| Vec::new()).collect();
@@ -99,7 +99,7 @@ fn prepare_artifacts(plan: &Plan, root: &Path) -> Result<PathBuf> {
     let root = &root
         .canonicalize()
         .map_err(|e| Error::io("cannot resolve the artifacts directory", root, e))?;
-    for cell in plan.cells.iter().filter(|c| c.skip.is_none()) {
+    for cell in plan.cells.iter().filter(|c| c.not_run.is_none()) {
         let dir = root.join(cell.slug());
         if dir.exists() {
             std::fs::remove_dir_all(&dir)
