@@ -1,0 +1,417 @@
+//! Append-only JSON-lines evidence, written so that a crash loses nothing already recorded.
+//!
+//! Every record is built in a fixed buffer on the stack and written with one `write()` to a file
+//! opened with `O_APPEND`: no allocation, no lock, no buffering. That makes [`Record`] and
+//! [`EvidenceLog::write`] usable from exit handlers, and keeps records whole when several
+//! threads or processes append to the same file.
+
+use std::ffi::CString;
+use std::fmt::Write as _;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// The most bytes one record can hold, newline included. Fields that do not fit are left out
+/// and the record ends with `"truncated":true`.
+pub const RECORD_CAPACITY: usize = 4096;
+
+/// Room kept at the end of every record for `,"truncated":true}` and the newline.
+const TAIL: usize = 20;
+
+/// An evidence file, open for appending.
+#[derive(Debug)]
+pub struct EvidenceLog {
+    fd: OwnedFd,
+}
+
+impl EvidenceLog {
+    /// Opens (creating if needed, mode 0644) `path` with `O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC`.
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let c_path = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
+        let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC;
+        // SAFETY: a NUL-terminated path; open has no other preconditions.
+        let fd = unsafe { libc::open(c_path.as_ptr(), flags, 0o644 as libc::c_uint) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        Ok(Self {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    /// Opens the file named by environment variable `var`; `None` when it is unset or empty.
+    /// A file that cannot be opened is reported once on stderr (prefixed by `who`) and gives
+    /// `None`: a run without its evidence must look different from a run with it.
+    pub fn from_env(var: &str, who: &str) -> Option<Self> {
+        let path = std::env::var_os(var).filter(|p| !p.is_empty())?;
+        match Self::open(Path::new(&path)) {
+            Ok(log) => Some(log),
+            Err(err) => {
+                eprintln!(
+                    "{who}: cannot open {var}={}: {err}",
+                    Path::new(&path).display()
+                );
+                None
+            }
+        }
+    }
+
+    /// Appends `record` as one line with a single `write()` (retried only on `EINTR`, and for
+    /// the rest of a short write).
+    pub fn write(&self, record: Record) -> io::Result<()> {
+        let line = record.finish();
+        let mut rest: &[u8] = &line.buf[..line.len];
+        while !rest.is_empty() {
+            // SAFETY: writes from a live buffer of `rest.len()` bytes to our own descriptor.
+            let n = unsafe { libc::write(self.fd.as_raw_fd(), rest.as_ptr().cast(), rest.len()) };
+            if n < 0 {
+                let err = io::Error::last_os_error();
+                if err.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(err);
+            }
+            rest = &rest[n as usize..];
+        }
+        Ok(())
+    }
+}
+
+/// One evidence record: a JSON object on one line, starting with
+/// `{"ev":…,"t_ns":…,"pid":…,"tid":…,"thread":…` (CLOCK_MONOTONIC nanoseconds, process id,
+/// kernel thread id, thread name), then the fields added with the builder methods, in order.
+///
+/// Lives on the stack ([`RECORD_CAPACITY`] bytes); building and writing it never allocates.
+pub struct Record {
+    buf: [u8; RECORD_CAPACITY],
+    len: usize,
+    truncated: bool,
+}
+
+impl Record {
+    /// A record of event `ev`, stamped now with the calling thread's identity.
+    pub fn new(ev: &str) -> Self {
+        let mut record = Record {
+            buf: [0; RECORD_CAPACITY],
+            len: 0,
+            truncated: false,
+        };
+        record.push(b"{\"ev\":");
+        record.push_json_str(ev.as_bytes());
+        let mut name = [0u8; 16];
+        let name = thread_name(&mut name);
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        record
+            .u64("t_ns", monotonic_ns())
+            .i64("pid", pid.into())
+            .i64("tid", thread_id())
+            .bytes_str("thread", name);
+        record
+    }
+
+    /// Adds a string field.
+    pub fn str(&mut self, key: &str, value: &str) -> &mut Self {
+        self.bytes_str(key, value.as_bytes())
+    }
+
+    /// Adds a string field from bytes; invalid UTF-8 becomes U+FFFD.
+    pub fn bytes_str(&mut self, key: &str, value: &[u8]) -> &mut Self {
+        self.field(key, |r| r.push_json_str(value))
+    }
+
+    /// Adds an unsigned number.
+    pub fn u64(&mut self, key: &str, value: u64) -> &mut Self {
+        self.field(key, |r| r.push_fmt(format_args!("{value}")))
+    }
+
+    /// Adds a signed number.
+    pub fn i64(&mut self, key: &str, value: i64) -> &mut Self {
+        self.field(key, |r| r.push_fmt(format_args!("{value}")))
+    }
+
+    /// Adds a boolean.
+    pub fn bool(&mut self, key: &str, value: bool) -> &mut Self {
+        self.field(key, |r| r.push(if value { b"true" } else { b"false" }))
+    }
+
+    /// Adds a number as a hexadecimal string, `"0x7f12…"`: handles and addresses.
+    pub fn hex(&mut self, key: &str, value: u64) -> &mut Self {
+        self.field(key, |r| r.push_fmt(format_args!("\"{value:#x}\"")))
+    }
+
+    /// Adds a field whose value is already JSON text (an array, an object, `null`); the caller
+    /// is responsible for its validity.
+    pub fn raw(&mut self, key: &str, json: &str) -> &mut Self {
+        self.field(key, |r| r.push(json.as_bytes()))
+    }
+
+    /// The record's text so far (without the closing brace).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// Adds `"key":` and the value written by `value`, or nothing (marking the record
+    /// truncated) if the field does not fit in full.
+    fn field(&mut self, key: &str, value: impl FnOnce(&mut Self)) -> &mut Self {
+        let start = self.len;
+        self.push(b",");
+        self.push_json_str(key.as_bytes());
+        self.push(b":");
+        value(self);
+        if self.len > RECORD_CAPACITY - TAIL {
+            self.len = start;
+            self.truncated = true;
+        }
+        self
+    }
+
+    fn finish(mut self) -> Self {
+        self.len = self.len.min(RECORD_CAPACITY - TAIL);
+        if self.truncated {
+            self.push_unchecked(b",\"truncated\":true");
+        }
+        self.push_unchecked(b"}\n");
+        self
+    }
+
+    /// Appends bytes while they fit below the tail; beyond it, only advances `len` so that
+    /// `field` notices the overflow.
+    fn push(&mut self, bytes: &[u8]) {
+        let room = (RECORD_CAPACITY - TAIL).saturating_sub(self.len);
+        let n = bytes.len().min(room);
+        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += bytes.len();
+        if self.len > RECORD_CAPACITY - TAIL {
+            self.len = RECORD_CAPACITY - TAIL + 1;
+        }
+    }
+
+    fn push_unchecked(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn push_fmt(&mut self, args: std::fmt::Arguments<'_>) {
+        struct Sink<'a>(&'a mut Record);
+        impl std::fmt::Write for Sink<'_> {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                self.0.push(s.as_bytes());
+                Ok(())
+            }
+        }
+        let _ = Sink(self).write_fmt(args);
+    }
+
+    fn push_json_str(&mut self, value: &[u8]) {
+        self.push(b"\"");
+        for chunk in value.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                match c {
+                    '"' => self.push(b"\\\""),
+                    '\\' => self.push(b"\\\\"),
+                    '\n' => self.push(b"\\n"),
+                    '\r' => self.push(b"\\r"),
+                    '\t' => self.push(b"\\t"),
+                    c if (c as u32) < 0x20 => self.push_fmt(format_args!("\\u{:04x}", c as u32)),
+                    c => self.push(c.encode_utf8(&mut [0; 4]).as_bytes()),
+                }
+            }
+            if !chunk.invalid().is_empty() {
+                self.push("\u{fffd}".as_bytes());
+            }
+        }
+        self.push(b"\"");
+    }
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes into a local timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The calling thread's kernel thread id.
+pub fn thread_id() -> i64 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) }
+}
+
+/// The calling thread's name (`prctl(PR_GET_NAME)`, at most 15 bytes), read into `buf`.
+pub fn thread_name(buf: &mut [u8; 16]) -> &[u8] {
+    // SAFETY: PR_GET_NAME writes at most 16 bytes, NUL included, into a 16-byte buffer.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_GET_NAME,
+            buf.as_mut_ptr() as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc != 0 {
+        return &[];
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    &buf[..len]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn line(record: Record) -> String {
+        let done = record.finish();
+        String::from_utf8(done.buf[..done.len].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn record_starts_with_event_and_identity_then_fields_in_order() {
+        let mut record = Record::new("worker-started");
+        record
+            .hex("device", 0xdead_beef)
+            .str("worker", "vkexit-tegra-0")
+            .u64("n", 3)
+            .i64("neg", -1)
+            .bool("ok", true)
+            .raw("list", "[1,2]");
+        let text = line(record);
+        assert!(text.ends_with("}\n"));
+        assert_eq!(text.matches('\n').count(), 1);
+        assert!(
+            text.starts_with("{\"ev\":\"worker-started\",\"t_ns\":"),
+            "{text}"
+        );
+        let pid = std::process::id();
+        assert!(
+            text.contains(&format!(",\"pid\":{pid},\"tid\":{},", thread_id())),
+            "{text}"
+        );
+        assert!(text.contains(
+            ",\"device\":\"0xdeadbeef\",\"worker\":\"vkexit-tegra-0\",\"n\":3,\"neg\":-1,\"ok\":true,\"list\":[1,2]}"
+        ));
+    }
+
+    #[test]
+    fn strings_are_escaped() {
+        let mut record = Record::new("e\"v");
+        record.str("k", "a\\b\n\u{1}é").bytes_str("raw", b"x\xffy");
+        let text = line(record);
+        assert!(text.starts_with("{\"ev\":\"e\\\"v\""));
+        assert!(text.contains("\"k\":\"a\\\\b\\n\\u0001é\""), "{text}");
+        assert!(text.contains("\"raw\":\"x\u{fffd}y\""), "{text}");
+    }
+
+    #[test]
+    fn thread_name_is_the_kernel_name() {
+        let name = std::thread::Builder::new()
+            .name("vkexit-named".into())
+            .spawn(|| {
+                let mut buf = [0; 16];
+                String::from_utf8(thread_name(&mut buf).to_vec()).unwrap()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(name, "vkexit-named");
+        let text = {
+            let handle = std::thread::Builder::new()
+                .name("vkexit-rec".into())
+                .spawn(|| line(Record::new("x")))
+                .unwrap();
+            handle.join().unwrap()
+        };
+        assert!(text.contains("\"thread\":\"vkexit-rec\""), "{text}");
+    }
+
+    #[test]
+    fn oversized_fields_are_dropped_and_marked() {
+        let big = "x".repeat(RECORD_CAPACITY);
+        let mut record = Record::new("oversized");
+        record.str("small", "kept").str("big", &big).u64("after", 7);
+        let text = line(record);
+        assert!(text.len() <= RECORD_CAPACITY);
+        assert!(text.contains("\"small\":\"kept\""));
+        assert!(!text.contains("\"big\""));
+        assert!(text.contains("\"after\":7"));
+        assert!(text.ends_with(",\"truncated\":true}\n"), "{text}");
+    }
+
+    #[test]
+    fn a_record_that_exactly_fills_the_buffer_still_closes() {
+        let mut record = Record::new("fill");
+        let room = RECORD_CAPACITY - TAIL - record.as_bytes().len() - ",\"k\":\"\"".len();
+        record.str("k", &"y".repeat(room));
+        let text = line(record);
+        assert!(text.ends_with("\"}\n"));
+        assert!(!text.contains("truncated"));
+        assert_eq!(text.len(), RECORD_CAPACITY - TAIL + 2);
+    }
+
+    #[test]
+    fn log_appends_whole_lines_from_many_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("evidence.jsonl");
+        std::fs::write(&path, "{\"ev\":\"before\"}\n").unwrap();
+        let log = std::sync::Arc::new(EvidenceLog::open(&path).unwrap());
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let log = std::sync::Arc::clone(&log);
+                std::thread::spawn(move || {
+                    for i in 0..100 {
+                        let mut record = Record::new("n");
+                        record.u64("t", t).u64("i", i).str("pad", &"p".repeat(500));
+                        log.write(record).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let mut text = String::new();
+        std::fs::File::open(&path)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 401);
+        assert_eq!(lines[0], "{\"ev\":\"before\"}");
+        assert!(lines[1..]
+            .iter()
+            .all(|l| l.starts_with("{\"ev\":\"n\"") && l.ends_with("\"}")));
+    }
+
+    #[test]
+    fn from_env_is_none_when_unset_or_empty_or_unopenable() {
+        assert!(EvidenceLog::from_env("VKEXIT_SUPPORT_TEST_SURELY_UNSET", "test").is_none());
+        std::env::set_var("VKEXIT_SUPPORT_TEST_EMPTY", "");
+        assert!(EvidenceLog::from_env("VKEXIT_SUPPORT_TEST_EMPTY", "test").is_none());
+        std::env::set_var("VKEXIT_SUPPORT_TEST_BAD", "/nonexistent-dir/x.jsonl");
+        assert!(EvidenceLog::from_env("VKEXIT_SUPPORT_TEST_BAD", "test").is_none());
+    }
+
+    #[test]
+    fn the_file_is_close_on_exec_and_append_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EvidenceLog::open(&dir.path().join("e.jsonl")).unwrap();
+        // SAFETY: F_GETFD/F_GETFL on our own open descriptor.
+        let (fd_flags, fl_flags) = unsafe {
+            (
+                libc::fcntl(log.fd.as_raw_fd(), libc::F_GETFD),
+                libc::fcntl(log.fd.as_raw_fd(), libc::F_GETFL),
+            )
+        };
+        assert_ne!(fd_flags & libc::FD_CLOEXEC, 0);
+        assert_ne!(fl_flags & libc::O_APPEND, 0);
+    }
+}
