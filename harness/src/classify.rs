@@ -1,6 +1,7 @@
 //! Classification: a pure function from what a run left behind to its verdict.
 //! No Vulkan, no processes: everything it needs is in `RunEvidence`.
 
+use crate::evidence::{TegraSummary, TraceSummary};
 use crate::verdict::RunVerdict;
 use crate::vuid::VuidReport;
 use serde::{Deserialize, Serialize};
@@ -39,10 +40,21 @@ pub enum Validation {
     Unreadable(String),
 }
 
+/// The id under which a call on an already destroyed handle, seen by the
+/// trace layer, is reported among the VUIDs: it is API misuse the
+/// validation layer cannot report once the parent is gone.
+pub const DEAD_HANDLE_ID: &str = "VKEXIT-trace-dead-handle";
+
 #[derive(Debug, Clone)]
 pub struct RunEvidence {
     pub termination: Termination,
     pub validation: Validation,
+    /// The trace layer's summary, when the trace layer was asked for.
+    pub trace: Option<TraceSummary>,
+    /// The tegra-exit layer's summary, when emulation was asked for.
+    pub tegra: Option<TegraSummary>,
+    /// Objects alive at exit fail the run.
+    pub fail_on_leak: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +64,9 @@ pub struct Classification {
     pub reason: String,
     pub signal: Option<String>,
     pub vuids: Vec<String>,
+    /// What the vkexit layers saw, as sentences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
 }
 
 pub fn signal_name(signal: i32) -> String {
@@ -66,10 +81,22 @@ pub fn signal_name(signal: i32) -> String {
 /// then a run that asked for validation and cannot prove it had it is an
 /// `error`, never a pass; then any message id in the log; then `pass`.
 pub fn classify(evidence: &RunEvidence) -> Classification {
-    let vuids: Vec<String> = match &evidence.validation {
+    let mut vuids: Vec<String> = match &evidence.validation {
         Validation::Active(report) => report.names().map(str::to_string).collect(),
         _ => Vec::new(),
     };
+    let trace = evidence.trace.as_ref();
+    if trace.is_some_and(|t| t.dead_handle_calls > 0) {
+        vuids.push(DEAD_HANDLE_ID.to_string());
+    }
+    let mut findings: Vec<String> = Vec::new();
+    findings.extend(
+        evidence
+            .tegra
+            .iter()
+            .flat_map(|t| t.findings.iter().cloned()),
+    );
+    findings.extend(trace.iter().flat_map(|t| t.findings.iter().cloned()));
     let mut signal = None;
     let (verdict, reason) = match &evidence.termination {
         Termination::NotStarted { reason } => {
@@ -94,17 +121,60 @@ pub fn classify(evidence: &RunEvidence) -> Classification {
         Termination::Exited { code } if *code != 0 => {
             (RunVerdict::Exit, format!("exited with code {code}"))
         }
-        Termination::Exited { .. } => classify_clean_exit(&evidence.validation),
+        Termination::Exited { .. } => classify_clean_exit(evidence, &vuids),
     };
     Classification {
         verdict,
         reason,
         signal,
         vuids,
+        findings,
     }
 }
 
-fn classify_clean_exit(validation: &Validation) -> (RunVerdict, String) {
+/// A run that exited 0: first every layer asked for must prove it was
+/// active, then any finding fails it.
+fn classify_clean_exit(evidence: &RunEvidence, vuids: &[String]) -> (RunVerdict, String) {
+    let missing = |layer: &str| {
+        (
+            RunVerdict::Error,
+            format!("exited 0 but the {layer} layer was not active: it wrote no `loaded` record"),
+        )
+    };
+    if evidence.trace.as_ref().is_some_and(|t| !t.loaded) {
+        return missing("trace");
+    }
+    if evidence.tegra.as_ref().is_some_and(|t| !t.loaded) {
+        return missing("tegra-exit");
+    }
+    let (verdict, reason) = classify_validation(&evidence.validation);
+    if verdict != RunVerdict::Pass {
+        return (verdict, reason);
+    }
+    if vuids.iter().any(|v| v == DEAD_HANDLE_ID) {
+        let calls = evidence.trace.as_ref().map_or(0, |t| t.dead_handle_calls);
+        return (
+            RunVerdict::Vuid,
+            format!("trace: {calls} call(s) on destroyed handles"),
+        );
+    }
+    match &evidence.trace {
+        Some(t) if evidence.fail_on_leak && t.leaked() => {
+            let alive: Vec<String> = t
+                .alive_at_exit
+                .iter()
+                .map(|(k, n)| format!("{k} ×{n}"))
+                .collect();
+            (
+                RunVerdict::Leak,
+                format!("alive at exit: {}", alive.join(", ")),
+            )
+        }
+        _ => (verdict, reason),
+    }
+}
+
+fn classify_validation(validation: &Validation) -> (RunVerdict, String) {
     match validation {
         Validation::NotRequested => (RunVerdict::Pass, "exited 0 (no validation)".into()),
         Validation::NotActive => (
@@ -138,7 +208,53 @@ mod tests {
         classify(&RunEvidence {
             termination,
             validation,
+            trace: None,
+            tegra: None,
+            fail_on_leak: false,
         })
+    }
+
+    fn traced(trace: &str, fail_on_leak: bool) -> Classification {
+        classify(&RunEvidence {
+            termination: Termination::Exited { code: 0 },
+            validation: clean_log(),
+            trace: Some(crate::evidence::read_trace(trace.as_bytes()).unwrap()),
+            tegra: None,
+            fail_on_leak,
+        })
+    }
+
+    const LOADED: &str = "{\"ev\":\"loaded\"}\n";
+    const DEVICE_ALIVE: &str = "{\"ev\":\"alive\",\"when\":\"exit\",\"type\":\"VkDevice\",\"handle\":\"0x5\",\"created_thread\":\"main\"}\n";
+
+    #[test]
+    fn a_trace_that_never_loaded_is_an_error() {
+        let c = traced("", false);
+        assert_eq!(c.verdict, RunVerdict::Error);
+        assert!(c.reason.contains("trace layer was not active"));
+    }
+
+    #[test]
+    fn objects_alive_at_exit_fail_only_when_asked() {
+        let text = format!("{LOADED}{DEVICE_ALIVE}");
+        let c = traced(&text, false);
+        assert_eq!(c.verdict, RunVerdict::Pass);
+        assert_eq!(
+            c.findings,
+            ["VkDevice 0x5 alive at exit (created on thread main)"]
+        );
+        let c = traced(&text, true);
+        assert_eq!(c.verdict, RunVerdict::Leak);
+        assert_eq!(c.reason, "alive at exit: VkDevice ×1");
+    }
+
+    #[test]
+    fn a_call_on_a_destroyed_handle_is_misuse_even_without_a_crash() {
+        let text = format!("{LOADED}{{\"ev\":\"dead-handle\",\"call\":\"vkDestroyEvent\",\"type\":\"VkDevice\",\"handle\":\"0x5\"}}\n");
+        let c = traced(&text, false);
+        assert_eq!(c.verdict, RunVerdict::Vuid);
+        assert_eq!(c.vuids, [DEAD_HANDLE_ID]);
+        assert_eq!(c.findings, ["vkDestroyEvent on a destroyed VkDevice 0x5"]);
     }
 
     fn clean_log() -> Validation {

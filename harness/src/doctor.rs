@@ -2,6 +2,7 @@
 //! missing, the package that brings it.
 
 use crate::drivers;
+use crate::layers::{Chain, Emulation};
 use crate::plan::{scenario_dir, BUILTIN_CASES, REFRT_LIBRARY};
 use crate::probe::{self, ProbeReport};
 use crate::validation;
@@ -79,7 +80,7 @@ pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
     match validation::find_layer() {
         Ok(layer) => {
             let loads = match &device_driver {
-                Some(d) => validation_loads(d, scratch.path()),
+                Some(d) => validation_loads(d, &layer, scratch.path()),
                 None => Err("no device to try it on".into()),
             };
             writeln!(
@@ -139,7 +140,11 @@ pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
 
 /// Creates an instance with validation on, as a run would, and checks that
 /// the layer created its log: the same proof a run needs.
-fn validation_loads(driver: &drivers::Driver, scratch: &std::path::Path) -> Result<(), String> {
+fn validation_loads(
+    driver: &drivers::Driver,
+    layer: &validation::ValidationLayer,
+    scratch: &std::path::Path,
+) -> Result<(), String> {
     let dir = scratch.join("validation-check");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let log = dir.join(validation::LOG_FILE);
@@ -148,7 +153,13 @@ fn validation_loads(driver: &drivers::Driver, scratch: &std::path::Path) -> Resu
         validation::settings_text(&log),
     )
     .map_err(|e| e.to_string())?;
-    probe::probe_driver(driver, &validation::run_env(&dir), &dir)?;
+    let chain = Chain {
+        trace: false,
+        validation: Some(layer.clone()),
+        emulation: Emulation::None,
+        manifests: None,
+    };
+    probe::probe_driver(driver, &chain.env(&dir), &dir)?;
     if log.exists() {
         Ok(())
     } else {

@@ -8,6 +8,8 @@ pub mod classify;
 pub mod doctor;
 pub mod drivers;
 pub mod errors;
+pub mod evidence;
+pub mod layers;
 pub mod plan;
 pub mod probe;
 pub mod report;

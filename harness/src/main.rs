@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use vkexit::errors::{Error, Result};
+use vkexit::layers::{Chain, Emulation};
 use vkexit::{doctor, drivers, plan, report, run};
 
 #[derive(Parser)]
@@ -56,6 +57,16 @@ struct RunArgs {
     /// Run without the validation layer (VUIDs cannot be seen then).
     #[arg(long)]
     no_validation: bool,
+    /// Emulate a driver's exit behaviour: none, tegra (the Jetson crash,
+    /// every time) or tegra-racy (flaky, as on the Orin).
+    #[arg(long, value_name = "MODE", default_value = "none")]
+    emulate: String,
+    /// Add the trace layer: object lifetimes, calls on dead handles, objects alive at exit.
+    #[arg(long)]
+    trace: bool,
+    /// Objects alive at exit fail a run (verdict `leak`); implies --trace.
+    #[arg(long)]
+    fail_on_leak: bool,
     /// Write the results file (schema vkexit.results/1).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -96,10 +107,16 @@ fn run_command(args: RunArgs) -> Result<bool> {
             args.timeout
         )));
     }
-    let validation = !args.no_validation;
-    if validation {
-        vkexit::validation::find_layer()?;
-    }
+    let validation = match args.no_validation {
+        true => None,
+        false => Some(vkexit::validation::find_layer()?),
+    };
+    let chain = Chain {
+        trace: args.trace || args.fail_on_leak,
+        validation,
+        emulation: Emulation::parse(&args.emulate)?,
+        manifests: None,
+    };
     if let Some(path) = &args.json {
         check_writable(path)?;
     }
@@ -108,7 +125,7 @@ fn run_command(args: RunArgs) -> Result<bool> {
         runtimes: args.runtimes,
         drivers: args.drivers,
         external: (!args.command.is_empty()).then_some(args.command),
-        validation,
+        chain: chain.clone(),
     };
     let plan = plan::plan(&request)?;
     for note in &plan.notes {
@@ -120,7 +137,8 @@ fn run_command(args: RunArgs) -> Result<bool> {
         timeout: Duration::from_secs_f64(args.timeout),
         artifacts: args.artifacts,
         keep_passing: args.keep_passing,
-        validation,
+        chain,
+        fail_on_leak: args.fail_on_leak,
     };
     let total_cells = plan.cells.iter().filter(|c| c.not_run.is_none()).count();
     let mut done_runs = vec![0u32; plan.cells.len()];

@@ -4,6 +4,7 @@
 use crate::baseline::{self, Expectation};
 use crate::drivers::{self, Driver};
 use crate::errors::{Error, Result};
+use crate::layers::Chain;
 use crate::probe::{self, DeviceInfo};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -89,13 +90,14 @@ impl Cell {
     }
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct Request {
     pub cases: Vec<String>,
     pub runtimes: Vec<String>,
     pub drivers: Vec<String>,
     pub external: Option<Vec<OsString>>,
-    pub validation: bool,
+    /// The layers every run gets (validation, trace, emulation).
+    pub chain: Chain,
 }
 
 #[derive(Debug)]
@@ -149,11 +151,9 @@ pub fn plan(request: &Request) -> Result<Plan> {
         check_runtime(runtime)?;
     }
     let drivers = choose_drivers(request, &mut notes)?;
-    let layers: Vec<String> = if request.validation {
-        vec!["validation".into()]
-    } else {
-        Vec::new()
-    };
+    let layers = request.chain.names();
+    let emulation = request.chain.emulation.name().to_string();
+    let validation = request.chain.validation.is_some();
 
     let mut cells = Vec::new();
     for (driver, device, not_run) in &drivers {
@@ -168,7 +168,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
                 driver: driver.clone(),
                 device: device.clone(),
                 layers: layers.clone(),
-                emulation: "none".into(),
+                emulation: emulation.clone(),
                 command: CaseCommand::External(argv.clone()),
                 not_run: not_run.clone(),
                 expectation: None,
@@ -186,10 +186,16 @@ pub fn plan(request: &Request) -> Result<Plan> {
                     driver: driver.clone(),
                     device: device.clone(),
                     layers: layers.clone(),
-                    emulation: "none".into(),
+                    emulation: emulation.clone(),
                     command: CaseCommand::Scenario(binary.clone()),
                     not_run: not_run.clone(),
-                    expectation: baseline::builtin(case, runtime, &driver.name, request.validation),
+                    expectation: baseline::builtin(
+                        case,
+                        runtime,
+                        &driver.name,
+                        &emulation,
+                        validation,
+                    ),
                 });
             }
         }
@@ -297,6 +303,22 @@ fn choose_drivers(request: &Request, notes: &mut Vec<String>) -> Result<Vec<Chos
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layers::Emulation;
+
+    fn request() -> Request {
+        Request {
+            cases: Vec::new(),
+            runtimes: Vec::new(),
+            drivers: Vec::new(),
+            external: None,
+            chain: Chain {
+                trace: false,
+                validation: None,
+                emulation: Emulation::None,
+                manifests: None,
+            },
+        }
+    }
 
     #[test]
     fn runtime_specs_are_checked_with_the_valid_ones_listed() {
@@ -313,7 +335,7 @@ mod tests {
     fn unknown_cases_list_the_built_in_ones() {
         let request = Request {
             cases: vec!["buffer-kept".into()],
-            ..Request::default()
+            ..request()
         };
         let e = choose_cases(&request).unwrap_err().to_string();
         assert!(e.contains("buffer-kept-at-exit"), "{e}");
@@ -321,13 +343,13 @@ mod tests {
 
     #[test]
     fn an_external_command_alone_runs_no_built_in_case() {
-        let request = Request {
+        let external = Request {
             external: Some(vec!["/bin/true".into()]),
-            ..Request::default()
+            ..request()
         };
-        let (cases, _) = choose_cases(&request).unwrap();
+        let (cases, _) = choose_cases(&external).unwrap();
         assert!(cases.is_empty());
-        let (cases, runtimes) = choose_cases(&Request::default()).unwrap();
+        let (cases, runtimes) = choose_cases(&request()).unwrap();
         assert_eq!(cases.len(), 4);
         assert_eq!(runtimes.len(), 5);
     }

@@ -18,7 +18,14 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
     let mut signals: Vec<String> = Vec::new();
     let mut artifacts = Vec::new();
     let mut vuid_counts = std::collections::BTreeMap::new();
+    let mut findings: Vec<String> = Vec::new();
     for run in runs {
+        for f in &run.classification.findings {
+            let f = elide_handles(f);
+            if findings.len() < MAX_CELL_FINDINGS && !findings.contains(&f) {
+                findings.push(f);
+            }
+        }
         counts.add(run.classification.verdict);
         for (id, stat) in &run.vuid_counts.ids {
             *vuid_counts.entry(id.clone()).or_insert(0) += stat.count;
@@ -67,6 +74,7 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
         vuid_counts,
         signals,
         artifacts,
+        findings,
         pass_rate: if n == 0 {
             0.0
         } else {
@@ -77,6 +85,26 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
         device: cell.device.as_ref().map(|d| d.name.clone()),
         driver_manifest: Some(cell.driver.manifest.display().to_string()),
     }
+}
+
+const MAX_CELL_FINDINGS: usize = 16;
+
+/// "VkDevice 0x55d0c6f3b0a0 alive at exit" → "VkDevice 0x… alive at exit",
+/// so the same finding in many runs is listed once.
+fn elide_handles(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("0x") {
+        out.push_str(&rest[..at]);
+        let digits = rest[at + 2..]
+            .chars()
+            .take_while(char::is_ascii_hexdigit)
+            .count();
+        out.push_str(if digits > 0 { "0x…" } else { "0x" });
+        rest = &rest[at + 2 + digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// An `error` cell says what went wrong in its first erroring run.
@@ -116,19 +144,21 @@ pub fn print_table(out: &mut impl Write, cells: &[CellResult]) -> std::io::Resul
     let w_case = width(cells.iter().map(|c| c.case.len()), 4);
     let w_rt = width(cells.iter().map(|c| c.runtime.len()), 7);
     let w_drv = width(cells.iter().map(|c| c.driver.len()), 6);
+    let w_emu = width(cells.iter().map(|c| c.emulation.len()), 7);
     writeln!(
         out,
-        "{:w_case$}  {:w_rt$}  {:w_drv$}  runs  pass crash exit vuid hang  err  {:15}  evidence",
-        "case", "runtime", "driver", "verdict"
+        "{:w_case$}  {:w_rt$}  {:w_drv$}  {:w_emu$}  runs  pass crash exit vuid hang  err leak  {:15}  evidence",
+        "case", "runtime", "driver", "emulate", "verdict"
     )?;
     for c in cells {
         let k = &c.counts;
         writeln!(
             out,
-            "{:w_case$}  {:w_rt$}  {:w_drv$}  {:4}  {:4} {:5} {:4} {:4} {:4} {:4}  {:15}  {}",
+            "{:w_case$}  {:w_rt$}  {:w_drv$}  {:w_emu$}  {:4}  {:4} {:5} {:4} {:4} {:4} {:4} {:4}  {:15}  {}",
             c.case,
             c.runtime,
             c.driver,
+            c.emulation,
             c.runs,
             k.pass,
             k.crash,
@@ -136,6 +166,7 @@ pub fn print_table(out: &mut impl Write, cells: &[CellResult]) -> std::io::Resul
             k.vuid,
             k.timeout,
             k.error,
+            k.leak,
             c.verdict.name(),
             evidence_line(c)
         )?;
@@ -150,6 +181,7 @@ fn width(lens: impl Iterator<Item = usize>, min: usize) -> usize {
 fn evidence_line(c: &CellResult) -> String {
     let mut parts: Vec<String> = c.signals.clone();
     parts.extend(c.vuids.iter().cloned());
+    parts.extend(c.findings.iter().take(3).map(|f| format!("[{f}]")));
     if parts.is_empty() || !matches!(c.verdict, CellVerdict::ExpectedFail) {
         if let Some(reason) = &c.reason {
             if !matches!(c.verdict, CellVerdict::Pass) {
@@ -179,4 +211,18 @@ pub fn summary_line(cells: &[CellResult]) -> String {
     }
     let runs: u64 = cells.iter().map(|c| c.runs).sum();
     format!("{} cells, {runs} runs: {}", cells.len(), parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::elide_handles;
+
+    #[test]
+    fn handles_are_elided_so_runs_agree() {
+        assert_eq!(
+            elide_handles("VkDevice 0x55d0c6f3b0a0 alive at exit (created on thread main)"),
+            "VkDevice 0x… alive at exit (created on thread main)"
+        );
+        assert_eq!(elide_handles("0x 0xZZ and 0xab"), "0x 0xZZ and 0x…");
+    }
 }

@@ -21,6 +21,8 @@ pub struct Counts {
     pub vuid: u64,
     pub timeout: u64,
     pub error: u64,
+    #[serde(default)]
+    pub leak: u64,
 }
 
 impl Counts {
@@ -36,6 +38,7 @@ impl Counts {
             RunVerdict::Vuid => self.vuid,
             RunVerdict::Timeout => self.timeout,
             RunVerdict::Error => self.error,
+            RunVerdict::Leak => self.leak,
         }
     }
 
@@ -47,6 +50,7 @@ impl Counts {
             RunVerdict::Vuid => &mut self.vuid,
             RunVerdict::Timeout => &mut self.timeout,
             RunVerdict::Error => &mut self.error,
+            RunVerdict::Leak => &mut self.leak,
         }
     }
 
@@ -75,6 +79,10 @@ pub struct CellResult {
     pub vuid_counts: std::collections::BTreeMap<String, u64>,
     pub signals: Vec<String>,
     pub artifacts: Vec<String>,
+    /// What the vkexit layers saw, once each, handles elided:
+    /// "VkDevice 0x… alive at exit (created on thread main)".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
     /// Passing runs over all runs, and its 95 % Wilson interval.
     pub pass_rate: f64,
     pub pass_rate_95: [f64; 2],

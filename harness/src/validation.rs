@@ -173,24 +173,14 @@ pub fn is_stray_setting(key: &str) -> bool {
         || (key.starts_with("VK_LAYER_") && key != "VK_LAYER_PATH")
 }
 
-/// The variables that enable validation for one run directory.
-pub fn run_env(run_dir: &Path) -> Vec<(String, String)> {
-    let prepend = |var: &str| match std::env::var(var) {
-        Ok(v) if !v.is_empty() && !v.split(':').any(|l| l == LAYER_NAME) => {
-            format!("{LAYER_NAME}:{v}")
-        }
-        Ok(v) if !v.is_empty() => v,
-        _ => LAYER_NAME.to_string(),
-    };
+/// The variables that point the layer at this run's settings file and lift
+/// its duplicate-message limit (read from the environment by layers from
+/// 1.3.296 on; older ones take the limit from the file).
+pub fn settings_env(run_dir: &Path) -> Vec<(String, String)> {
     vec![
         (
             "VK_LAYER_SETTINGS_PATH".into(),
             run_dir.join(SETTINGS_FILE).display().to_string(),
-        ),
-        ("VK_INSTANCE_LAYERS".into(), prepend("VK_INSTANCE_LAYERS")),
-        (
-            "VK_LOADER_LAYERS_ENABLE".into(),
-            prepend("VK_LOADER_LAYERS_ENABLE"),
         ),
         ("VK_LAYER_DUPLICATE_MESSAGE_LIMIT".into(), "0".into()),
         ("VK_LAYER_ENABLE_MESSAGE_LIMIT".into(), "0".into()),

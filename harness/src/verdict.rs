@@ -13,16 +13,20 @@ pub enum RunVerdict {
     Vuid,
     Timeout,
     Error,
+    /// Objects alive when the driver's exit handlers would run (only with
+    /// `--fail-on-leak`): the root cause of the Jetson crash.
+    Leak,
 }
 
 impl RunVerdict {
-    pub const ALL: [RunVerdict; 6] = [
+    pub const ALL: [RunVerdict; 7] = [
         RunVerdict::Pass,
         RunVerdict::Crash,
         RunVerdict::Exit,
         RunVerdict::Vuid,
         RunVerdict::Timeout,
         RunVerdict::Error,
+        RunVerdict::Leak,
     ];
 
     pub fn is_success(self) -> bool {
@@ -37,6 +41,7 @@ impl RunVerdict {
             RunVerdict::Vuid => "vuid",
             RunVerdict::Timeout => "timeout",
             RunVerdict::Error => "error",
+            RunVerdict::Leak => "leak",
         }
     }
 }

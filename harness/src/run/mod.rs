@@ -7,6 +7,8 @@ pub mod unix;
 use crate::capture::Capture;
 use crate::classify::{self, Classification, RunEvidence, Termination, Validation};
 use crate::errors::{Error, Result};
+use crate::evidence::{self, TegraSummary, TraceSummary};
+use crate::layers::{self, Chain};
 use crate::plan::{CaseCommand, Cell, Plan, REFRT_LIBRARY};
 use crate::validation;
 use crate::vuid::{self, VuidReport};
@@ -24,7 +26,10 @@ pub struct Options {
     pub artifacts: PathBuf,
     /// Keep the directories of passing runs too.
     pub keep_passing: bool,
-    pub validation: bool,
+    /// The layers of every run.
+    pub chain: Chain,
+    /// Objects alive at exit (seen by the trace layer) fail a run.
+    pub fail_on_leak: bool,
 }
 
 /// What one run came to, and where its evidence is.
@@ -52,8 +57,11 @@ pub fn execute(
 ) -> Result<Vec<Vec<RunRecord>>> {
     let root = prepare_artifacts(plan, &options.artifacts)?;
     // Runs work in their own directory: every path they get is absolute.
+    let mut chain = options.chain.clone();
+    chain.write_manifests(&root.join(".layers"), &plan.scenario_dir)?;
     let options = &Options {
         artifacts: root,
+        chain,
         ..options.clone()
     };
     let jobs: Vec<(usize, u32)> = plan
@@ -119,9 +127,10 @@ fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> Run
         .artifacts
         .join(cell.slug())
         .join(format!("run-{index}"));
-    let outcome = match prepare_run_dir(&dir, options.validation) {
+    let validation = options.chain.validation.is_some();
+    let outcome = match prepare_run_dir(&dir, validation) {
         Ok(()) => {
-            let spec = command_spec(plan, cell, &dir, options.validation);
+            let spec = command_spec(plan, cell, &dir, &options.chain);
             let outcome = unix::run(&spec, &limits(options));
             let _ = write_command(&dir, &spec);
             outcome
@@ -135,14 +144,19 @@ fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> Run
             duration: Duration::ZERO,
         },
     };
-    let validation = read_validation(&dir, options.validation);
+    let validation = read_validation(&dir, validation);
     let vuid_counts = match &validation {
         Validation::Active(r) => r.clone(),
         _ => VuidReport::default(),
     };
+    let trace = options.chain.trace.then(|| read_trace(&dir));
+    let tegra = (options.chain.emulation != layers::Emulation::None).then(|| read_tegra(&dir));
     let evidence = RunEvidence {
         termination: outcome.termination.clone(),
         validation,
+        trace,
+        tegra,
+        fail_on_leak: options.fail_on_leak,
     };
     let mut record = RunRecord {
         cell: cell_index,
@@ -183,7 +197,7 @@ fn prepare_run_dir(dir: &Path, validation: bool) -> std::io::Result<()> {
 
 /// The environment of one run: the caller's, less anything that would
 /// change what the layer reports, pointed into the run directory.
-fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, validation: bool) -> unix::CommandSpec {
+fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, chain: &Chain) -> unix::CommandSpec {
     let dir_str = |p: &Path| dir.join(p).display().to_string();
     let mut env_set: Vec<(String, String)> = vec![
         ("HOME".into(), dir_str(Path::new("home"))),
@@ -202,16 +216,12 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, validation: bool) -> unix:
             cell.driver.manifest.display().to_string(),
         ),
     ];
-    let mut env_remove: Vec<String> = std::env::vars_os()
+    env_set.extend(chain.env(dir));
+    let env_remove: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
-        .filter(|k| validation::is_stray_setting(k))
+        .filter(|k| layers::is_inherited_layer_setting(k))
+        .filter(|k| !env_set.iter().any(|(s, _)| s == k))
         .collect();
-    if validation {
-        env_set.extend(validation::run_env(dir));
-    } else {
-        env_remove.push("VK_LAYER_SETTINGS_PATH".into());
-    }
-    env_remove.retain(|k| !env_set.iter().any(|(s, _)| s == k));
     let (program, args) = match &cell.command {
         CaseCommand::Scenario(binary) => {
             env_set.push((
@@ -247,6 +257,20 @@ fn read_validation(dir: &Path, requested: bool) -> Validation {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Validation::NotActive,
         Err(e) => Validation::Unreadable(e.to_string()),
     }
+}
+
+/// A missing or unreadable file reads as a layer that never loaded: the
+/// classifier then refuses to call the run a pass.
+fn read_trace(dir: &Path) -> TraceSummary {
+    std::fs::File::open(dir.join(layers::TRACE_FILE))
+        .and_then(evidence::read_trace)
+        .unwrap_or_default()
+}
+
+fn read_tegra(dir: &Path) -> TegraSummary {
+    std::fs::File::open(dir.join(layers::TEGRA_FILE))
+        .and_then(evidence::read_tegra)
+        .unwrap_or_default()
 }
 
 fn write_command(dir: &Path, spec: &unix::CommandSpec) -> std::io::Result<()> {

@@ -1,0 +1,219 @@
+//! The JSON-lines evidence the vkexit layers leave in a run directory:
+//! `trace.jsonl` from VK_LAYER_VKEXIT_trace and `tegra.jsonl` from
+//! VK_LAYER_VKEXIT_tegra_exit. Read in bounded memory; a line cut by a crash
+//! or any line that is not a JSON object is counted and skipped, never fatal.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+
+/// At most this many individual findings are kept per run; the rest are
+/// still counted by type.
+const MAX_FINDINGS: usize = 64;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceSummary {
+    /// The layer wrote its `loaded` record: it sat in the call chain.
+    pub loaded: bool,
+    pub creates: u64,
+    pub destroys: u64,
+    /// Objects alive when the layer's exit handler ran, by type.
+    pub alive_at_exit: BTreeMap<String, u64>,
+    /// Objects still alive at vkDestroyInstance, by type.
+    pub alive_at_destroy_instance: BTreeMap<String, u64>,
+    pub dead_handle_calls: u64,
+    /// Sentences a person reads: "VkDevice 0x… alive at exit (created on thread main)".
+    pub findings: Vec<String>,
+    pub bad_lines: u64,
+}
+
+impl TraceSummary {
+    pub fn leaked(&self) -> bool {
+        !self.alive_at_exit.is_empty()
+    }
+
+    fn note(&mut self, finding: String) {
+        if self.findings.len() < MAX_FINDINGS && !self.findings.contains(&finding) {
+            self.findings.push(finding);
+        }
+    }
+
+    fn add(&mut self, record: &Value) {
+        let field = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or("");
+        let kind = field("type");
+        match field("ev") {
+            "loaded" => self.loaded = true,
+            "create" => self.creates += 1,
+            "destroy" => self.destroys += 1,
+            "dead-handle" => {
+                self.dead_handle_calls += 1;
+                let message = match field("message") {
+                    "" => format!(
+                        "{} on a destroyed {kind} {}",
+                        field("call"),
+                        field("handle")
+                    ),
+                    m => m.to_string(),
+                };
+                self.note(message);
+            }
+            "alive" => {
+                let at_exit = field("when") == "exit";
+                let map = if at_exit {
+                    &mut self.alive_at_exit
+                } else {
+                    &mut self.alive_at_destroy_instance
+                };
+                *map.entry(kind.to_string()).or_insert(0) += 1;
+                let when = if at_exit { "exit" } else { "vkDestroyInstance" };
+                let thread = match field("created_thread") {
+                    "" => String::new(),
+                    t => format!(" (created on thread {t})"),
+                };
+                self.note(format!(
+                    "{kind} {} alive at {when}{thread}",
+                    field("handle")
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TegraSummary {
+    pub loaded: bool,
+    pub mode: String,
+    pub workers_started: u64,
+    pub workers_stopped: u64,
+    /// Workers alive when the exit handler unmapped the region.
+    pub live_at_unmap: Option<u64>,
+    pub findings: Vec<String>,
+    pub bad_lines: u64,
+}
+
+impl TegraSummary {
+    fn add(&mut self, record: &Value) {
+        let field = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or("");
+        match field("ev") {
+            "loaded" => {
+                self.loaded = true;
+                self.mode = field("mode").to_string();
+            }
+            "worker-started" => self.workers_started += 1,
+            "worker-stopped" => self.workers_stopped += 1,
+            "exit-handler-start" => {
+                let live = record
+                    .get("live_workers")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                self.live_at_unmap = Some(live);
+                if live > 0 {
+                    self.findings.push(format!(
+                        "tegra-exit: exit handler unmapped the driver region with {live} device worker(s) still running"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Reads JSON lines, handing each object to `add`; returns the number of
+/// lines that were not JSON objects.
+fn read_lines(reader: impl Read, mut add: impl FnMut(&Value)) -> std::io::Result<u64> {
+    const MAX_LINE: u64 = 1 << 20;
+    let mut reader = BufReader::new(reader);
+    let mut bad = 0;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // Records are small: a line longer than this is garbage, and the
+        // rest of it is read as one more bad line.
+        let n = (&mut reader).take(MAX_LINE).read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(bad);
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Value>(&line) {
+            Ok(v) if v.is_object() => add(&v),
+            _ => bad += 1,
+        }
+    }
+}
+
+pub fn read_trace(reader: impl Read) -> std::io::Result<TraceSummary> {
+    let mut summary = TraceSummary::default();
+    summary.bad_lines = read_lines(reader, |v| summary.add(v))?;
+    Ok(summary)
+}
+
+pub fn read_tegra(reader: impl Read) -> std::io::Result<TegraSummary> {
+    let mut summary = TegraSummary::default();
+    summary.bad_lines = read_lines(reader, |v| summary.add(v))?;
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NEVER_AT_EXIT: &str = r#"{"ev":"loaded","layer":"VK_LAYER_VKEXIT_trace","t_ns":1,"pid":9,"tid":9,"thread":"clean-exit"}
+{"ev":"create","type":"VkInstance","handle":"0x5581","parent":"0x0","call":"vkCreateInstance","thread":"main"}
+{"ev":"create","type":"VkDevice","handle":"0x55a0","parent":"0x5581","call":"vkCreateDevice","thread":"main"}
+{"ev":"create","type":"VkBuffer","handle":"0x2","parent":"0x55a0","call":"vkCreateBuffer"}
+{"ev":"destroy","type":"VkBuffer","handle":"0x2","parent":"0x55a0","call":"vkDestroyBuffer"}
+{"ev":"exit-handler-start","live":2}
+{"ev":"alive","when":"exit","type":"VkDevice","handle":"0x55a0","parent":"0x5581","created_thread":"main"}
+{"ev":"alive","when":"exit","type":"VkInstance","handle":"0x5581","parent":"0x0","created_thread":"main"}
+{"ev":"dead-handle","call":"vkDestroyEvent","type":"VkDevice","handle":"0x55a0","message":"vkDestroyEvent on a destroyed VkDevice 0x55a0"}
+{"ev":"alive","when":"exi"#;
+
+    #[test]
+    fn alive_objects_and_dead_handles_read_as_sentences() {
+        let s = read_trace(NEVER_AT_EXIT.as_bytes()).unwrap();
+        assert!(s.loaded);
+        assert_eq!((s.creates, s.destroys), (3, 1));
+        assert_eq!(s.alive_at_exit["VkDevice"], 1);
+        assert_eq!(s.alive_at_exit["VkInstance"], 1);
+        assert!(s.leaked());
+        assert_eq!(
+            s.findings[0],
+            "VkDevice 0x55a0 alive at exit (created on thread main)"
+        );
+        assert!(s
+            .findings
+            .contains(&"vkDestroyEvent on a destroyed VkDevice 0x55a0".to_string()));
+        assert_eq!(s.dead_handle_calls, 1);
+        // The last line was cut by the crash: counted, not fatal.
+        assert_eq!(s.bad_lines, 1);
+    }
+
+    #[test]
+    fn a_trace_without_its_loaded_record_proves_nothing() {
+        let s = read_trace(&b"{\"ev\":\"create\",\"type\":\"VkDevice\"}\n\xff\xfe\n[1,2]\n"[..])
+            .unwrap();
+        assert!(!s.loaded);
+        assert_eq!(s.bad_lines, 2);
+        assert!(!s.leaked());
+    }
+
+    #[test]
+    fn tegra_evidence_says_how_many_workers_were_alive_at_the_unmap() {
+        let text = r#"{"ev":"loaded","layer":"VK_LAYER_VKEXIT_tegra_exit","mode":"deterministic"}
+{"ev":"region-mapped","start":"0x7f00","end":"0x8000"}
+{"ev":"worker-started","device":"0x55a0","worker":"vkexit-tegra-0","worker_tid":12}
+{"ev":"exit-handler-start","live_workers":1}
+{"ev":"region-unmapped","start":"0x7f00","end":"0x8000"}
+{"ev":"waiting-for-fault"}
+"#;
+        let s = read_tegra(text.as_bytes()).unwrap();
+        assert!(s.loaded);
+        assert_eq!(s.mode, "deterministic");
+        assert_eq!(s.live_at_unmap, Some(1));
+        assert_eq!(s.findings.len(), 1);
+    }
+}

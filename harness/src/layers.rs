@@ -1,0 +1,273 @@
+//! The layer chain of a run: which layers, in which order, found where.
+//!
+//! Order, from the application down: VK_LAYER_VKEXIT_trace,
+//! VK_LAYER_KHRONOS_validation, VK_LAYER_VKEXIT_tegra_exit, driver.
+//! - trace sits next to the application so it records every call as the
+//!   application made it, before validation (which may itself fault on a
+//!   dead handle): its record is on disk before anything below can crash.
+//! - tegra-exit sits next to the driver, because it stands in for the
+//!   driver's own exit behaviour; validation checks the calls above it.
+//!
+//! Layers are enabled with `VK_INSTANCE_LAYERS`, the one variable every
+//! loader reads (1.3.204 on Jetson L4T included) and the only one that fixes
+//! the order; `VK_LOADER_LAYERS_ENABLE` orders by discovery, not by list.
+//! vkexit's own manifests are generated once per invocation with absolute
+//! library paths, and found through `VK_LAYER_PATH`, which then also names
+//! the validation layer's manifest directory (it replaces the default search).
+
+use crate::errors::{Error, Result};
+use crate::validation::{self, ValidationLayer};
+use std::path::{Path, PathBuf};
+
+pub const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
+pub const TEGRA_LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
+pub const TRACE_FILE: &str = "trace.jsonl";
+pub const TEGRA_FILE: &str = "tegra.jsonl";
+
+/// How the Tegra driver's exit behaviour is emulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emulation {
+    None,
+    /// The exit handler waits for the worker's fault: the crash is certain.
+    Tegra,
+    /// No wait: the process may finish exiting first, as on the Orin.
+    TegraRacy,
+}
+
+impl Emulation {
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "none" => Ok(Emulation::None),
+            "tegra" => Ok(Emulation::Tegra),
+            "tegra-racy" => Ok(Emulation::TegraRacy),
+            other => Err(Error::Usage(format!(
+                "--emulate {other}: expected one of none, tegra, tegra-racy"
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Emulation::None => "none",
+            Emulation::Tegra => "tegra",
+            Emulation::TegraRacy => "tegra-racy",
+        }
+    }
+
+    fn mode(self) -> Option<&'static str> {
+        match self {
+            Emulation::None => None,
+            Emulation::Tegra => Some("deterministic"),
+            Emulation::TegraRacy => Some("racy"),
+        }
+    }
+}
+
+/// What a run's chain holds; `manifests` is where vkexit's own layer
+/// manifests were written, when it has any.
+#[derive(Debug, Clone)]
+pub struct Chain {
+    pub trace: bool,
+    pub validation: Option<ValidationLayer>,
+    pub emulation: Emulation,
+    pub manifests: Option<PathBuf>,
+}
+
+impl Chain {
+    /// The layer names recorded in the results, in chain order.
+    pub fn names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        if self.trace {
+            names.push("trace".to_string());
+        }
+        if self.validation.is_some() {
+            names.push("validation".to_string());
+        }
+        names
+    }
+
+    fn instance_layers(&self) -> Vec<&'static str> {
+        let mut layers = Vec::new();
+        if self.trace {
+            layers.push(TRACE_LAYER);
+        }
+        if self.validation.is_some() {
+            layers.push(validation::LAYER_NAME);
+        }
+        if self.emulation != Emulation::None {
+            layers.push(TEGRA_LAYER);
+        }
+        layers
+    }
+
+    /// Writes the manifests of vkexit's own layers into `dir`, pointing at
+    /// the libraries in `library_dir`.
+    pub fn write_manifests(&mut self, dir: &Path, library_dir: &Path) -> Result<()> {
+        let mut wanted = Vec::new();
+        if self.trace {
+            wanted.push((
+                TRACE_LAYER,
+                "libVkLayer_vkexit_trace.so",
+                "records object lifetimes and the exit timeline",
+            ));
+        }
+        if self.emulation != Emulation::None {
+            wanted.push((
+                TEGRA_LAYER,
+                "libVkLayer_vkexit_tegra_exit.so",
+                "behaves at exit like the NVIDIA Tegra driver",
+            ));
+        }
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io("cannot create the layer manifest directory", dir, e))?;
+        for (name, library, description) in wanted {
+            let path = library_dir.join(library);
+            if !path.exists() {
+                return Err(Error::ScenarioMissing { path });
+            }
+            let manifest = serde_json::json!({
+                "file_format_version": "1.1.2",
+                "layer": {
+                    "name": name,
+                    "type": "GLOBAL",
+                    "library_path": path,
+                    "api_version": "1.3.0",
+                    "implementation_version": "1",
+                    "description": description,
+                }
+            });
+            let file = dir.join(format!("{name}.json"));
+            let text = serde_json::to_string_pretty(&manifest).expect("a manifest serialises");
+            std::fs::write(&file, text)
+                .map_err(|e| Error::io("cannot write a layer manifest", &file, e))?;
+        }
+        self.manifests = Some(dir.to_path_buf());
+        Ok(())
+    }
+
+    /// The variables that build this chain for one run directory.
+    pub fn env(&self, run_dir: &Path) -> Vec<(String, String)> {
+        let mut env = Vec::new();
+        let layers = self.instance_layers();
+        if !layers.is_empty() {
+            env.push(("VK_INSTANCE_LAYERS".to_string(), layers.join(":")));
+        }
+        if let Some(dir) = &self.manifests {
+            let mut path = vec![dir.display().to_string()];
+            if let Some(v) = &self.validation {
+                path.extend(v.manifest.parent().map(|p| p.display().to_string()));
+            }
+            if let Ok(user) = std::env::var("VK_LAYER_PATH") {
+                path.extend(
+                    user.split(':')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string),
+                );
+            }
+            env.push(("VK_LAYER_PATH".to_string(), path.join(":")));
+        }
+        if self.validation.is_some() {
+            env.extend(validation::settings_env(run_dir));
+        }
+        if self.trace {
+            env.push((
+                "VKEXIT_TRACE_FILE".into(),
+                run_dir.join(TRACE_FILE).display().to_string(),
+            ));
+        }
+        if let Some(mode) = self.emulation.mode() {
+            env.push(("VKEXIT_TEGRA_MODE".into(), mode.into()));
+            env.push((
+                "VKEXIT_TEGRA_LOG".into(),
+                run_dir.join(TEGRA_FILE).display().to_string(),
+            ));
+        }
+        env
+    }
+}
+
+/// Variables a run never inherits: they would change which layers load or
+/// what they report.
+pub fn is_inherited_layer_setting(key: &str) -> bool {
+    matches!(
+        key,
+        "VK_INSTANCE_LAYERS"
+            | "VK_LOADER_LAYERS_ENABLE"
+            | "VK_LOADER_LAYERS_DISABLE"
+            | "VKEXIT_TRACE_FILE"
+            | "VKEXIT_TEGRA_MODE"
+            | "VKEXIT_TEGRA_LOG"
+    ) || validation::is_stray_setting(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layer() -> ValidationLayer {
+        ValidationLayer {
+            manifest: "/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json".into(),
+            api_version: "1.3.239".into(),
+            implementation_version: "1".into(),
+            library: "/usr/lib/libVkLayer_khronos_validation.so".into(),
+        }
+    }
+
+    fn value<'a>(env: &'a [(String, String)], key: &str) -> Option<&'a str> {
+        env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn the_chain_is_trace_then_validation_then_tegra() {
+        let chain = Chain {
+            trace: true,
+            validation: Some(layer()),
+            emulation: Emulation::Tegra,
+            manifests: Some("/a/layers".into()),
+        };
+        let env = chain.env(Path::new("/r"));
+        assert_eq!(
+            value(&env, "VK_INSTANCE_LAYERS"),
+            Some("VK_LAYER_VKEXIT_trace:VK_LAYER_KHRONOS_validation:VK_LAYER_VKEXIT_tegra_exit")
+        );
+        let path = value(&env, "VK_LAYER_PATH").unwrap();
+        assert!(
+            path.starts_with("/a/layers:/usr/share/vulkan/explicit_layer.d"),
+            "{path}"
+        );
+        assert_eq!(value(&env, "VKEXIT_TEGRA_MODE"), Some("deterministic"));
+        assert_eq!(value(&env, "VKEXIT_TRACE_FILE"), Some("/r/trace.jsonl"));
+        assert_eq!(
+            value(&env, "VK_LAYER_SETTINGS_PATH"),
+            Some("/r/vk_layer_settings.txt")
+        );
+        assert_eq!(chain.names(), ["trace", "validation"]);
+    }
+
+    #[test]
+    fn validation_alone_leaves_the_layer_path_to_the_loader() {
+        let chain = Chain {
+            trace: false,
+            validation: Some(layer()),
+            emulation: Emulation::None,
+            manifests: None,
+        };
+        let env = chain.env(Path::new("/r"));
+        assert_eq!(
+            value(&env, "VK_INSTANCE_LAYERS"),
+            Some("VK_LAYER_KHRONOS_validation")
+        );
+        assert_eq!(value(&env, "VK_LAYER_PATH"), None);
+        assert_eq!(value(&env, "VKEXIT_TEGRA_MODE"), None);
+    }
+
+    #[test]
+    fn emulation_names() {
+        assert_eq!(Emulation::parse("tegra-racy").unwrap().name(), "tegra-racy");
+        let e = Emulation::parse("jetson").unwrap_err().to_string();
+        assert!(e.contains("none, tegra, tegra-racy"), "{e}");
+    }
+}
