@@ -1,0 +1,53 @@
+//! `VK_LAYER_VKEXIT_trace`: a pass-through Vulkan layer that records, as JSON lines in the file
+//! named by `VKEXIT_TRACE_FILE`, every create and destroy of the objects a compute runtime uses,
+//! each call on a handle already destroyed, and from its own exit handler the objects still
+//! alive. See README.md for the record schema and why the exit handler sees what the driver's
+//! would.
+
+// The library is named as Vulkan layers are (`libVkLayer_*.so`).
+#![allow(non_snake_case)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod dispatch;
+mod intercepts;
+mod lifecycle;
+pub mod lifetimes;
+pub mod object;
+mod objects;
+pub mod record;
+mod tracer;
+
+use ash::vk;
+use vkexit_layer_support::{on_library_load, register_exit_handler, NegotiateLayerInterface};
+
+/// The loader's first call into the layer.
+///
+/// # Safety
+/// `p_version_struct` is null or the loader's writable negotiation struct.
+#[no_mangle]
+pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(
+    p_version_struct: *mut NegotiateLayerInterface,
+) -> vk::Result {
+    // SAFETY: passed through from the loader, as the function requires.
+    unsafe {
+        vkexit_layer_support::negotiate(
+            p_version_struct,
+            lifecycle::get_instance_proc_addr,
+            lifecycle::get_device_proc_addr,
+        )
+    }
+}
+
+/// At `dlopen` by the loader (inside `vkCreateInstance`, just after the driver was loaded):
+/// the moment the NVIDIA driver registers its own exit handlers, so the layer's runs just
+/// before theirs and sees what they would. The library is linked `-z nodelete` (build.rs):
+/// `vkDestroyInstance` unloads layers, and glibc would then run the handler at `dlclose`
+/// instead of at exit, and unmap the code a later call on a destroyed device still enters.
+fn on_load() {
+    if register_exit_handler(tracer::report_alive_at_exit) {
+        tracer::exit_handler_registered();
+    }
+    tracer::tracer();
+}
+
+on_library_load!(on_load);

@@ -1,0 +1,327 @@
+//! The records the layer writes, one JSON object per line. Each becomes an evidence record of
+//! `vkexit-layer-support`, which starts it with `ev`, `t_ns`, `pid`, `tid` and `thread`;
+//! README.md lists the schema.
+
+use std::fmt::Write;
+
+use vkexit_layer_support::Record as Line;
+
+use crate::lifetimes::{Death, Key, Origin};
+
+pub const LAYER_NAME: &str = "VK_LAYER_VKEXIT_trace";
+
+/// When objects were found still alive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    /// In the layer's exit handler: what the driver's own exit handler would find.
+    Exit,
+    /// At `vkDestroyInstance`, of that instance.
+    DestroyInstance,
+    /// At `vkDestroyDevice`, of that device.
+    DestroyDevice,
+}
+
+impl When {
+    pub const fn name(self) -> &'static str {
+        match self {
+            When::Exit => "exit",
+            When::DestroyInstance => "destroy-instance",
+            When::DestroyDevice => "destroy-device",
+        }
+    }
+}
+
+/// One line of the trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// The layer sits in an instance being created: the first record of each instance.
+    /// `exit_handler_t_ns` is when its exit handler was registered (at library load).
+    Loaded {
+        version: &'static str,
+        exit_handler_t_ns: u64,
+    },
+    Create {
+        key: Key,
+        parent: Option<Key>,
+        call: &'static str,
+    },
+    Destroy {
+        key: Key,
+        parent: Option<Key>,
+        call: &'static str,
+    },
+    /// `call` passed `key`, which is no longer alive.
+    DeadHandle {
+        call: &'static str,
+        key: Key,
+        death: Death,
+    },
+    ExitHandlerStart {
+        live: usize,
+    },
+    ExitHandlerEnd,
+    Alive {
+        when: When,
+        key: Key,
+        parent: Option<Key>,
+        /// The call that created it.
+        call: &'static str,
+        origin: Origin,
+    },
+}
+
+impl Record {
+    /// The value of `ev`.
+    pub const fn ev(&self) -> &'static str {
+        match self {
+            Record::Loaded { .. } => "loaded",
+            Record::Create { .. } => "create",
+            Record::Destroy { .. } => "destroy",
+            Record::DeadHandle { .. } => "dead-handle",
+            Record::ExitHandlerStart { .. } => "exit-handler-start",
+            Record::ExitHandlerEnd => "exit-handler-end",
+            // Objects a destroyed device leaves behind get their own event: readers of `alive`
+            // know only `exit` and `destroy-instance`.
+            Record::Alive {
+                when: When::DestroyDevice,
+                ..
+            } => "orphaned",
+            Record::Alive { .. } => "alive",
+        }
+    }
+
+    /// The evidence line: stamped now, on the calling thread, then this record's fields.
+    pub fn line(&self) -> Line {
+        let mut line = Line::new(self.ev());
+        match self {
+            Record::Loaded {
+                version,
+                exit_handler_t_ns,
+            } => {
+                line.str("layer", LAYER_NAME)
+                    .str("version", version)
+                    .u64("exit_handler_t_ns", *exit_handler_t_ns);
+            }
+            Record::Create { key, parent, call } | Record::Destroy { key, parent, call } => {
+                object(&mut line, *key, *parent).str("call", call);
+            }
+            Record::DeadHandle { call, key, death } => {
+                line.str("call", call)
+                    .str("type", key.ty.name())
+                    .hex("handle", key.handle)
+                    .str("message", &message(call, *key, *death));
+                match death {
+                    Death::Destroyed { call } => {
+                        line.str("destroyed_by", call);
+                    }
+                    Death::Orphaned { ancestor, call } => {
+                        line.str("destroyed_by", call)
+                            .str("ancestor_type", ancestor.ty.name())
+                            .hex("ancestor", ancestor.handle);
+                    }
+                }
+            }
+            Record::ExitHandlerStart { live } => {
+                line.u64("live", *live as u64);
+            }
+            Record::ExitHandlerEnd => {}
+            Record::Alive {
+                when,
+                key,
+                parent,
+                call,
+                origin,
+            } => {
+                line.str("when", when.name());
+                object(&mut line, *key, *parent)
+                    .str("call", call)
+                    .bytes_str("created_thread", origin.thread.as_bytes())
+                    .i64("created_tid", origin.tid)
+                    .u64("created_t_ns", origin.t_ns);
+            }
+        }
+        line
+    }
+}
+
+/// "vkDestroyEvent on a destroyed VkDevice 0x…", or for an object whose device or instance was
+/// destroyed, "vkDestroyBuffer on a VkBuffer 0x… whose VkDevice 0x… was destroyed".
+pub fn message(call: &str, key: Key, death: Death) -> String {
+    let mut out = String::with_capacity(96);
+    let _ = match death {
+        Death::Destroyed { .. } => {
+            write!(
+                out,
+                "{call} on a destroyed {} {:#x}",
+                key.ty.name(),
+                key.handle
+            )
+        }
+        Death::Orphaned { ancestor, .. } => write!(
+            out,
+            "{call} on a {} {:#x} whose {} {:#x} was destroyed",
+            key.ty.name(),
+            key.handle,
+            ancestor.ty.name(),
+            ancestor.handle
+        ),
+    };
+    out
+}
+
+fn object(line: &mut Line, key: Key, parent: Option<Key>) -> &mut Line {
+    line.str("type", key.ty.name()).hex("handle", key.handle);
+    match parent {
+        Some(p) => line.hex("parent", p.handle).str("parent_type", p.ty.name()),
+        None => line.hex("parent", 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifetimes::ThreadName;
+    use crate::object::ObjectType;
+    use serde_json::{json, Value};
+
+    const DEVICE: Key = Key::new(ObjectType::Device, 0x55d0_0000_1000);
+    const BUFFER: Key = Key::new(ObjectType::Buffer, 0x2a);
+
+    /// The record as JSON, without the identity fields the writer adds.
+    fn parse(record: &Record) -> Value {
+        let line = record.line();
+        let text = format!("{}}}", String::from_utf8_lossy(line.as_bytes()));
+        let mut value: Value = serde_json::from_str(&text).expect("a record is one JSON object");
+        let fields = value.as_object_mut().unwrap();
+        for stamp in ["t_ns", "pid", "tid", "thread"] {
+            assert!(fields.remove(stamp).is_some(), "{stamp} in {text}");
+        }
+        value
+    }
+
+    #[test]
+    fn loaded_names_the_layer_and_its_version() {
+        let record = Record::Loaded {
+            version: "0.1.0",
+            exit_handler_t_ns: 5,
+        };
+        assert_eq!(
+            parse(&record),
+            json!({"ev": "loaded", "layer": "VK_LAYER_VKEXIT_trace", "version": "0.1.0",
+                   "exit_handler_t_ns": 5})
+        );
+        assert!(String::from_utf8_lossy(record.line().as_bytes()).starts_with("{\"ev\":\"loaded\""));
+    }
+
+    #[test]
+    fn create_and_destroy_give_type_handle_parent_and_call() {
+        let create = Record::Create {
+            key: BUFFER,
+            parent: Some(DEVICE),
+            call: "vkCreateBuffer",
+        };
+        assert_eq!(
+            parse(&create),
+            json!({"ev": "create", "type": "VkBuffer", "handle": "0x2a",
+                   "parent": "0x55d000001000", "parent_type": "VkDevice",
+                   "call": "vkCreateBuffer"})
+        );
+        let destroy = Record::Destroy {
+            key: Key::new(ObjectType::Instance, 0x10),
+            parent: None,
+            call: "vkDestroyInstance",
+        };
+        assert_eq!(
+            parse(&destroy),
+            json!({"ev": "destroy", "type": "VkInstance", "handle": "0x10", "parent": "0x0",
+                   "call": "vkDestroyInstance"})
+        );
+    }
+
+    #[test]
+    fn dead_handle_says_what_was_used_after_what() {
+        let record = Record::DeadHandle {
+            call: "vkDestroyEvent",
+            key: DEVICE,
+            death: Death::Destroyed {
+                call: "vkDestroyDevice",
+            },
+        };
+        assert_eq!(
+            parse(&record),
+            json!({"ev": "dead-handle", "call": "vkDestroyEvent", "type": "VkDevice",
+                   "handle": "0x55d000001000",
+                   "message": "vkDestroyEvent on a destroyed VkDevice 0x55d000001000",
+                   "destroyed_by": "vkDestroyDevice"})
+        );
+        let orphan = Record::DeadHandle {
+            call: "vkDestroyBuffer",
+            key: BUFFER,
+            death: Death::Orphaned {
+                ancestor: DEVICE,
+                call: "vkDestroyDevice",
+            },
+        };
+        let v = parse(&orphan);
+        assert_eq!(
+            v["message"],
+            "vkDestroyBuffer on a VkBuffer 0x2a whose VkDevice 0x55d000001000 was destroyed"
+        );
+        assert_eq!(v["ancestor"], "0x55d000001000");
+        assert_eq!(v["ancestor_type"], "VkDevice");
+    }
+
+    #[test]
+    fn alive_carries_where_and_when_the_object_was_created() {
+        let record = Record::Alive {
+            when: When::Exit,
+            key: DEVICE,
+            parent: Some(Key::new(ObjectType::Instance, 0x10)),
+            call: "vkCreateDevice",
+            origin: Origin {
+                thread: ThreadName::new(b"wor\"ker\n"),
+                tid: 12,
+                t_ns: 99,
+            },
+        };
+        assert_eq!(
+            parse(&record),
+            json!({"ev": "alive", "when": "exit", "type": "VkDevice",
+                   "handle": "0x55d000001000", "parent": "0x10", "parent_type": "VkInstance",
+                   "call": "vkCreateDevice", "created_thread": "wor\"ker\n", "created_tid": 12,
+                   "created_t_ns": 99})
+        );
+    }
+
+    #[test]
+    fn objects_a_destroyed_device_leaves_are_orphaned_not_alive() {
+        let record = Record::Alive {
+            when: When::DestroyDevice,
+            key: BUFFER,
+            parent: Some(DEVICE),
+            call: "vkCreateBuffer",
+            origin: Origin {
+                thread: ThreadName::new(b"main"),
+                tid: 1,
+                t_ns: 2,
+            },
+        };
+        let v = parse(&record);
+        assert_eq!(
+            (&v["ev"], &v["when"]),
+            (&json!("orphaned"), &json!("destroy-device"))
+        );
+    }
+
+    #[test]
+    fn exit_handler_start_counts_the_live_objects() {
+        assert_eq!(
+            parse(&Record::ExitHandlerStart { live: 3 }),
+            json!({"ev": "exit-handler-start", "live": 3})
+        );
+        assert_eq!(
+            parse(&Record::ExitHandlerEnd),
+            json!({"ev": "exit-handler-end"})
+        );
+    }
+}
