@@ -2,6 +2,7 @@
 //! own private directory, `jobs` at a time. What a run leaves behind is read
 //! back from files and handed to `classify`.
 
+pub mod reaper;
 pub mod unix;
 
 use crate::capture::Capture;
@@ -55,6 +56,7 @@ pub fn execute(
     options: &Options,
     mut on_record: impl FnMut(&Cell, &RunRecord),
 ) -> Result<Vec<Vec<RunRecord>>> {
+    reaper::become_subreaper();
     let root = prepare_artifacts(plan, &options.artifacts)?;
     // Runs work in their own directory: every path they get is absolute.
     let mut chain = options.chain.clone();
@@ -93,6 +95,8 @@ pub fn execute(
             results[cell].push(record);
         }
     });
+    // Every run has ended: whatever is left of any of them goes now.
+    reaper::sweep();
     for runs in &mut results {
         runs.sort_by_key(|r| r.index);
     }

@@ -74,7 +74,9 @@ pub fn run(spec: &CommandSpec, limits: &Limits) -> Outcome {
             Ok(())
         });
     }
-    let mut child = match command.spawn() {
+    let token = super::reaper::new_token();
+    command.env(super::reaper::TOKEN_VAR, &token);
+    let mut child = match super::reaper::spawn(&token, || command.spawn()) {
         Ok(c) => c,
         Err(e) => {
             return Outcome {
@@ -104,6 +106,7 @@ pub fn run(spec: &CommandSpec, limits: &Limits) -> Outcome {
     };
     let termination = watch.supervise(start, limits);
     kill_group(pid, libc::SIGKILL);
+    super::reaper::finished(&token, pid);
     // The Child handle is not used to wait: `supervise` reaped the process.
     drop(child);
     let [stdout, stderr] = watch.captures;
