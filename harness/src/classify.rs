@@ -21,6 +21,8 @@ pub enum Termination {
     TimedOut {
         after_ms: u64,
     },
+    /// vkexit was interrupted (Ctrl-C, SIGTERM) and stopped the program.
+    Interrupted,
     /// The program could not be started at all.
     NotStarted {
         reason: String,
@@ -102,6 +104,10 @@ pub fn classify(evidence: &RunEvidence) -> Classification {
         Termination::NotStarted { reason } => {
             (RunVerdict::Error, format!("could not start: {reason}"))
         }
+        Termination::Interrupted => (
+            RunVerdict::Error,
+            "interrupted: vkexit was stopped before the program finished".into(),
+        ),
         Termination::TimedOut { after_ms } => (
             RunVerdict::Timeout,
             format!(

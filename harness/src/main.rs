@@ -85,14 +85,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => run_command(args),
-        Command::List => list().map(|()| true),
+        Command::List => list().map(|()| Outcome::Green),
         Command::Doctor => doctor::doctor(&mut std::io::stdout().lock())
+            .map(Outcome::from)
             .map_err(|e| Error::Usage(format!("cannot print: {e}"))),
-        Command::ProbeDriver => probe_driver(),
+        Command::ProbeDriver => probe_driver().map(Outcome::from),
     };
     match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+        Ok(Outcome::Green) => ExitCode::SUCCESS,
+        Ok(Outcome::Red) => ExitCode::from(1),
+        Ok(Outcome::Interrupted) => ExitCode::from(run::interrupt::EXIT_CODE),
         Err(e) => {
             eprintln!("vkexit: {e}");
             ExitCode::from(2)
@@ -100,7 +102,27 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_command(args: RunArgs) -> Result<bool> {
+/// How `vkexit run` ended, for its exit code.
+enum Outcome {
+    Green,
+    Red,
+    Interrupted,
+}
+
+impl From<bool> for Outcome {
+    fn from(green: bool) -> Self {
+        if green {
+            Outcome::Green
+        } else {
+            Outcome::Red
+        }
+    }
+}
+
+fn run_command(args: RunArgs) -> Result<Outcome> {
+    // From here on a Ctrl-C is vkexit's to handle: nothing may be left behind.
+    run::interrupt::install()
+        .map_err(|e| Error::Usage(format!("cannot install signal handlers: {e}")))?;
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return Err(Error::Usage(format!(
             "--timeout {}: expected a positive number of seconds",
@@ -159,11 +181,18 @@ fn run_command(args: RunArgs) -> Result<bool> {
     let mut out = std::io::stdout().lock();
     let _ = report::print_table(&mut out, &cells);
     let _ = writeln!(out, "{}", report::summary_line(&cells));
-    let results = report::results(cells);
+    let interrupted = run::interrupt::interrupted();
+    let results = report::results(cells, interrupted);
     if let Some(path) = &args.json {
         report::write_json(path, &results)?;
     }
-    Ok(results.cells.iter().all(|c| c.verdict.is_success()))
+    if interrupted {
+        eprintln!("vkexit: interrupted; the results above are what finished before");
+        return Ok(Outcome::Interrupted);
+    }
+    Ok(Outcome::from(
+        results.cells.iter().all(|c| c.verdict.is_success()),
+    ))
 }
 
 fn check_writable(path: &std::path::Path) -> Result<()> {

@@ -125,10 +125,11 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-pub fn results(cells: Vec<CellResult>) -> Results {
+pub fn results(cells: Vec<CellResult>, interrupted: bool) -> Results {
     Results {
         schema: SCHEMA.to_string(),
         vkexit_version: env!("CARGO_PKG_VERSION").to_string(),
+        interrupted,
         cells,
     }
 }

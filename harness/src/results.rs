@@ -10,6 +10,9 @@ pub const SCHEMA: &str = "vkexit.results/1";
 pub struct Results {
     pub schema: String,
     pub vkexit_version: String,
+    /// vkexit was stopped (Ctrl-C, SIGTERM) before every run finished.
+    #[serde(default)]
+    pub interrupted: bool,
     pub cells: Vec<CellResult>,
 }
 

@@ -2,6 +2,7 @@
 //! own private directory, `jobs` at a time. What a run leaves behind is read
 //! back from files and handed to `classify`.
 
+pub mod interrupt;
 pub mod reaper;
 pub mod unix;
 
@@ -82,6 +83,9 @@ pub fn execute(
             let (jobs, next) = (&jobs, &next);
             scope.spawn(move || {
                 while let Some(&(cell, index)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if interrupt::interrupted() {
+                        break;
+                    }
                     if tx.send(run_one(plan, cell, index, options)).is_err() {
                         break;
                     }

@@ -90,6 +90,7 @@ pub fn run(spec: &CommandSpec, limits: &Limits) -> Outcome {
         }
     };
     let pid = child.id() as libc::pid_t;
+    let _group = super::interrupt::GroupSlot::new(pid);
     let stdout: OwnedFd = child.stdout.take().expect("piped stdout").into();
     let stderr: OwnedFd = child.stderr.take().expect("piped stderr").into();
     set_nonblocking(stdout.as_raw_fd());
@@ -146,6 +147,10 @@ impl Watch {
                     after_ms: start.elapsed().as_millis() as u64,
                 };
             }
+            if exited_at.is_none() && super::interrupt::interrupted() {
+                self.stop(limits);
+                return Termination::Interrupted;
+            }
             let until = match exited_at {
                 Some(t) => t + limits.pipe_grace,
                 None => deadline,
@@ -177,6 +182,7 @@ impl Watch {
             if let Some(pidfd) = &self.pidfd {
                 fds.push(pollfd(pidfd.as_raw_fd()));
             }
+            fds.extend(super::interrupt::fd().map(pollfd));
         }
         let mut wait = until.saturating_duration_since(Instant::now());
         if watching_exit && self.pidfd.is_none() {

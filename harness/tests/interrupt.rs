@@ -1,0 +1,117 @@
+//! Ctrl-C stops vkexit cleanly: every running program and its descendants
+//! are stopped, the results so far are written marked interrupted, the exit
+//! code is nonzero, and nothing is left running. A second Ctrl-C exits at
+//! once, still leaving nothing behind.
+
+mod common;
+use common::*;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Mock processes whose command line holds every one of `words` (vkexit's
+/// own command line holds them too, so it is left out).
+fn processes_with(words: &[&str]) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let is_mock = args[0].ends_with("/mock");
+        if is_mock && words.iter().all(|w| args.iter().any(|a| a == w)) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn start_hanging_runs(sb: &Sandbox, marker: &str) -> Child {
+    let xdg = sb.path().join("xdg");
+    std::fs::create_dir_all(&xdg).unwrap();
+    Command::new(assert_cmd::cargo::cargo_bin("vkexit"))
+        .current_dir(sb.path())
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .args([
+            "run", "--driver", "lavapipe", "--runs", "6", "-j", "2", "--json",
+        ])
+        .arg(sb.results())
+        .arg("--")
+        .arg(mock())
+        .args(["--hang", "--runtime", marker])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_exit(child: &mut Child) -> i32 {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().expect("vkexit exits, it is not killed");
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("vkexit did not exit within 30 s of the interrupt");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn interrupt(child: &Child) {
+    // SAFETY: sends SIGINT to the vkexit process this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+}
+
+#[test]
+fn ctrl_c_stops_every_run_writes_partial_results_and_leaves_nothing() {
+    let marker = "interrupt-once-81";
+    let sb = Sandbox::new();
+    let mut vkexit = start_hanging_runs(&sb, marker);
+    wait_for("two hanging runs", Duration::from_secs(30), || {
+        processes_with(&["--hang", marker]).len() >= 2
+    });
+    interrupt(&vkexit);
+    assert_eq!(wait_exit(&mut vkexit), 130);
+    assert!(processes_with(&[marker]).is_empty(), "left behind");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.results()).unwrap()).unwrap();
+    assert_eq!(r["interrupted"], true, "{r:#}");
+    let cell = only_cell(&r);
+    assert_eq!(
+        count(cell, "error"),
+        2,
+        "the two running runs were stopped: {cell:#}"
+    );
+    assert_eq!(count(cell, "pass"), 0);
+    assert_eq!(cell["verdict"], "error");
+}
+
+#[test]
+fn a_second_ctrl_c_exits_at_once_and_still_leaves_nothing() {
+    let marker = "interrupt-twice-82";
+    let sb = Sandbox::new();
+    let mut vkexit = start_hanging_runs(&sb, marker);
+    wait_for("two hanging runs", Duration::from_secs(30), || {
+        processes_with(&["--hang", marker]).len() >= 2
+    });
+    interrupt(&vkexit);
+    interrupt(&vkexit);
+    assert_eq!(wait_exit(&mut vkexit), 130);
+    // Killed processes vanish once reaped; give init a moment for that.
+    wait_for("the runs to be gone", Duration::from_secs(5), || {
+        processes_with(&[marker]).is_empty()
+    });
+}
