@@ -1,0 +1,168 @@
+//! The vkexit layers in real runs on lavapipe under validation: the Tegra
+//! emulation turns "a device alive at exit" into the Jetson crash, and the
+//! trace layer shows what is alive; neither adds a VUID of its own, and a
+//! layer that does not prove it loaded never lets a run pass.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+fn cell<'a>(r: &'a Value, runtime: &str) -> &'a Value {
+    r["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["runtime"] == runtime)
+        .unwrap_or_else(|| panic!("no cell for {runtime}: {r:#}"))
+}
+
+#[test]
+fn tegra_emulation_crashes_a_device_left_alive_and_spares_a_timely_teardown() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run(&["--emulate", "tegra", "--case", "clean-exit", "--runs", "20"]);
+    for policy in ["never", "static-destructor"] {
+        let c = cell(&r, &format!("refrt:{policy}"));
+        assert!(count(c, "crash") >= 19, "{c:#}");
+        assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
+        assert_eq!(c["verdict"], "expected-fail");
+        assert_eq!(c["emulation"], "tegra");
+    }
+    for policy in ["atexit-after-init", "guarded", "release-children"] {
+        let c = cell(&r, &format!("refrt:{policy}"));
+        assert_eq!(count(c, "pass"), 20, "{c:#}");
+        assert!(
+            strings(&c["vuids"]).is_empty(),
+            "the layer added a VUID: {c:#}"
+        );
+    }
+    assert_eq!(code, 0, "{r:#}");
+}
+
+#[test]
+fn tegra_emulation_judges_any_program_by_whether_it_destroys_its_device() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run_mock(3, &["--emulate", "tegra"], &["--keep-vulkan"]);
+    let c = only_cell(&r);
+    assert_eq!(count(c, "crash"), 3, "{c:#}");
+    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
+    let findings = strings(&c["findings"]);
+    assert!(
+        findings.iter().any(|f| f.contains("still running")),
+        "{c:#}"
+    );
+
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(3, &["--emulate", "tegra"], &[]);
+    assert_eq!(count(only_cell(&r), "pass"), 3, "{r:#}");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn the_trace_shows_what_never_leaves_alive_and_fails_it_only_when_asked() {
+    let args = [
+        "--trace",
+        "--case",
+        "clean-exit",
+        "--runtime",
+        "refrt:never",
+        "--runs",
+        "2",
+    ];
+    let sb = Sandbox::new();
+    let (code, r) = sb.run(&args);
+    let c = only_cell(&r);
+    assert_eq!(count(c, "pass"), 2, "validation cannot see it: {c:#}");
+    assert_eq!(strings(&c["layers"]), ["trace", "validation"]);
+    let findings = strings(&c["findings"]);
+    assert!(
+        findings.contains(&"VkDevice 0x… alive at exit (created on thread main)".to_string()),
+        "{c:#}"
+    );
+    assert_eq!(code, 0);
+
+    let sb = Sandbox::new();
+    let mut strict = args.to_vec();
+    strict.push("--fail-on-leak");
+    let (code, r) = sb.run(&strict);
+    let c = only_cell(&r);
+    assert_eq!(count(c, "leak"), 2, "{c:#}");
+    assert_eq!(c["verdict"], "fail");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_call_on_a_destroyed_device_is_recorded_before_the_crash() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run(&[
+        "--trace",
+        "--case",
+        "events-freed-after-teardown",
+        "--runtime",
+        "refrt:atexit-after-init",
+        "--runs",
+        "2",
+    ]);
+    let c = only_cell(&r);
+    assert_eq!(count(c, "crash"), 2, "{c:#}");
+    assert!(
+        strings(&c["vuids"]).contains(&"VKEXIT-trace-dead-handle".to_string()),
+        "{c:#}"
+    );
+    let findings = strings(&c["findings"]);
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.contains("on a destroyed VkDevice")),
+        "{c:#}"
+    );
+}
+
+/// vkexit's trace manifest points at a library that is another layer: the
+/// loader loads it, the program exits 0, but no `loaded` record proves the
+/// trace was in the chain, so every run is an error.
+#[test]
+fn an_impostor_trace_layer_never_lets_a_run_pass() {
+    let overlay = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"]
+        .iter()
+        .map(|d| std::path::Path::new(d).join("libVkLayer_MESA_overlay.so"))
+        .find(|p| p.exists())
+        .expect("libVkLayer_MESA_overlay.so (mesa-vulkan-drivers) is not installed");
+    let sb = Sandbox::new();
+    let fake = sb.path().join("bin");
+    std::fs::create_dir_all(&fake).unwrap();
+    for name in [
+        "mock",
+        "libvkexit_refrt.so",
+        "libVkLayer_vkexit_tegra_exit.so",
+    ] {
+        std::os::unix::fs::symlink(bin_dir().join(name), fake.join(name)).unwrap();
+    }
+    std::os::unix::fs::symlink(&overlay, fake.join("libVkLayer_vkexit_trace.so")).unwrap();
+    let out = sb
+        .vkexit()
+        .env("VKEXIT_SCENARIO_DIR", &fake)
+        .args([
+            "run", "--driver", "lavapipe", "--trace", "--runs", "2", "--json",
+        ])
+        .arg(sb.results())
+        .arg("--")
+        .arg(mock())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(sb.results()).unwrap()).unwrap();
+    let c = only_cell(&r);
+    assert_eq!(count(c, "error"), 2, "{c:#}");
+    assert!(
+        c["reason"]
+            .as_str()
+            .unwrap()
+            .contains("trace layer was not active"),
+        "{c:#}"
+    );
+}
