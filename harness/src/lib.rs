@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod drivers;
 pub mod errors;
 pub mod evidence;
+pub mod hang;
 pub mod layers;
 pub mod plan;
 pub mod probe;

@@ -71,13 +71,25 @@ fn a_buffer_alive_at_vk_destroy_device_is_a_vuid_named_00378() {
 }
 
 #[test]
-fn a_hang_in_main_and_a_hang_in_an_exit_handler_time_out() {
-    for option in ["--hang", "--hang-at-exit"] {
+fn a_hang_in_main_and_a_hang_in_an_exit_handler_time_out_with_thread_states() {
+    for (option, during_exit) in [("--hang", false), ("--hang-at-exit", true)] {
         let sb = Sandbox::new();
         let (code, r) = sb.run_mock(1, &["--timeout", "3"], &[option]);
         let cell = only_cell(&r);
         assert_eq!(count(cell, "timeout"), 1, "{option}: {cell:#}");
         assert_eq!(code, 1);
+        let run = std::path::PathBuf::from(&strings(&cell["artifacts"])[0]);
+        let hang: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("hang.json")).unwrap()).unwrap();
+        assert_eq!(hang["during_exit"], during_exit, "{option}: {hang:#}");
+        let threads = hang["threads"].as_array().unwrap();
+        assert_eq!(threads[0]["name"], "mock", "{hang:#}");
+        let when = if during_exit {
+            "hung during exit"
+        } else {
+            "hung before exit"
+        };
+        assert!(strings(&cell["findings"])[0].starts_with(when), "{cell:#}");
     }
 }
 

@@ -10,6 +10,7 @@ use crate::capture::Capture;
 use crate::classify::{self, Classification, RunEvidence, Termination, Validation};
 use crate::errors::{Error, Result};
 use crate::evidence::{self, TegraSummary, TraceSummary};
+use crate::hang::HangReport;
 use crate::layers::{self, Chain};
 use crate::plan::{CaseCommand, Cell, Plan, REFRT_LIBRARY};
 use crate::validation;
@@ -136,10 +137,14 @@ fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> Run
         .join(cell.slug())
         .join(format!("run-{index}"));
     let validation = options.chain.validation.is_some();
+    let mut hang: Option<HangReport> = None;
     let outcome = match prepare_run_dir(&dir, validation) {
         Ok(()) => {
             let spec = command_spec(plan, cell, &dir, &options.chain);
-            let outcome = unix::run(&spec, &limits(options));
+            let mut on_hang = |pgid: libc::pid_t, stdout: &Capture| {
+                hang = Some(crate::hang::capture(pgid, &stdout.to_lossy_string()));
+            };
+            let outcome = unix::run(&spec, &limits(options), &mut on_hang);
             let _ = write_command(&dir, &spec);
             outcome
         }
@@ -177,6 +182,15 @@ fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> Run
         stderr_bytes: outcome.stderr.total(),
         kept: None,
     };
+    if let Some(report) = &hang {
+        record
+            .classification
+            .reason
+            .push_str(&format!("; {}", report.summary()));
+        record.classification.findings.push(report.summary());
+        let json = serde_json::to_string_pretty(report).expect("a hang report serialises");
+        let _ = std::fs::write(dir.join("hang.json"), json + "\n");
+    }
     keep_or_discard(&dir, &mut record, &outcome.stdout, &outcome.stderr, options);
     record
 }

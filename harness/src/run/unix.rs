@@ -39,8 +39,13 @@ pub struct Outcome {
 }
 
 /// Runs `spec` in its own process group and waits for it, within limits.
-/// Every process left in the group afterwards is killed.
-pub fn run(spec: &CommandSpec, limits: &Limits) -> Outcome {
+/// Every process left in the group afterwards is killed. `on_hang` sees the
+/// group and the output so far when the time limit is hit, before the kill.
+pub fn run(
+    spec: &CommandSpec,
+    limits: &Limits,
+    on_hang: &mut dyn FnMut(libc::pid_t, &Capture),
+) -> Outcome {
     let start = Instant::now();
     let mut command = Command::new(&spec.program);
     command
@@ -105,7 +110,7 @@ pub fn run(spec: &CommandSpec, limits: &Limits) -> Outcome {
         ],
         status: None,
     };
-    let termination = watch.supervise(start, limits);
+    let termination = watch.supervise(start, limits, on_hang);
     kill_group(pid, libc::SIGKILL);
     super::reaper::finished(&token, pid);
     // The Child handle is not used to wait: `supervise` reaped the process.
@@ -128,7 +133,12 @@ struct Watch {
 }
 
 impl Watch {
-    fn supervise(&mut self, start: Instant, limits: &Limits) -> Termination {
+    fn supervise(
+        &mut self,
+        start: Instant,
+        limits: &Limits,
+        on_hang: &mut dyn FnMut(libc::pid_t, &Capture),
+    ) -> Termination {
         let deadline = start + limits.timeout;
         let mut exited_at: Option<Instant> = None;
         loop {
@@ -142,6 +152,7 @@ impl Watch {
                 _ => {}
             }
             if exited_at.is_none() && Instant::now() >= deadline {
+                on_hang(self.pid, &self.captures[0]);
                 self.stop(limits);
                 return Termination::TimedOut {
                     after_ms: start.elapsed().as_millis() as u64,
