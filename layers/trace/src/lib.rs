@@ -9,6 +9,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod dispatch;
+mod identity;
 mod intercepts;
 mod lifecycle;
 pub mod lifetimes;
@@ -44,6 +45,7 @@ pub unsafe extern "system" fn vkNegotiateLoaderLayerInterfaceVersion(
 /// `vkDestroyInstance` unloads layers, and glibc would then run the handler at `dlclose`
 /// instead of at exit, and unmap the code a later call on a destroyed device still enters.
 fn on_load() {
+    identity::watch_forks();
     if register_exit_handler(tracer::report_alive_at_exit) {
         tracer::exit_handler_registered();
     }

@@ -5,9 +5,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
-use vkexit_layer_support::{monotonic_ns, thread_id, thread_name, EvidenceLog};
+use vkexit_layer_support::{monotonic_ns, EvidenceLog};
 
-use crate::lifetimes::{Key, Lifetimes, Origin, ThreadName};
+use crate::identity::this_thread;
+
+use crate::lifetimes::{Key, Lifetimes, Origin};
 use crate::record::{Record, LAYER_NAME};
 
 /// Names the trace file; unset or empty, the layer is a pure pass-through and writes nothing.
@@ -113,16 +115,9 @@ impl Tracer {
     }
 }
 
-/// The calling thread and now. The process's first thread is named `main`, as Rust and
-/// debuggers name it: its kernel name is the program's, which says nothing about the thread.
+/// The calling thread and now.
 fn origin_here() -> Origin {
-    let tid = thread_id();
-    // SAFETY: getpid has no preconditions.
-    let thread = if tid == i64::from(unsafe { libc::getpid() }) {
-        ThreadName::new(b"main")
-    } else {
-        ThreadName::new(thread_name(&mut [0; 16]))
-    };
+    let (tid, thread) = this_thread();
     Origin {
         thread,
         tid,
