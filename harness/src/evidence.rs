@@ -22,6 +22,9 @@ pub struct TraceSummary {
     pub alive_at_exit: BTreeMap<String, u64>,
     /// Objects still alive at vkDestroyInstance, by type.
     pub alive_at_destroy_instance: BTreeMap<String, u64>,
+    /// Children still alive when their device was destroyed, by type.
+    #[serde(default)]
+    pub orphaned_at_destroy_device: BTreeMap<String, u64>,
     pub dead_handle_calls: u64,
     /// Sentences a person reads: "VkDevice 0x… alive at exit (created on thread main)".
     pub findings: Vec<String>,
@@ -57,6 +60,16 @@ impl TraceSummary {
                     m => m.to_string(),
                 };
                 self.note(message);
+            }
+            "orphaned" => {
+                *self
+                    .orphaned_at_destroy_device
+                    .entry(kind.to_string())
+                    .or_insert(0) += 1;
+                self.note(format!(
+                    "{kind} {} still alive at vkDestroyDevice",
+                    field("handle")
+                ));
             }
             "alive" => {
                 let at_exit = field("when") == "exit";
@@ -167,6 +180,7 @@ mod tests {
 {"ev":"create","type":"VkBuffer","handle":"0x2","parent":"0x55a0","call":"vkCreateBuffer"}
 {"ev":"destroy","type":"VkBuffer","handle":"0x2","parent":"0x55a0","call":"vkDestroyBuffer"}
 {"ev":"exit-handler-start","live":2}
+{"ev":"orphaned","when":"destroy-device","type":"VkBuffer","handle":"0x3","parent":"0x55a0","created_thread":"main"}
 {"ev":"alive","when":"exit","type":"VkDevice","handle":"0x55a0","parent":"0x5581","created_thread":"main"}
 {"ev":"alive","when":"exit","type":"VkInstance","handle":"0x5581","parent":"0x0","created_thread":"main"}
 {"ev":"dead-handle","call":"vkDestroyEvent","type":"VkDevice","handle":"0x55a0","message":"vkDestroyEvent on a destroyed VkDevice 0x55a0"}
@@ -180,8 +194,10 @@ mod tests {
         assert_eq!(s.alive_at_exit["VkDevice"], 1);
         assert_eq!(s.alive_at_exit["VkInstance"], 1);
         assert!(s.leaked());
+        assert_eq!(s.orphaned_at_destroy_device["VkBuffer"], 1);
+        assert_eq!(s.findings[0], "VkBuffer 0x3 still alive at vkDestroyDevice");
         assert_eq!(
-            s.findings[0],
+            s.findings[1],
             "VkDevice 0x55a0 alive at exit (created on thread main)"
         );
         assert!(s
