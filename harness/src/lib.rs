@@ -16,6 +16,7 @@ pub mod probe;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod shard;
 pub mod stats;
 pub mod validation;
 pub mod verdict;

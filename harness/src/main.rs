@@ -24,7 +24,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run cases under validation on each driver and judge them.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the built-in cases, refrt policies and the drivers found.
     List,
     /// Check the loader, drivers, validation layer and scenarios.
@@ -76,6 +76,9 @@ struct RunArgs {
     /// Keep the run directories of passing runs too.
     #[arg(long)]
     keep_passing: bool,
+    /// Run only shard K of N (1 ≤ K ≤ N); a cell's shard is fixed by its identity.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<vkexit::shard::Shard>,
     /// An external program and its arguments, run as one case.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -84,7 +87,7 @@ struct RunArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Run(args) => run_command(args),
+        Command::Run(args) => run_command(*args),
         Command::List => list().map(|()| Outcome::Green),
         Command::Doctor => doctor::doctor(&mut std::io::stdout().lock())
             .map(Outcome::from)
@@ -149,7 +152,10 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
         external: (!args.command.is_empty()).then_some(args.command),
         chain: chain.clone(),
     };
-    let plan = plan::plan(&request)?;
+    let mut plan = plan::plan(&request)?;
+    if let Some(shard) = args.shard {
+        plan.retain_shard(shard);
+    }
     for note in &plan.notes {
         eprintln!("vkexit: {note}");
     }

@@ -6,6 +6,8 @@ use crate::drivers::{self, Driver};
 use crate::errors::{Error, Result};
 use crate::layers::Chain;
 use crate::probe::{self, DeviceInfo};
+use crate::results::CellId;
+use crate::shard::Shard;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -88,6 +90,17 @@ impl Cell {
     pub fn label(&self) -> String {
         format!("{} × {} × {}", self.case, self.runtime, self.driver.name)
     }
+
+    /// What makes this the same cell in another run, shard or results file.
+    pub fn id(&self) -> CellId {
+        CellId {
+            case: self.case.clone(),
+            runtime: self.runtime.clone(),
+            driver: self.driver.name.clone(),
+            layers: self.layers.clone(),
+            emulation: self.emulation.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -106,6 +119,18 @@ pub struct Plan {
     /// Facts a user should see before the table (drivers left out, …).
     pub notes: Vec<String>,
     pub scenario_dir: PathBuf,
+}
+
+impl Plan {
+    /// Keeps only the cells of one shard (`--shard K/N`), chosen by identity.
+    pub fn retain_shard(&mut self, shard: Shard) {
+        let before = self.cells.len();
+        self.cells.retain(|cell| shard.contains(&cell.id()));
+        self.notes.push(format!(
+            "shard {shard}: {} of {before} cells",
+            self.cells.len()
+        ));
+    }
 }
 
 /// Where the scenario binaries and refrt live: `VKEXIT_SCENARIO_DIR`, or

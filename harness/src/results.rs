@@ -99,3 +99,42 @@ pub struct CellResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_manifest: Option<String>,
 }
+
+/// What makes a cell the same cell in another run, shard or results file:
+/// case × runtime × driver × layers × emulation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CellId {
+    pub case: String,
+    pub runtime: String,
+    pub driver: String,
+    pub layers: Vec<String>,
+    pub emulation: String,
+}
+
+impl CellId {
+    /// The identity as one string: the five fields joined by U+001F (the
+    /// ASCII unit separator), the layers among themselves by `+`. Sharding
+    /// hashes this string, so it must never change.
+    pub fn key(&self) -> String {
+        [
+            self.case.as_str(),
+            &self.runtime,
+            &self.driver,
+            &self.layers.join("+"),
+            &self.emulation,
+        ]
+        .join("\u{1f}")
+    }
+}
+
+impl CellResult {
+    pub fn id(&self) -> CellId {
+        CellId {
+            case: self.case.clone(),
+            runtime: self.runtime.clone(),
+            driver: self.driver.clone(),
+            layers: self.layers.clone(),
+            emulation: self.emulation.clone(),
+        }
+    }
+}
