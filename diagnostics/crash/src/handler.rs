@@ -1,0 +1,303 @@
+//! The crash handler.
+//!
+//! Runs as a signal handler, on whichever thread faulted (or received the signal), while the
+//! other threads keep running. Everything here is async-signal-safe: atomics, `write`, `read`,
+//! `open`, `sigaction`, `nanosleep`, `tgkill`, fixed buffers on the stack; no allocation, no
+//! lock. The one exception, the symbolized backtrace, runs in a forked child (see `frames`).
+//!
+//! Order: the `crash` record first (the essentials are on disk before anything can go wrong),
+//! then the backtrace (first crash only, bounded in time), then the signal's own outcome: the
+//! handler that was there before ours, or the default action — by returning, so that the
+//! faulting instruction faults again with its real context, or by sending the signal again.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::OnceLock;
+
+use libc::{c_int, c_void, siginfo_t};
+use vkexit_layer_support::{monotonic_ns, thread_id, EvidenceLog, Record};
+
+use crate::context::Delivery;
+use crate::disposition::{self, After};
+use crate::exit_state::Phase;
+use crate::maps::{self, Lookup};
+use crate::{frames, names};
+
+/// What the handler needs, fixed at install.
+pub(crate) struct Config {
+    pub log: EvidenceLog,
+    /// `"preload"` or `"linked"`: which copy of this crate wrote the record.
+    pub writer: &'static str,
+    /// How long the backtrace may take; 0 turns it off.
+    pub backtrace_ms: u64,
+}
+
+pub(crate) static CONFIG: OnceLock<Config> = OnceLock::new();
+
+/// The thread that took the first crash, 0 before any.
+static FIRST: AtomicI32 = AtomicI32::new(0);
+
+/// Slack on top of the backtrace time that a second crashing thread, or an exiting one, waits
+/// for the first crash's handler.
+const WAIT_SLACK_MS: u64 = 2000;
+
+/// The handler's address, as installed in the dispositions.
+pub(crate) fn address() -> usize {
+    on_crash as extern "C" fn(c_int, *mut siginfo_t, *mut c_void) as usize
+}
+
+/// Runs as a signal handler (see the module documentation): async-signal-safe throughout.
+extern "C" fn on_crash(signo: c_int, info: *mut siginfo_t, context: *mut c_void) {
+    // SAFETY: __errno_location returns this thread's errno; restored before returning.
+    let errno = unsafe { *libc::__errno_location() };
+    let tid = thread_id() as i32;
+    if let Some(first_signo) = inside::nested(tid) {
+        // A fault inside this handler, or a signal while it runs on this thread: end the
+        // process with the signal that brought us here, recording nothing more.
+        end_with(if first_signo > 0 { first_signo } else { signo });
+        disposition::set_default(signo);
+        return;
+    }
+    let slot = inside::enter(tid, signo);
+    // SAFETY: the kernel's pointers for this delivery.
+    let delivery = unsafe { Delivery::read(signo, info, context) };
+    if let Some(config) = CONFIG.get() {
+        write_crash(config, &delivery);
+        if FIRST
+            .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            if config.backtrace_ms > 0 {
+                write_backtrace(config, &delivery);
+            }
+        } else {
+            wait_while_others_inside(tid, config.backtrace_ms + WAIT_SLACK_MS);
+        }
+    }
+    inside::leave(slot);
+    match disposition::after(signo) {
+        After::Chain(prior) => {
+            // SAFETY: the prior action was installed by the program for this signal and
+            // expects exactly these arguments.
+            unsafe { chain(prior, signo, info, context) };
+        }
+        After::Default | After::NotInstalled => {
+            disposition::set_default(signo);
+            if !delivery.refaults() {
+                end_with(signo);
+            }
+            // A fault: returning re-executes the instruction, which faults again and takes
+            // the default action with its own context (core dumps show the real crash).
+        }
+    }
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Writes the `crash` record.
+fn write_crash(config: &Config, delivery: &Delivery) {
+    let [pc_map, addr_map] = maps::lookup([delivery.pc, delivery.addr.unwrap_or(0)]);
+    let phase = Phase::now();
+    let mut record = Record::new("crash");
+    record
+        .str("signal", names::signal_name(delivery.signo))
+        .i64("signo", delivery.signo.into())
+        .i64("si_code", delivery.code.into())
+        .str(
+            "si_code_name",
+            names::si_code_name(delivery.signo, delivery.code),
+        );
+    match delivery.addr {
+        Some(addr) => record.hex("addr", addr),
+        None => record.raw("addr", "null"),
+    };
+    if let Some(pid) = delivery.sender_pid {
+        record.i64("sender_pid", pid);
+    }
+    record.hex("pc", delivery.pc);
+    mapping_fields(&mut record, "pc", pc_map, delivery.pc);
+    match delivery.addr {
+        Some(addr) => mapping_fields(&mut record, "addr", addr_map, addr),
+        None => {
+            record.raw("addr_mapping", "null");
+        }
+    }
+    optional_bool(&mut record, "main_returned", phase.main_returned);
+    optional_bool(&mut record, "exit_called", phase.exit_called);
+    optional_bool(&mut record, "exiting", phase.exiting());
+    record.str("handler", config.writer);
+    let _ = config.log.write(record);
+}
+
+/// `<what>_mapping`: the file (or `[anonymous]`, `[stack]`, …), `unmapped` or `unknown`;
+/// `<what>_perms`: the mapping's `rwxp`; `<what>_offset`: the address as a file offset, for
+/// `addr2line` (file mappings only).
+fn mapping_fields(record: &mut Record, what: &str, lookup: Lookup, address: u64) {
+    let mut key = [0u8; 16];
+    let mapping_key = join(&mut key, what, "_mapping");
+    match lookup {
+        Lookup::Mapped(m) if m.path().is_empty() => {
+            record.str(mapping_key, "[anonymous]");
+            let mut key = [0u8; 16];
+            record.bytes_str(join(&mut key, what, "_perms"), &m.perms);
+        }
+        Lookup::Mapped(m) => {
+            record.bytes_str(mapping_key, m.path());
+            let mut key = [0u8; 16];
+            record.bytes_str(join(&mut key, what, "_perms"), &m.perms);
+            let mut key = [0u8; 16];
+            record.hex(join(&mut key, what, "_offset"), m.file_offset(address));
+        }
+        Lookup::Unmapped => {
+            record.str(mapping_key, "unmapped");
+        }
+        Lookup::Unknown => {
+            record.str(mapping_key, "unknown");
+        }
+    }
+}
+
+/// `a` followed by `b` in `buffer` (both short ASCII keys), without allocating.
+fn join<'a>(buffer: &'a mut [u8; 16], a: &str, b: &str) -> &'a str {
+    let len = (a.len() + b.len()).min(buffer.len());
+    let a_len = a.len().min(len);
+    buffer[..a_len].copy_from_slice(&a.as_bytes()[..a_len]);
+    buffer[a_len..len].copy_from_slice(&b.as_bytes()[..len - a_len]);
+    std::str::from_utf8(&buffer[..len]).unwrap_or("")
+}
+
+fn optional_bool(record: &mut Record, key: &str, value: Option<bool>) {
+    match value {
+        Some(value) => record.bool(key, value),
+        None => record.raw(key, "null"),
+    };
+}
+
+/// Writes the `backtrace` record: the frames from a forked child, or why there are none.
+fn write_backtrace(config: &Config, delivery: &Delivery) {
+    let mut text = [0u8; frames::TEXT_CAPACITY];
+    let mut record = Record::new("backtrace");
+    match frames::capture(delivery.pc, config.backtrace_ms, &mut text) {
+        Ok(captured) => {
+            record
+                .raw("frames", captured.frames)
+                .u64("frames_omitted", captured.omitted);
+        }
+        Err(why) => {
+            record.raw("frames", "[]").str("error", why);
+        }
+    }
+    let _ = config.log.write(record);
+}
+
+/// Lets the first crash's handler finish (its backtrace) before this thread's signal ends the
+/// process, up to `limit_ms`.
+fn wait_while_others_inside(tid: i32, limit_ms: u64) {
+    let deadline = monotonic_ns() + limit_ms * 1_000_000;
+    while inside::others(tid) && monotonic_ns() < deadline {
+        sleep_1ms();
+    }
+}
+
+/// An exiting thread calls this at each exit-handler boundary: while another thread is inside
+/// the crash handler, it waits (up to the backtrace time plus slack), so that the crash, not
+/// the exit racing it, decides how the process ends. Async-signal-safe.
+pub fn hold_exit_while_crash_is_reported() {
+    let tid = thread_id() as i32;
+    if !inside::others(tid) {
+        return;
+    }
+    let limit = CONFIG.get().map_or(0, |c| c.backtrace_ms) + WAIT_SLACK_MS;
+    wait_while_others_inside(tid, limit);
+}
+
+fn sleep_1ms() {
+    let step = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 1_000_000,
+    };
+    // SAFETY: a valid request on the stack, no remainder wanted.
+    unsafe { libc::nanosleep(&step, std::ptr::null_mut()) };
+}
+
+/// Ends the process with `signo` by its default action: set, unblocked, sent to this thread.
+fn end_with(signo: c_int) {
+    disposition::set_default(signo);
+    // SAFETY: sigset operations on a local set; unblocking only widens delivery; tgkill to our
+    // own thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signo);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::syscall(
+            libc::SYS_tgkill,
+            libc::getpid(),
+            libc::syscall(libc::SYS_gettid),
+            signo,
+        );
+    }
+}
+
+/// Calls the handler that was installed before ours, as the kernel would have.
+///
+/// # Safety
+/// `prior` is the program's action for `signo`; `info` and `context` are the kernel's.
+unsafe fn chain(prior: &libc::sigaction, signo: c_int, info: *mut siginfo_t, context: *mut c_void) {
+    if prior.sa_flags & libc::SA_RESETHAND != 0 {
+        disposition::set_default(signo);
+    }
+    if prior.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: an SA_SIGINFO action's handler has this signature.
+        let handler: extern "C" fn(c_int, *mut siginfo_t, *mut c_void) =
+            unsafe { std::mem::transmute(prior.sa_sigaction) };
+        handler(signo, info, context);
+    } else {
+        // SAFETY: a plain action's handler has this signature.
+        let handler: extern "C" fn(c_int) = unsafe { std::mem::transmute(prior.sa_sigaction) };
+        handler(signo);
+    }
+}
+
+/// Which threads are inside the handler now, and with which signal: how a fault inside the
+/// handler is told from a new crash, without thread-local storage (not safe in a handler).
+mod inside {
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    const SLOTS: usize = 32;
+    static TID: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
+    static SIGNO: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
+
+    /// The signal this thread is already handling, if it is inside the handler.
+    pub fn nested(tid: i32) -> Option<i32> {
+        let slot = TID.iter().position(|t| t.load(Ordering::Acquire) == tid)?;
+        Some(SIGNO[slot].load(Ordering::Acquire))
+    }
+
+    /// Marks this thread inside; `None` when every slot is taken (then nesting goes unseen
+    /// for this thread, and the kernel's own rules apply to a fault in the handler).
+    pub fn enter(tid: i32, signo: i32) -> Option<usize> {
+        // The signal is stored after the slot is won; only this thread reads it back, in a
+        // nested entry that cannot begin before this store.
+        let slot = (0..SLOTS).find(|&i| {
+            TID[i]
+                .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        })?;
+        SIGNO[slot].store(signo, Ordering::Release);
+        Some(slot)
+    }
+
+    pub fn leave(slot: Option<usize>) {
+        if let Some(i) = slot {
+            TID[i].store(0, Ordering::Release);
+        }
+    }
+
+    /// Whether a thread other than `tid` is inside.
+    pub fn others(tid: i32) -> bool {
+        TID.iter().any(|t| {
+            let t = t.load(Ordering::Acquire);
+            t != 0 && t != tid
+        })
+    }
+}

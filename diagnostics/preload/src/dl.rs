@@ -1,0 +1,270 @@
+//! `dlopen` and `dlclose`: which object was loaded or unloaded, when, by whom.
+//!
+//! glibc's `dlopen` looks at its return address to find the calling object: a bare name is
+//! searched in the caller's `DT_RUNPATH` (and the `DT_RPATH`s of the objects that loaded it),
+//! and `$ORIGIN` expands to the caller's directory. Called from here, the caller would be this
+//! library, and such a load could find another file or none. So the entry is a naked function
+//! that sees its return address and decides:
+//! - when the result cannot depend on the caller (no name, a path with a slash and no `$`, or a
+//!   bare name while no such search path is in play), it calls `dlopen` itself and records the
+//!   outcome (`handle`, `ok`);
+//! - otherwise it records the call (`observed: false`) and jumps to glibc's `dlopen` with the
+//!   caller's own return address, so glibc sees the real caller; the outcome is not observed.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+use vkexit_layer_support::Record;
+
+use crate::objects::LinkMap;
+use crate::{objects, real, timeline};
+
+type Dlopen = unsafe extern "C" fn(*const c_char, c_int) -> *mut c_void;
+type Dlclose = unsafe extern "C" fn(*mut c_void) -> c_int;
+
+/// `dlopen(file, mode)`.
+///
+/// # Safety
+/// As `dlopen`.
+#[unsafe(naked)]
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dlopen(_file: *const c_char, _mode: c_int) -> *mut c_void {
+    // `choose(file, mode, caller)` returns where to go with the original arguments: glibc's
+    // dlopen (the return address still the caller's) or `dlopen_observed(file, mode, caller)`.
+    #[cfg(target_arch = "x86_64")]
+    core::arch::naked_asm!(
+        "push rdi",
+        "push rsi",
+        "sub rsp, 8",
+        "mov rdx, [rsp + 24]",
+        "call {choose}",
+        "add rsp, 8",
+        "pop rsi",
+        "pop rdi",
+        "mov rdx, [rsp]",
+        "jmp rax",
+        choose = sym choose,
+    );
+    #[cfg(target_arch = "aarch64")]
+    core::arch::naked_asm!(
+        "stp x29, x30, [sp, #-32]!",
+        "mov x29, sp",
+        "stp x0, x1, [sp, #16]",
+        "mov x2, x30",
+        "bl {choose}",
+        "mov x16, x0",
+        "ldp x0, x1, [sp, #16]",
+        "ldp x29, x30, [sp], #32",
+        "mov x2, x30",
+        "br x16",
+        choose = sym choose,
+    );
+}
+
+unsafe extern "C" fn choose(file: *const c_char, mode: c_int, caller: usize) -> usize {
+    let glibc = real::DLOPEN.get();
+    if timeline::open().is_none() {
+        return glibc;
+    }
+    // SAFETY: dlopen's file is null or a NUL-terminated string.
+    let name = (!file.is_null()).then(|| unsafe { CStr::from_ptr(file) });
+    if !name.is_some_and(|n| depends_on_caller(n.to_bytes(), caller)) {
+        return dlopen_observed as *const () as usize;
+    }
+    let mut record = Record::new("dlopen");
+    timeline::c_str_field(&mut record, "path", name);
+    record
+        .hex("mode", mode as u32 as u64)
+        .raw("handle", "null")
+        .raw("ok", "null")
+        .bool("observed", false);
+    timeline::c_str_field(
+        &mut record,
+        "caller",
+        objects::object_of(caller).and_then(|o| o.name),
+    );
+    timeline::write(record);
+    glibc
+}
+
+unsafe extern "C" fn dlopen_observed(
+    file: *const c_char,
+    mode: c_int,
+    caller: usize,
+) -> *mut c_void {
+    // SAFETY: glibc's dlopen has this signature.
+    let dlopen: Dlopen = unsafe { std::mem::transmute(real::DLOPEN.get()) };
+    // SAFETY: the caller's own arguments.
+    let handle = unsafe { dlopen(file, mode) };
+    let mut record = Record::new("dlopen");
+    // SAFETY: as in `choose`.
+    let name = (!file.is_null()).then(|| unsafe { CStr::from_ptr(file) });
+    timeline::c_str_field(&mut record, "path", name);
+    record.hex("mode", mode as u32 as u64);
+    if handle.is_null() {
+        record.raw("handle", "null");
+    } else {
+        record.hex("handle", handle as u64);
+    }
+    record.bool("ok", !handle.is_null()).bool("observed", true);
+    timeline::c_str_field(
+        &mut record,
+        "caller",
+        objects::object_of(caller).and_then(|o| o.name),
+    );
+    timeline::write(record);
+    handle
+}
+
+/// Whether glibc would resolve `file` differently for `caller` than for this library.
+fn depends_on_caller(file: &[u8], caller: usize) -> bool {
+    if file.contains(&b'$') {
+        return true;
+    }
+    if file.contains(&b'/') {
+        return false;
+    }
+    search_paths_in_play(caller)
+}
+
+/// For a bare name: the caller's `DT_RUNPATH` is searched (the main program's `DT_RPATH` is
+/// searched for every caller), and so are the `DT_RPATH`s of the objects that loaded the
+/// caller. Any `DT_RPATH` outside the main program counts, since that chain is not visible.
+fn search_paths_in_play(caller: usize) -> bool {
+    struct Scan {
+        caller: usize,
+        first: bool,
+        in_play: bool,
+    }
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: dl_iterate_phdr passes our Scan and a valid entry for one loaded object.
+        let (scan, info) = unsafe { (&mut *data.cast::<Scan>(), &*info) };
+        let main_program = std::mem::replace(&mut scan.first, false);
+        // SAFETY: the object's program headers, as the loader describes them.
+        let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum.into()) };
+        let base = info.dlpi_addr as usize;
+        let holds_caller = headers.iter().any(|h| {
+            h.p_type == libc::PT_LOAD
+                && (base + h.p_vaddr as usize..base + (h.p_vaddr + h.p_memsz) as usize)
+                    .contains(&scan.caller)
+        });
+        let Some(dynamic) = headers.iter().find(|h| h.p_type == libc::PT_DYNAMIC) else {
+            return 0;
+        };
+        let mut entry = (base + dynamic.p_vaddr as usize) as *const Dyn;
+        loop {
+            // SAFETY: the dynamic section is mapped and ends with DT_NULL.
+            let tag = unsafe { (*entry).tag };
+            match tag {
+                DT_NULL => break,
+                DT_RUNPATH if holds_caller => scan.in_play = true,
+                DT_RPATH if !main_program => scan.in_play = true,
+                _ => {}
+            }
+            // SAFETY: not past DT_NULL.
+            entry = unsafe { entry.add(1) };
+        }
+        0
+    }
+    let mut scan = Scan {
+        caller,
+        first: true,
+        in_play: false,
+    };
+    // SAFETY: `visit` only reads the entries; `scan` outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), std::ptr::from_mut(&mut scan).cast()) };
+    scan.in_play
+}
+
+/// An `Elf64_Dyn` entry (both supported targets are 64-bit).
+#[repr(C)]
+struct Dyn {
+    tag: i64,
+    _value: u64,
+}
+
+const DT_NULL: i64 = 0;
+const DT_RPATH: i64 = 15;
+const DT_RUNPATH: i64 = 29;
+
+/// `dlclose(handle)`: records the object's path (read before it goes), the handle and the
+/// result.
+///
+/// # Safety
+/// As `dlclose`: `handle` came from `dlopen`.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
+    // SAFETY: glibc's dlclose has this signature.
+    let dlclose: Dlclose = unsafe { std::mem::transmute(real::DLCLOSE.get()) };
+    if timeline::open().is_none() || handle.is_null() {
+        // SAFETY: the caller's own argument.
+        return unsafe { dlclose(handle) };
+    }
+    let mut path = [0u8; 512];
+    // SAFETY: a handle from dlopen is the object's link_map in glibc.
+    let path = unsafe { object_path(handle, &mut path) };
+    // SAFETY: the caller's own argument.
+    let result = unsafe { dlclose(handle) };
+    let mut record = Record::new("dlclose");
+    record
+        .bytes_str("path", path)
+        .hex("handle", handle as u64)
+        .i64("result", result.into());
+    timeline::write(record);
+    result
+}
+
+/// The object's file name, copied into `buffer` (cut to fit).
+///
+/// # Safety
+/// `handle` is a live handle from `dlopen`.
+unsafe fn object_path(handle: *mut c_void, buffer: &mut [u8; 512]) -> &[u8] {
+    let mut map: *const LinkMap = std::ptr::null();
+    // SAFETY: RTLD_DI_LINKMAP writes the handle's link_map pointer into `map`.
+    let found = unsafe {
+        libc::dlinfo(
+            handle,
+            libc::RTLD_DI_LINKMAP,
+            std::ptr::from_mut(&mut map).cast(),
+        )
+    };
+    if found != 0 || map.is_null() {
+        return &[];
+    }
+    // SAFETY: the loader keeps l_name NUL-terminated while the object is loaded.
+    let name = unsafe { (*map).name };
+    if name.is_null() {
+        return &[];
+    }
+    // SAFETY: as above.
+    let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
+    let len = bytes.len().min(buffer.len());
+    buffer[..len].copy_from_slice(&bytes[..len]);
+    &buffer[..len]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_with_a_slash_never_depend_on_the_caller_and_dollar_names_always_do() {
+        let caller = paths_with_a_slash_never_depend_on_the_caller_and_dollar_names_always_do
+            as *const () as usize;
+        assert!(!depends_on_caller(b"/usr/lib/libm.so.6", caller));
+        assert!(!depends_on_caller(b"./libfoo.so", caller));
+        assert!(depends_on_caller(b"$ORIGIN/libfoo.so", caller));
+        assert!(depends_on_caller(b"${LIB}/libfoo.so", caller));
+    }
+
+    #[test]
+    fn a_bare_name_depends_on_the_caller_only_with_search_paths_in_play() {
+        let caller =
+            a_bare_name_depends_on_the_caller_only_with_search_paths_in_play as *const () as usize;
+        // Cargo test binaries carry no DT_RUNPATH, and nothing here has a DT_RPATH.
+        assert!(!depends_on_caller(b"libm.so.6", caller));
+    }
+}

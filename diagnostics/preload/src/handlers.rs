@@ -1,0 +1,220 @@
+//! `__cxa_atexit`: every exit handler, named and timed.
+//!
+//! glibc's `atexit()` is a static stub in each object that calls `__cxa_atexit(f, NULL,
+//! __dso_handle)`; C++ static destructors call `__cxa_atexit(dtor, &object, __dso_handle)`.
+//! Both come through here. Each registration is recorded (`handler-registered`: id, kind,
+//! registering object, function) and replaced by a trampoline registered at the same moment,
+//! with the same `dso_handle`: it runs in the same place of the last-in-first-out order, and
+//! still at the `dlclose` of the registering object. The trampoline records `handler-start` and
+//! `handler-end` around the real call.
+//!
+//! Without a timeline file nothing is recorded and registrations pass through untouched.
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use vkexit_layer_support::Record;
+
+use crate::{objects, real, timeline};
+
+/// What glibc calls: `f(arg, status)`; `atexit` functions ignore both.
+type Handler = unsafe extern "C" fn(*mut c_void, c_int);
+type CxaAtexit = unsafe extern "C" fn(Option<Handler>, *mut c_void, *mut c_void) -> c_int;
+
+/// Registration ids, in registration order, from 1.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// `__cxa_atexit(f, arg, dso_handle)`.
+///
+/// # Safety
+/// As `__cxa_atexit`.
+#[unsafe(naked)]
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn __cxa_atexit(
+    _f: Option<Handler>,
+    _arg: *mut c_void,
+    _dso_handle: *mut c_void,
+) -> c_int {
+    #[cfg(target_arch = "x86_64")]
+    core::arch::naked_asm!("mov rcx, [rsp]", "jmp {register}", register = sym register);
+    #[cfg(target_arch = "aarch64")]
+    core::arch::naked_asm!("mov x3, x30", "b {register}", register = sym register);
+}
+
+unsafe extern "C" fn register(
+    f: Option<Handler>,
+    arg: *mut c_void,
+    dso_handle: *mut c_void,
+    caller: usize,
+) -> c_int {
+    // SAFETY: glibc's __cxa_atexit has this signature.
+    let real: CxaAtexit = unsafe { std::mem::transmute(real::CXA_ATEXIT.get()) };
+    let (Some(f), Some(_)) = (f, timeline::open()) else {
+        // SAFETY: the caller's own arguments.
+        return unsafe { real(f, arg, dso_handle) };
+    };
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    record_registration(id, f, arg, dso_handle, caller);
+    let slot = Slot::claim(f, arg, id);
+    // SAFETY: the trampoline has glibc's handler signature; the slot outlives the
+    // registration (it is released only after the handler ran).
+    let result = unsafe {
+        real(
+            Some(run_handler),
+            std::ptr::from_ref(slot).cast_mut().cast(),
+            dso_handle,
+        )
+    };
+    if result != 0 {
+        slot.release();
+    }
+    result
+}
+
+fn record_registration(
+    id: u64,
+    f: Handler,
+    arg: *mut c_void,
+    dso_handle: *mut c_void,
+    caller: usize,
+) {
+    let registrant = objects::object_of(match dso_handle as usize {
+        0 => caller,
+        dso => dso,
+    });
+    let function = objects::object_of(f as usize);
+    let atexit = arg.is_null();
+    let mut record = Record::new("handler-registered");
+    record
+        .u64("id", id)
+        .str("kind", if atexit { "atexit" } else { "cxa-atexit" });
+    timeline::c_str_field(&mut record, "registrant", registrant.and_then(|o| o.name));
+    record.hex("function", f as usize as u64);
+    // Named for `atexit` handlers only: dladdr scans the whole symbol table, and C++ static
+    // destructors come by the thousand.
+    let symbol = if atexit {
+        objects::symbol_at(f as usize)
+    } else {
+        None
+    };
+    timeline::c_str_field(&mut record, "symbol", symbol);
+    timeline::c_str_field(
+        &mut record,
+        "function_object",
+        function.as_ref().and_then(|o| o.name),
+    );
+    if let Some(function) = &function {
+        record.hex("function_offset", (f as usize - function.base) as u64);
+    }
+    if !atexit {
+        record.hex("arg", arg as u64);
+    }
+    timeline::write(record);
+}
+
+/// Runs as an exit handler: inside `exit()`, in the registration's place, or inside the
+/// `dlclose` of the registering object. Async-signal-safe around the real handler: atomic
+/// loads, records on the stack, one `write` each.
+unsafe extern "C" fn run_handler(slot: *mut c_void, status: c_int) {
+    // SAFETY: `register` passed a pointer to a claimed slot, which stays claimed until here.
+    let slot = unsafe { &*slot.cast::<Slot>() };
+    let id = slot.id.load(Ordering::Acquire);
+    // SAFETY: stored from a valid `Handler` when the slot was claimed.
+    let f: Handler = unsafe { std::mem::transmute(slot.f.load(Ordering::Acquire)) };
+    let arg = slot.arg.load(Ordering::Acquire) as *mut c_void;
+    vkexit_crash::hold_exit_while_crash_is_reported();
+    let mut start = Record::new("handler-start");
+    start.u64("id", id);
+    timeline::write(start);
+    // SAFETY: the call glibc would have made.
+    unsafe { f(arg, status) };
+    let mut end = Record::new("handler-end");
+    end.u64("id", id);
+    timeline::write(end);
+    slot.release();
+}
+
+/// One registration's real handler, until it ran. A static pool, so that the trampoline frees
+/// nothing (an exit handler must not call `free`); past the pool, slots are leaked.
+struct Slot {
+    busy: AtomicBool,
+    f: AtomicUsize,
+    arg: AtomicUsize,
+    id: AtomicU64,
+}
+
+const POOL_SIZE: usize = 1024;
+static POOL: [Slot; POOL_SIZE] = [const { Slot::new() }; POOL_SIZE];
+/// Where the next search for a free slot starts.
+static NEXT_FREE: AtomicUsize = AtomicUsize::new(0);
+
+impl Slot {
+    const fn new() -> Self {
+        Slot {
+            busy: AtomicBool::new(false),
+            f: AtomicUsize::new(0),
+            arg: AtomicUsize::new(0),
+            id: AtomicU64::new(0),
+        }
+    }
+
+    /// A free slot of the pool, or a leaked one, holding this registration. The search starts
+    /// after the slot claimed last, so that filling the pool in order stays linear.
+    fn claim(f: Handler, arg: *mut c_void, id: u64) -> &'static Slot {
+        let start = NEXT_FREE.load(Ordering::Relaxed);
+        let found = (0..POOL_SIZE).map(|k| (start + k) % POOL_SIZE).find(|&i| {
+            !POOL[i].busy.load(Ordering::Relaxed)
+                && POOL[i]
+                    .busy
+                    .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+        });
+        let slot = match found {
+            Some(i) => {
+                NEXT_FREE.store((i + 1) % POOL_SIZE, Ordering::Relaxed);
+                &POOL[i]
+            }
+            None => {
+                let leaked: &'static Slot = Box::leak(Box::new(Slot::new()));
+                leaked.busy.store(true, Ordering::Release);
+                leaked
+            }
+        };
+        slot.f.store(f as usize, Ordering::Release);
+        slot.arg.store(arg as usize, Ordering::Release);
+        slot.id.store(id, Ordering::Release);
+        slot
+    }
+
+    fn release(&self) {
+        self.busy.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" fn noop(_: *mut c_void, _: c_int) {}
+
+    #[test]
+    fn slots_are_claimed_once_and_reused_after_release() {
+        let a = Slot::claim(noop, std::ptr::null_mut(), 1);
+        let b = Slot::claim(noop, 8 as *mut c_void, 2);
+        assert!(!std::ptr::eq(a, b));
+        assert_eq!(b.arg.load(Ordering::Acquire), 8);
+        a.release();
+        // The pool is searched onwards from the last claim, and wraps around to `a`.
+        let taken: Vec<&Slot> = (0..POOL_SIZE - 2)
+            .map(|i| Slot::claim(noop, std::ptr::null_mut(), 100 + i as u64))
+            .collect();
+        let c = Slot::claim(noop, std::ptr::null_mut(), 3);
+        assert!(std::ptr::eq(a, c));
+        let leaked = Slot::claim(noop, std::ptr::null_mut(), 4);
+        assert!(!POOL.iter().any(|s| std::ptr::eq(s, leaked)));
+        taken.iter().for_each(|s| s.release());
+        assert_eq!(c.id.load(Ordering::Acquire), 3);
+        b.release();
+        c.release();
+    }
+}

@@ -1,0 +1,39 @@
+//! The exit timeline: the file named by `VKEXIT_TIMELINE_FILE`, JSON lines through the layers'
+//! evidence writer.
+
+use std::ffi::CStr;
+use std::sync::OnceLock;
+
+use vkexit_layer_support::{EvidenceLog, Record};
+
+/// The timeline file: JSON lines, appended.
+pub const TIMELINE_FILE_VAR: &str = "VKEXIT_TIMELINE_FILE";
+
+static LOG: OnceLock<Option<EvidenceLog>> = OnceLock::new();
+
+/// Opens the timeline on first use. Not for exit handlers or signal handlers: it may read the
+/// environment and allocate (use [`get`] there).
+pub(crate) fn open() -> Option<&'static EvidenceLog> {
+    LOG.get_or_init(|| EvidenceLog::from_env(TIMELINE_FILE_VAR, "vkexit-preload"))
+        .as_ref()
+}
+
+/// The timeline if it is open. Async-signal-safe: one atomic load.
+pub(crate) fn get() -> Option<&'static EvidenceLog> {
+    LOG.get().and_then(Option::as_ref)
+}
+
+/// Appends `record` if the timeline is open. Async-signal-safe (one `write`).
+pub(crate) fn write(record: Record) {
+    if let Some(log) = get() {
+        let _ = log.write(record);
+    }
+}
+
+/// Adds `key` as a C string (a file, a symbol), or `null`.
+pub(crate) fn c_str_field(record: &mut Record, key: &str, value: Option<&CStr>) {
+    match value {
+        Some(text) => record.bytes_str(key, text.to_bytes()),
+        None => record.raw(key, "null"),
+    };
+}
