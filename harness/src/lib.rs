@@ -11,6 +11,7 @@ pub mod errors;
 pub mod evidence;
 pub mod hang;
 pub mod layers;
+pub mod merge;
 pub mod plan;
 pub mod probe;
 pub mod report;

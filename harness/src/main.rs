@@ -29,6 +29,8 @@ enum Command {
     List,
     /// Check the loader, drivers, validation layer and scenarios.
     Doctor,
+    /// Join results files (shards, machines) into one, judge the cells again, and report.
+    Merge(MergeArgs),
     /// Print the devices the driver selected by the environment shows (JSON).
     #[command(hide = true)]
     ProbeDriver,
@@ -70,6 +72,8 @@ struct RunArgs {
     /// Write the results file (schema vkexit.results/1).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    reports: ReportArgs,
     /// Where failing runs keep their evidence.
     #[arg(long, value_name = "DIR", default_value = "vkexit-artifacts")]
     artifacts: PathBuf,
@@ -84,6 +88,43 @@ struct RunArgs {
     command: Vec<OsString>,
 }
 
+/// The reports besides the results file, for `run` and `merge`.
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// Write JUnit XML for a CI's test view.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Write a Markdown summary (for a PR comment or a CI step summary).
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Write an HTML report: DIR/index.html.
+    #[arg(long, value_name = "DIR")]
+    html: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    fn outputs(self, json: Option<PathBuf>) -> report::Outputs {
+        report::Outputs {
+            json,
+            junit: self.junit,
+            markdown: self.markdown,
+            html: self.html,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+struct MergeArgs {
+    /// Results files (schema vkexit.results/1).
+    #[arg(required = true, value_name = "FILES")]
+    files: Vec<PathBuf>,
+    /// Write the merged results file.
+    #[arg(long, value_name = "FILE")]
+    json: PathBuf,
+    #[command(flatten)]
+    reports: ReportArgs,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
@@ -92,6 +133,7 @@ fn main() -> ExitCode {
         Command::Doctor => doctor::doctor(&mut std::io::stdout().lock())
             .map(Outcome::from)
             .map_err(|e| Error::Usage(format!("cannot print: {e}"))),
+        Command::Merge(args) => merge(args),
         Command::ProbeDriver => probe_driver().map(Outcome::from),
     };
     match outcome {
@@ -142,9 +184,8 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
         emulation: Emulation::parse(&args.emulate)?,
         manifests: None,
     };
-    if let Some(path) = &args.json {
-        check_writable(path)?;
-    }
+    let outputs = args.reports.outputs(args.json);
+    outputs.check()?;
     let request = plan::Request {
         cases: args.cases,
         runtimes: args.runtimes,
@@ -189,9 +230,7 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
     let _ = writeln!(out, "{}", report::summary_line(&cells));
     let interrupted = run::interrupt::interrupted();
     let results = report::results(cells, interrupted);
-    if let Some(path) = &args.json {
-        report::write_json(path, &results)?;
-    }
+    outputs.write(&results)?;
     if interrupted {
         eprintln!("vkexit: interrupted; the results above are what finished before");
         return Ok(Outcome::Interrupted);
@@ -201,13 +240,23 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
     ))
 }
 
-fn check_writable(path: &std::path::Path) -> Result<()> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map(|_| ())
-        .map_err(|e| Error::io("cannot write the results file", path, e))
+fn merge(args: MergeArgs) -> Result<Outcome> {
+    let outputs = args.reports.outputs(Some(args.json));
+    let inputs = args
+        .files
+        .iter()
+        .map(|path| vkexit::merge::read(path))
+        .collect::<Result<Vec<_>>>()?;
+    outputs.check()?;
+    let results = vkexit::merge::merge(inputs);
+    let mut out = std::io::stdout().lock();
+    let _ = report::print_table(&mut out, &results.cells);
+    let _ = writeln!(out, "{}", report::summary_line(&results.cells));
+    outputs.write(&results)?;
+    if results.interrupted {
+        eprintln!("vkexit: an input was interrupted: its matrix is incomplete, so the gate is red");
+    }
+    Ok(Outcome::from(report::gate_green(&results)))
 }
 
 fn cores() -> usize {

@@ -89,6 +89,9 @@ pub struct CellResult {
     /// Passing runs over all runs, and its 95 % Wilson interval.
     pub pass_rate: f64,
     pub pass_rate_95: [f64; 2],
+    /// The wall time of all its runs together, in milliseconds.
+    #[serde(default)]
+    pub duration_ms: u64,
     /// Why the verdict: the expectation met or missed, or why skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

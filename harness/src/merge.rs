@@ -1,0 +1,380 @@
+//! Merging results files: the shards of one matrix, or the runs of several
+//! machines with different drivers, joined into one set of results.
+//!
+//! A cell is known by its identity (case × runtime × driver × layers ×
+//! emulation). A cell in one file only is kept as it is. A cell in several
+//! files is one cell: its runs and counts are added, its artifacts listed
+//! one after another, its VUIDs, signals and findings joined, and its
+//! verdict judged again from the sums, against the built-in expectation of
+//! a built-in case.
+
+use crate::baseline::{self, Observed};
+use crate::errors::{Error, Result};
+use crate::report::{self, case_rank, runtime_rank};
+use crate::results::{CellId, CellResult, Results, SCHEMA};
+use crate::verdict::{CellVerdict, RunVerdict};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The most findings a merged cell lists, as a run's cell does.
+const MAX_FINDINGS: usize = 16;
+
+/// Reads one results file, refusing anything that is not `vkexit.results/1`,
+/// with the file and the line and column of what is wrong.
+pub fn read(path: &Path) -> Result<Results> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io("cannot read the results file", path, e))?;
+    parse(&text).map_err(|why| {
+        Error::Usage(format!(
+            "{}: not a {SCHEMA} results file: {why}",
+            path.display()
+        ))
+    })
+}
+
+/// The text of a results file, checked: JSON first, then the schema name,
+/// then the fields.
+pub fn parse(text: &str) -> Result<Results, String> {
+    #[derive(Deserialize)]
+    struct Header {
+        schema: Option<serde_json::Value>,
+    }
+    let header: Header = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    match header.schema {
+        Some(serde_json::Value::String(s)) if s == SCHEMA => {}
+        Some(other) => return Err(format!("its schema is {other}, expected \"{SCHEMA}\"")),
+        None => {
+            return Err(format!(
+                "it has no \"schema\" field (expected \"{SCHEMA}\")"
+            ))
+        }
+    }
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+/// Joins results into one. Cells come in the order of a plan: grouped by
+/// driver, emulation and layers as they first appear, the built-in cases
+/// and refrt policies in their order within a group.
+pub fn merge(inputs: Vec<Results>) -> Results {
+    let interrupted = inputs.iter().any(|r| r.interrupted);
+    let mut parts: Vec<Vec<CellResult>> = Vec::new();
+    let mut at: HashMap<CellId, usize> = HashMap::new();
+    for cell in inputs.into_iter().flat_map(|r| r.cells) {
+        match at.get(&cell.id()) {
+            Some(&i) => parts[i].push(cell),
+            None => {
+                at.insert(cell.id(), parts.len());
+                parts.push(vec![cell]);
+            }
+        }
+    }
+    let mut groups: Vec<(String, String, Vec<String>)> = Vec::new();
+    let mut keyed: Vec<((usize, usize, usize, usize), CellResult)> = parts
+        .into_iter()
+        .map(combine)
+        .enumerate()
+        .map(|(order, c)| {
+            let group = (c.driver.clone(), c.emulation.clone(), c.layers.clone());
+            let g = groups.iter().position(|x| *x == group).unwrap_or_else(|| {
+                groups.push(group);
+                groups.len() - 1
+            });
+            ((g, case_rank(&c.case), runtime_rank(&c.runtime), order), c)
+        })
+        .collect();
+    keyed.sort_by_key(|(key, _)| *key);
+    report::results(keyed.into_iter().map(|(_, c)| c).collect(), interrupted)
+}
+
+/// The results of one cell from several files as one cell: runs, counts
+/// and VUID counts added, artifacts one after another, VUIDs, signals and
+/// findings joined, the verdict judged again from the sums.
+fn combine(parts: Vec<CellResult>) -> CellResult {
+    let mut parts = parts.into_iter();
+    let first = parts.next().expect("a cell has at least one part");
+    let rest: Vec<CellResult> = parts.collect();
+    if rest.is_empty() {
+        return first;
+    }
+    // A part that could not run at all (its driver could not be probed)
+    // stays an error: the other parts do not make up for it.
+    let not_run = |p: &CellResult| p.runs == 0;
+    let mut broken: Vec<String> = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
+    let mut c = first.clone();
+    for p in std::iter::once(first).chain(rest.iter().cloned()) {
+        let bucket = match p.verdict {
+            CellVerdict::Error if not_run(&p) => &mut broken,
+            CellVerdict::Skipped => &mut skipped,
+            _ => continue,
+        };
+        if let Some(r) = p.reason {
+            if !bucket.contains(&r) {
+                bucket.push(r);
+            }
+        }
+    }
+    for p in rest {
+        c.runs += p.runs;
+        for v in RunVerdict::ALL {
+            for _ in 0..p.counts.get(v) {
+                c.counts.add(v);
+            }
+        }
+        for (id, n) in p.vuid_counts {
+            *c.vuid_counts.entry(id).or_insert(0) += n;
+        }
+        union_sorted(&mut c.vuids, p.vuids);
+        union_sorted(&mut c.signals, p.signals);
+        for f in p.findings {
+            if c.findings.len() < MAX_FINDINGS && !c.findings.contains(&f) {
+                c.findings.push(f);
+            }
+        }
+        c.artifacts.extend(p.artifacts);
+        c.duration_ms += p.duration_ms;
+        c.device = join_text(c.device.take(), p.device);
+        c.driver_manifest = join_text(c.driver_manifest.take(), p.driver_manifest);
+    }
+    c.pass_rate = report::pass_rate(c.counts);
+    c.pass_rate_95 = report::pass_rate_95(c.counts);
+    let (verdict, reason) = if c.counts.total() == 0 {
+        match broken.is_empty() {
+            false => (CellVerdict::Error, broken.join("; ")),
+            true => (CellVerdict::Skipped, skipped.join("; ")),
+        }
+    } else {
+        let (verdict, why) = judge(&c);
+        match broken.is_empty() {
+            true => (verdict, why),
+            false => (
+                CellVerdict::Error,
+                format!("{}; where it ran: {verdict}, {why}", broken.join("; ")),
+            ),
+        }
+    };
+    c.verdict = verdict;
+    c.reason = Some(reason);
+    c
+}
+
+/// As `vkexit run` judges a cell: against the built-in expectation of a
+/// built-in case under validation, else pass, fail, flaky or error.
+fn judge(c: &CellResult) -> (CellVerdict, String) {
+    let validation = c.layers.iter().any(|l| l == "validation");
+    let expectation = baseline::builtin(&c.case, &c.runtime, &c.driver, &c.emulation, validation);
+    let observed = Observed {
+        counts: c.counts,
+        vuids: c.vuids.clone(),
+        signals: c.signals.clone(),
+    };
+    baseline::evaluate(expectation.as_ref(), &observed)
+}
+
+fn union_sorted(into: &mut Vec<String>, from: Vec<String>) {
+    for s in from {
+        if !into.contains(&s) {
+            into.push(s);
+        }
+    }
+    into.sort();
+}
+
+/// Distinct values joined ("A; B"), so two machines' devices both show.
+fn join_text(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) if a.split("; ").any(|x| x == b) => Some(a),
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::junit::tests::{cell, counts, results};
+
+    fn file(cells: Vec<CellResult>) -> String {
+        serde_json::to_string_pretty(&results(cells)).unwrap()
+    }
+
+    #[test]
+    fn cells_of_different_shards_are_all_kept_in_plan_order() {
+        let a = cell(
+            "clean-exit",
+            "refrt:guarded",
+            CellVerdict::Pass,
+            counts(2, 0, 0),
+        );
+        let b = cell(
+            "clean-exit",
+            "refrt:never",
+            CellVerdict::Pass,
+            counts(2, 0, 0),
+        );
+        let c = cell(
+            "buffer-kept-at-exit",
+            "refrt:never",
+            CellVerdict::Pass,
+            counts(2, 0, 0),
+        );
+        let merged = merge(vec![results(vec![a, c]), results(vec![b])]);
+        let names: Vec<_> = merged
+            .cells
+            .iter()
+            .map(|c| format!("{} {}", c.case, c.runtime))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "clean-exit refrt:never",
+                "clean-exit refrt:guarded",
+                "buffer-kept-at-exit refrt:never"
+            ]
+        );
+        assert_eq!(merged.schema, SCHEMA);
+    }
+
+    #[test]
+    fn the_same_cell_twice_adds_up_and_is_judged_again() {
+        // Two machines, each 2 runs of a cell known to fail with 00378.
+        let id = "VUID-vkDestroyDevice-device-00378";
+        let mut a = cell(
+            "buffer-kept-at-exit",
+            "refrt:guarded",
+            CellVerdict::ExpectedFail,
+            counts(0, 0, 2),
+        );
+        a.vuids = vec![id.into()];
+        a.vuid_counts.insert(id.into(), 8);
+        a.artifacts = vec!["/m1/run-0".into(), "/m1/run-1".into()];
+        a.findings = vec!["f1".into()];
+        let mut b = a.clone();
+        b.artifacts = vec!["/m2/run-0".into()];
+        b.findings = vec!["f1".into(), "f2".into()];
+        b.device = Some("other GPU".into());
+        let merged = merge(vec![results(vec![a.clone()]), results(vec![b.clone()])]);
+        let c = &merged.cells[0];
+        assert_eq!(merged.cells.len(), 1);
+        assert_eq!(c.runs, 4);
+        assert_eq!(c.counts.vuid, 4);
+        assert_eq!(c.vuid_counts[id], 16);
+        assert_eq!(c.verdict, CellVerdict::ExpectedFail);
+        assert_eq!(c.artifacts, ["/m1/run-0", "/m1/run-1", "/m2/run-0"]);
+        assert_eq!(c.findings, ["f1", "f2"]);
+        assert_eq!(c.device.as_deref(), Some("llvmpipe; other GPU"));
+        assert_eq!(c.duration_ms, 2468);
+
+        // One machine passes where the other fails: flaky, and the gate is red.
+        let mut pass = b.clone();
+        pass.counts = counts(2, 0, 0);
+        pass.vuids.clear();
+        pass.vuid_counts.clear();
+        pass.verdict = CellVerdict::UnexpectedPass;
+        let merged = merge(vec![results(vec![a]), results(vec![pass])]);
+        let c = &merged.cells[0];
+        assert_eq!(c.verdict, CellVerdict::Flaky);
+        assert_eq!(c.pass_rate, 0.5);
+        assert!(!report::gate_green(&merged));
+    }
+
+    #[test]
+    fn signals_are_unioned_and_external_cells_have_no_expectation() {
+        let mut a = cell("my-test", "external", CellVerdict::Fail, counts(0, 1, 0));
+        a.signals = vec!["SIGSEGV".into()];
+        let mut b = a.clone();
+        b.signals = vec!["SIGABRT".into()];
+        let merged = merge(vec![results(vec![a]), results(vec![b])]);
+        let c = &merged.cells[0];
+        assert_eq!(c.signals, ["SIGABRT", "SIGSEGV"]);
+        assert_eq!(c.verdict, CellVerdict::Fail);
+        assert_eq!(c.reason.as_deref(), Some("0 of 2 runs passed"));
+    }
+
+    #[test]
+    fn a_cell_that_ran_nowhere_keeps_its_reason() {
+        let mut a = cell(
+            "clean-exit",
+            "refrt:never",
+            CellVerdict::Skipped,
+            counts(0, 0, 0),
+        );
+        a.reason = Some("driver nvidia shows no device on this machine".into());
+        let b = cell(
+            "clean-exit",
+            "refrt:never",
+            CellVerdict::Pass,
+            counts(3, 0, 0),
+        );
+        let merged = merge(vec![results(vec![a.clone()]), results(vec![b])]);
+        assert_eq!(merged.cells[0].verdict, CellVerdict::Pass);
+        assert_eq!(merged.cells[0].runs, 3);
+        let merged = merge(vec![results(vec![a.clone()]), results(vec![a])]);
+        assert_eq!(merged.cells[0].verdict, CellVerdict::Skipped);
+        assert_eq!(
+            merged.cells[0].reason.as_deref(),
+            Some("driver nvidia shows no device on this machine")
+        );
+    }
+
+    #[test]
+    fn a_part_that_could_not_run_keeps_the_cell_an_error() {
+        let mut broken = cell(
+            "clean-exit",
+            "refrt:never",
+            CellVerdict::Error,
+            counts(0, 0, 0),
+        );
+        broken.reason = Some("driver nvidia could not be probed: boom".into());
+        let ran = cell(
+            "clean-exit",
+            "refrt:never",
+            CellVerdict::Pass,
+            counts(3, 0, 0),
+        );
+        let merged = merge(vec![results(vec![ran]), results(vec![broken])]);
+        let c = &merged.cells[0];
+        assert_eq!(c.verdict, CellVerdict::Error);
+        assert_eq!(c.runs, 3);
+        let reason = c.reason.as_deref().unwrap();
+        assert!(
+            reason.starts_with("driver nvidia could not be probed: boom; where it ran: pass"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_input_makes_the_merge_interrupted() {
+        let mut a = results(vec![]);
+        a.interrupted = true;
+        let merged = merge(vec![a, results(vec![])]);
+        assert!(merged.interrupted);
+        assert!(!report::gate_green(&merged));
+    }
+
+    #[test]
+    fn files_that_are_not_results_are_refused_with_a_position() {
+        let e = parse("{\n  \"schema\": \"vkexit.results/1\",\n  oops\n}").unwrap_err();
+        assert!(e.contains("line 3 column 3"), "{e}");
+        let e = parse("{\"schema\": \"vkexit.results/2\", \"cells\": []}").unwrap_err();
+        assert!(
+            e.contains("\"vkexit.results/2\", expected \"vkexit.results/1\""),
+            "{e}"
+        );
+        let e = parse("[1, 2]").unwrap_err();
+        assert!(e.contains("line 1"), "{e}");
+        let e = parse("{\"cells\": []}").unwrap_err();
+        assert!(e.contains("no \"schema\" field"), "{e}");
+        let e = parse("{\"schema\": \"vkexit.results/1\", \"vkexit_version\": \"0.1.0\", \"cells\": [{\"case\": 1}]}")
+            .unwrap_err();
+        assert!(e.contains("line 1 column"), "{e}");
+        let good = file(vec![cell(
+            "c",
+            "refrt:never",
+            CellVerdict::Pass,
+            counts(1, 0, 0),
+        )]);
+        assert_eq!(parse(&good).unwrap().cells.len(), 1);
+    }
+}

@@ -1,0 +1,362 @@
+//! The HTML report: one self-contained `index.html` (inline style, no
+//! script, nothing fetched) with the matrix of each driver, emulation and
+//! layers coloured by verdict, each cell linked to its evidence, and a table
+//! of every cell with its counts, pass rate, VUIDs, signals and findings.
+
+use super::markup::{attr, text, url_path};
+use super::{gate_green, groups, observation, pass_rate_line, red_first, short_vuid, summary_line};
+use crate::errors::{Error, Result};
+use crate::results::{CellResult, Counts, Results};
+use crate::verdict::CellVerdict;
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+pub const INDEX: &str = "index.html";
+
+/// Writes `DIR/index.html`; links to the evidence are relative to `DIR`.
+pub fn write(dir: &Path, results: &Results) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::io("cannot create the HTML report directory", dir, e))?;
+    let base = dir.canonicalize().ok();
+    let path = dir.join(INDEX);
+    std::fs::write(&path, render(results, base.as_deref()))
+        .map_err(|e| Error::io("cannot write the HTML report", &path, e))
+}
+
+const VERDICTS: [CellVerdict; 7] = [
+    CellVerdict::Fail,
+    CellVerdict::Flaky,
+    CellVerdict::UnexpectedPass,
+    CellVerdict::Error,
+    CellVerdict::ExpectedFail,
+    CellVerdict::Skipped,
+    CellVerdict::Pass,
+];
+
+const STYLE: &str = "
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #1b1b1b; }
+h1 .green { color: #1b5e20; } h1 .red { color: #b71c1c; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #9e9e9e; padding: 0.3em 0.5em; vertical-align: top; text-align: left; }
+th { background: #f5f5f5; }
+td a { color: inherit; }
+.matrix td { min-width: 9em; }
+.matrix .verdict { font-weight: bold; display: block; }
+.cells td { font-size: 0.9em; }
+.cells ul { margin: 0; padding-left: 1.2em; }
+code { font-size: 0.95em; }
+.v-pass { background: #c8e6c9; }
+.v-expected-fail { background: #cfd8dc; }
+.v-fail { background: #ef9a9a; }
+.v-flaky { background: #ffcc80; }
+.v-unexpected-pass { background: #ce93d8; }
+.v-error { background: #b71c1c; color: #fff; }
+.v-skipped { background: #eeeeee; color: #616161; }
+.empty { color: #9e9e9e; }
+";
+
+/// The page; `base` is the report's directory, for relative links.
+pub fn render(results: &Results, base: Option<&Path>) -> String {
+    let green = gate_green(results);
+    let gate = if green { "green" } else { "red" };
+    let mut out = String::new();
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    let _ = writeln!(out, "<title>vkexit: gate {gate}</title>");
+    let _ = writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>");
+    let _ = writeln!(
+        out,
+        "<h1>vkexit: gate <span class=\"{gate}\">{gate}</span></h1>"
+    );
+    let _ = writeln!(out, "<p>{}</p>", text(&summary_line(&results.cells)));
+    let mut all = Counts::default();
+    for c in &results.cells {
+        for v in crate::verdict::RunVerdict::ALL {
+            for _ in 0..c.counts.get(v) {
+                all.add(v);
+            }
+        }
+    }
+    let [lo, hi] = super::pass_rate_95(all);
+    let _ = writeln!(
+        out,
+        "<p>All runs: {} of {} passed ({:.1} %, 95 % interval {:.1} %–{:.1} %). vkexit {}.</p>",
+        all.pass,
+        all.total(),
+        super::pass_rate(all) * 100.0,
+        lo * 100.0,
+        hi * 100.0,
+        text(&results.vkexit_version)
+    );
+    if results.interrupted {
+        out.push_str("<p><strong>Interrupted</strong>: these are the runs that finished before vkexit was stopped.</p>\n");
+    }
+
+    out.push_str(
+        "<table class=\"counts\">\n<tr><th>verdict</th><th>cells</th><th>gate</th></tr>\n",
+    );
+    for v in VERDICTS {
+        let n = results.cells.iter().filter(|c| c.verdict == v).count();
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"v-{v}\">{v}</td><td>{n}</td><td>{}</td></tr>",
+            if v.is_success() { "green" } else { "red" }
+        );
+    }
+    out.push_str("</table>\n");
+
+    let index_of = |c: &CellResult| {
+        results
+            .cells
+            .iter()
+            .position(|o| std::ptr::eq(o, c))
+            .unwrap_or(0)
+    };
+    for group in groups(&results.cells) {
+        let _ = writeln!(out, "<h2>{}</h2>", text(&group.title()));
+        let (cases, runtimes) = group.axes();
+        out.push_str("<table class=\"matrix\">\n<tr><th>ordering ↓ / runtime →</th>");
+        for r in &runtimes {
+            let _ = write!(out, "<th>{}</th>", text(r));
+        }
+        out.push_str("</tr>\n");
+        for case in &cases {
+            let _ = write!(out, "<tr><th>{}</th>", text(case));
+            for runtime in &runtimes {
+                match group.cell(case, runtime) {
+                    None => out.push_str("<td class=\"empty\">—</td>"),
+                    Some(c) => matrix_cell(&mut out, c, index_of(c), base),
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
+    }
+
+    out.push_str("<h2>Cells</h2>\n<table class=\"cells\">\n<tr><th>verdict</th><th>cell</th><th>runs</th><th>pass rate</th><th>signals</th><th>VUIDs</th><th>findings</th><th>reason</th><th>evidence</th></tr>\n");
+    for c in red_first(&results.cells) {
+        detail_row(&mut out, c, index_of(c), base);
+    }
+    out.push_str("</table>\n</body>\n</html>\n");
+    out
+}
+
+fn matrix_cell(out: &mut String, c: &CellResult, index: usize, base: Option<&Path>) {
+    let href = match cell_dir(c) {
+        Some(dir) => link(&dir, base, true),
+        None => format!("#cell-{index}"),
+    };
+    let _ = write!(
+        out,
+        "<td class=\"v-{}\" title=\"{}\"><a href=\"{}\"><span class=\"verdict\">{}</span>{}</a></td>",
+        c.verdict,
+        attr(c.reason.as_deref().unwrap_or("")),
+        attr(&href),
+        c.verdict,
+        text(&observation(c))
+    );
+}
+
+fn detail_row(out: &mut String, c: &CellResult, index: usize, base: Option<&Path>) {
+    let _ = write!(
+        out,
+        "<tr id=\"cell-{index}\"><td class=\"v-{v}\">{v}</td>",
+        v = c.verdict
+    );
+    let layers = if c.layers.is_empty() {
+        "no layers".to_string()
+    } else {
+        c.layers.join("+")
+    };
+    let _ = write!(
+        out,
+        "<td><code>{}</code> × <code>{}</code><br>{} · {} · emulation {}{}</td>",
+        text(&c.case),
+        text(&c.runtime),
+        text(&c.driver),
+        text(&layers),
+        text(&c.emulation),
+        c.device
+            .as_deref()
+            .map(|d| format!("<br>{}", text(d)))
+            .unwrap_or_default()
+    );
+    let _ = write!(out, "<td>{}</td>", text(&observation(c)));
+    let _ = write!(out, "<td>{}</td>", text(&pass_rate_line(c)));
+    let _ = write!(out, "<td>{}</td>", text(&c.signals.join(", ")));
+    out.push_str("<td>");
+    list(
+        out,
+        c.vuids.iter().map(|id| {
+            let n = c.vuid_counts.get(id).copied().unwrap_or(0);
+            format!("<code>{}</code> ×{n} ({})", text(id), text(short_vuid(id)))
+        }),
+    );
+    out.push_str("</td><td>");
+    list(out, c.findings.iter().map(|f| text(f)));
+    let _ = write!(
+        out,
+        "</td><td>{}</td><td>",
+        text(c.reason.as_deref().unwrap_or(""))
+    );
+    list(
+        out,
+        c.artifacts.iter().map(|a| {
+            let name = Path::new(a)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| a.clone());
+            format!(
+                "<a href=\"{}\" title=\"{}\">{}</a>",
+                attr(&link(Path::new(a), base, true)),
+                attr(a),
+                text(&name)
+            )
+        }),
+    );
+    out.push_str("</td></tr>\n");
+}
+
+fn list(out: &mut String, items: impl Iterator<Item = String>) {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        return;
+    }
+    out.push_str("<ul>");
+    for item in items {
+        let _ = write!(out, "<li>{item}</li>");
+    }
+    out.push_str("</ul>");
+}
+
+/// The directory that holds a cell's kept runs (`<artifacts>/<cell>/`):
+/// the parent shared by all its run directories, or the first run's own.
+pub fn cell_dir(c: &CellResult) -> Option<PathBuf> {
+    let first = Path::new(c.artifacts.first()?);
+    let parent = first.parent().filter(|p| !p.as_os_str().is_empty());
+    match parent {
+        Some(p) if c.artifacts.iter().all(|a| Path::new(a).parent() == Some(p)) => {
+            Some(p.to_path_buf())
+        }
+        _ => Some(first.to_path_buf()),
+    }
+}
+
+/// A link from the report's directory to `target`: relative when both are
+/// known absolute paths, else the absolute path; percent-encoded.
+fn link(target: &Path, base: Option<&Path>, dir: bool) -> String {
+    let absolute = std::path::absolute(target).unwrap_or_else(|_| target.to_path_buf());
+    let resolved = absolute.canonicalize().unwrap_or(absolute);
+    let path = match base.and_then(|b| relative(b, &resolved)) {
+        Some(rel) => rel,
+        None => resolved,
+    };
+    let mut href = url_path(&path.to_string_lossy());
+    if href.is_empty() {
+        href.push('.');
+    }
+    if dir && !href.ends_with('/') {
+        href.push('/');
+    }
+    href
+}
+
+/// `to` relative to the directory `from`, both absolute and normalised.
+fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
+    if !from.is_absolute() || !to.is_absolute() {
+        return None;
+    }
+    let from: Vec<Component> = from.components().collect();
+    let to: Vec<Component> = to.components().collect();
+    if from
+        .iter()
+        .chain(&to)
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+    {
+        return None;
+    }
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut rel = PathBuf::new();
+    for _ in common..from.len() {
+        rel.push("..");
+    }
+    for c in &to[common..] {
+        rel.push(c.as_os_str());
+    }
+    Some(rel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::junit::tests::{cell, counts, results};
+
+    #[test]
+    fn relative_links() {
+        let r = |a: &str, b: &str| {
+            relative(Path::new(a), Path::new(b)).map(|p| p.display().to_string())
+        };
+        assert_eq!(
+            r("/w/report", "/w/art/c/run-0").as_deref(),
+            Some("../art/c/run-0")
+        );
+        assert_eq!(r("/w", "/w/art").as_deref(), Some("art"));
+        assert_eq!(r("/w/a", "/w/a").as_deref(), Some(""));
+        assert_eq!(r("w", "/w"), None);
+    }
+
+    #[test]
+    fn the_cell_directory_is_the_parent_of_its_runs() {
+        let mut c = cell("x", "refrt:never", CellVerdict::Fail, counts(0, 2, 0));
+        c.artifacts = vec!["/a/x.cell/run-0".into(), "/a/x.cell/run-1".into()];
+        assert_eq!(cell_dir(&c), Some(PathBuf::from("/a/x.cell")));
+        c.artifacts.push("/b/other/run-0".into());
+        assert_eq!(cell_dir(&c), Some(PathBuf::from("/a/x.cell/run-0")));
+        c.artifacts.clear();
+        assert_eq!(cell_dir(&c), None);
+    }
+
+    #[test]
+    fn hostile_names_are_escaped_everywhere() {
+        let hostile = "<img src=x onerror=alert(1)>&\"'\u{1}";
+        let mut c = cell(hostile, hostile, CellVerdict::Fail, counts(0, 1, 0));
+        c.findings = vec![hostile.into()];
+        c.reason = Some(hostile.into());
+        c.vuids = vec![hostile.into()];
+        c.artifacts = vec![format!("/tmp/{hostile}/run-0")];
+        let html = render(&results(vec![c]), Some(Path::new("/tmp/report")));
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains('\u{1}'));
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(1)&gt;&amp;\"'\\x01"),
+            "{html}"
+        );
+        // The link goes through percent-encoding, then attribute escaping.
+        assert!(
+            html.contains("href=\"../%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E%26%22%27%01/\""),
+            "{html}"
+        );
+        // Self-contained: nothing is fetched.
+        assert!(!html.contains("<script") && !html.contains("<link") && !html.contains("http"));
+    }
+
+    #[test]
+    fn every_cell_is_coloured_by_its_verdict() {
+        let html = render(
+            &results(vec![
+                cell("a", "refrt:never", CellVerdict::Pass, counts(5, 0, 0)),
+                cell("b", "refrt:never", CellVerdict::Flaky, counts(3, 2, 0)),
+            ]),
+            None,
+        );
+        assert!(
+            html.contains("<td class=\"v-pass\" title=\"pass because\"><a href=\"#cell-0\">"),
+            "{html}"
+        );
+        assert!(html.contains("<td class=\"v-flaky\""), "{html}");
+        assert!(
+            html.contains("60 % (95 % interval 23.1 %–88.2 %)"),
+            "{html}"
+        );
+        assert!(html.contains("<h1>vkexit: gate <span class=\"red\">red</span></h1>"));
+    }
+}

@@ -1,0 +1,545 @@
+//! JUnit XML for a CI's test view (GitLab, Jenkins, GitHub test reporters).
+//!
+//! One `<testsuite>` per driver and emulation, one `<testcase>` per cell,
+//! named `case × runtime`, classname `vkexit.<driver>.<emulation>`:
+//! - `fail` and `unexpected-pass` are a `<failure>`, `error` an `<error>`,
+//!   each with the reason, signals, VUIDs and first artifact in its message;
+//! - `flaky` is a passed test with one `<flakyFailure>` per kind of failing
+//!   run, as cargo-nextest writes flaky tests; the gate still fails on it,
+//!   which vkexit's exit code says;
+//! - `skipped` is `<skipped>` with the reason;
+//! - `expected-fail` is passed, its `<system-out>` naming the known failure
+//!   and its evidence.
+
+use super::markup::{attr, text};
+use super::{gate_green, observation, pass_rate_line, short_vuid};
+use crate::errors::{Error, Result};
+use crate::results::{CellResult, Results};
+use crate::verdict::{CellVerdict, RunVerdict};
+use std::fmt::Write as _;
+use std::path::Path;
+
+pub fn write(path: &Path, results: &Results) -> Result<()> {
+    std::fs::write(path, render(results))
+        .map_err(|e| Error::io("cannot write the JUnit report", path, e))
+}
+
+/// The JUnit document of a set of results.
+pub fn render(results: &Results) -> String {
+    let suites = suites(&results.cells);
+    let all = Tally::of(results.cells.iter());
+    let mut out = String::new();
+    out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"vkexit\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{}\">",
+        all.tests,
+        all.failures,
+        all.errors,
+        all.skipped,
+        seconds(all.duration_ms)
+    );
+    for suite in &suites {
+        let tally = Tally::of(suite.cells.iter().copied());
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{name}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{}\">",
+            tally.tests,
+            tally.failures,
+            tally.errors,
+            tally.skipped,
+            seconds(tally.duration_ms),
+            name = attr(&suite.name),
+        );
+        out.push_str("    <properties>\n");
+        let first = suite.cells[0];
+        let mut props = vec![
+            ("driver", first.driver.clone()),
+            ("emulation", first.emulation.clone()),
+        ];
+        props.extend(first.device.clone().map(|d| ("device", d)));
+        props.extend(
+            first
+                .driver_manifest
+                .clone()
+                .map(|m| ("driver_manifest", m)),
+        );
+        props.push(("vkexit_version", results.vkexit_version.clone()));
+        props.push(("gate", gate(results).to_string()));
+        if results.interrupted {
+            props.push(("interrupted", "true".to_string()));
+        }
+        for (name, value) in props {
+            let _ = writeln!(
+                out,
+                "      <property name=\"{name}\" value=\"{}\"/>",
+                attr(&value)
+            );
+        }
+        out.push_str("    </properties>\n");
+        for c in &suite.cells {
+            testcase(&mut out, c, &suite.name, suite.needs_layers(c));
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+fn gate(results: &Results) -> &'static str {
+    match gate_green(results) {
+        true => "green",
+        false => "red",
+    }
+}
+
+struct Suite<'a> {
+    name: String,
+    cells: Vec<&'a CellResult>,
+}
+
+impl Suite<'_> {
+    /// Whether a cell's name needs its layers to tell it from another cell
+    /// of the same case and runtime (results merged from runs with
+    /// different layers).
+    fn needs_layers(&self, c: &CellResult) -> bool {
+        self.cells
+            .iter()
+            .filter(|o| o.case == c.case && o.runtime == c.runtime)
+            .count()
+            > 1
+    }
+}
+
+fn suites(cells: &[CellResult]) -> Vec<Suite<'_>> {
+    let mut suites: Vec<Suite> = Vec::new();
+    for c in cells {
+        let name = classname(c);
+        match suites.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.cells.push(c),
+            None => suites.push(Suite {
+                name,
+                cells: vec![c],
+            }),
+        }
+    }
+    suites
+}
+
+fn classname(c: &CellResult) -> String {
+    format!("vkexit.{}.{}", c.driver, c.emulation)
+}
+
+#[derive(Default)]
+struct Tally {
+    tests: usize,
+    failures: usize,
+    errors: usize,
+    skipped: usize,
+    duration_ms: u64,
+}
+
+impl Tally {
+    fn of<'a>(cells: impl Iterator<Item = &'a CellResult>) -> Tally {
+        let mut t = Tally::default();
+        for c in cells {
+            t.tests += 1;
+            t.duration_ms += c.duration_ms;
+            match c.verdict {
+                CellVerdict::Fail | CellVerdict::UnexpectedPass => t.failures += 1,
+                CellVerdict::Error => t.errors += 1,
+                CellVerdict::Skipped => t.skipped += 1,
+                CellVerdict::Pass | CellVerdict::ExpectedFail | CellVerdict::Flaky => {}
+            }
+        }
+        t
+    }
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{}.{:03}", ms / 1000, ms % 1000)
+}
+
+fn testcase(out: &mut String, c: &CellResult, classname: &str, with_layers: bool) {
+    let mut name = format!("{} × {}", c.case, c.runtime);
+    if with_layers {
+        let _ = write!(name, " [{}]", c.layers.join("+"));
+    }
+    let _ = write!(
+        out,
+        "    <testcase name=\"{}\" classname=\"{}\" time=\"{}\"",
+        attr(&name),
+        attr(classname),
+        seconds(c.duration_ms)
+    );
+    match c.verdict {
+        CellVerdict::Pass => {
+            out.push_str("/>\n");
+            return;
+        }
+        _ => out.push_str(">\n"),
+    }
+    match c.verdict {
+        CellVerdict::Fail | CellVerdict::UnexpectedPass => {
+            element(out, "failure", &message(c), c.verdict.name(), &details(c));
+        }
+        CellVerdict::Error => element(out, "error", &message(c), "error", &details(c)),
+        CellVerdict::Skipped => {
+            let reason = c.reason.as_deref().unwrap_or("skipped");
+            let _ = writeln!(out, "      <skipped message=\"{}\"/>", attr(reason));
+        }
+        CellVerdict::Flaky => {
+            for v in RunVerdict::ALL {
+                let n = c.counts.get(v);
+                if v == RunVerdict::Pass || n == 0 {
+                    continue;
+                }
+                let _ = writeln!(
+                    out,
+                    "      <flakyFailure message=\"{}\" type=\"{}\">",
+                    attr(&run_kind_message(c, v, n)),
+                    v.name()
+                );
+                let _ = writeln!(
+                    out,
+                    "        <system-out>{}</system-out>",
+                    text(&details(c))
+                );
+                out.push_str("      </flakyFailure>\n");
+            }
+            let said = format!(
+                "flaky: {} of {} runs passed, {}; a flaky cell fails the vkexit gate\n\n{}",
+                c.counts.pass,
+                c.runs,
+                pass_rate_line(c),
+                details(c)
+            );
+            let _ = writeln!(out, "      <system-out>{}</system-out>", text(&said));
+        }
+        CellVerdict::ExpectedFail => {
+            let said = format!(
+                "expected-fail: known to fail: {}\n\n{}",
+                c.reason.as_deref().unwrap_or("(no reason recorded)"),
+                details(c)
+            );
+            let _ = writeln!(out, "      <system-out>{}</system-out>", text(&said));
+        }
+        CellVerdict::Pass => unreachable!("a passing test case is closed above"),
+    }
+    out.push_str("    </testcase>\n");
+}
+
+fn element(out: &mut String, tag: &str, message: &str, kind: &str, body: &str) {
+    let _ = writeln!(
+        out,
+        "      <{tag} message=\"{}\" type=\"{}\">{}</{tag}>",
+        attr(message),
+        attr(kind),
+        text(body)
+    );
+}
+
+/// One line: the reason, then signals, VUIDs and the first artifact.
+fn message(c: &CellResult) -> String {
+    let mut parts = vec![format!(
+        "{}: {}",
+        c.verdict,
+        c.reason.as_deref().unwrap_or("(no reason recorded)")
+    )];
+    evidence(c, &mut parts);
+    parts.join("; ")
+}
+
+fn evidence(c: &CellResult, parts: &mut Vec<String>) {
+    if !c.signals.is_empty() {
+        parts.push(format!("signals: {}", c.signals.join(", ")));
+    }
+    if !c.vuids.is_empty() {
+        parts.push(format!("VUIDs: {}", c.vuids.join(", ")));
+    }
+    if let Some(first) = c.artifacts.first() {
+        parts.push(format!("artifacts: {first}"));
+    }
+}
+
+/// "2 of 5 runs crash (SIGSEGV); artifacts: …".
+fn run_kind_message(c: &CellResult, v: RunVerdict, n: u64) -> String {
+    let mut line = format!("{n} of {} runs {v}", c.runs);
+    match v {
+        RunVerdict::Crash if !c.signals.is_empty() => {
+            let _ = write!(line, " ({})", c.signals.join(", "));
+        }
+        RunVerdict::Vuid if !c.vuids.is_empty() => {
+            let _ = write!(line, " ({})", c.vuids.join(", "));
+        }
+        _ => {}
+    }
+    let mut parts = vec![line];
+    if let Some(first) = c.artifacts.first() {
+        parts.push(format!("artifacts: {first}"));
+    }
+    parts.join("; ")
+}
+
+/// Everything known of a cell, one fact a line, for the element body.
+fn details(c: &CellResult) -> String {
+    let mut lines = vec![
+        format!(
+            "cell: {} × {} × {} × {} × {}",
+            c.case,
+            c.runtime,
+            c.driver,
+            if c.layers.is_empty() {
+                "no layers".to_string()
+            } else {
+                c.layers.join("+")
+            },
+            c.emulation
+        ),
+        format!("verdict: {}", c.verdict),
+        format!("runs: {} ({})", c.runs, observation(c)),
+        format!("pass rate: {}", pass_rate_line(c)),
+    ];
+    if let Some(reason) = &c.reason {
+        lines.push(format!("reason: {reason}"));
+    }
+    if !c.signals.is_empty() {
+        lines.push(format!("signals: {}", c.signals.join(", ")));
+    }
+    for id in &c.vuids {
+        let n = c.vuid_counts.get(id).copied().unwrap_or(0);
+        lines.push(format!("VUID: {id} ×{n} ({})", short_vuid(id)));
+    }
+    for f in &c.findings {
+        lines.push(format!("finding: {f}"));
+    }
+    if let Some(device) = &c.device {
+        lines.push(format!("device: {device}"));
+    }
+    for a in &c.artifacts {
+        lines.push(format!("artifacts: {a}"));
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::results::Counts;
+
+    /// A cell as a results file would hold it.
+    pub(crate) fn cell(
+        case: &str,
+        runtime: &str,
+        verdict: CellVerdict,
+        counts: Counts,
+    ) -> CellResult {
+        let runs = counts.total();
+        CellResult {
+            case: case.into(),
+            runtime: runtime.into(),
+            driver: "lavapipe".into(),
+            layers: vec!["validation".into()],
+            emulation: "none".into(),
+            runs,
+            counts,
+            verdict,
+            vuids: Vec::new(),
+            vuid_counts: Default::default(),
+            signals: Vec::new(),
+            artifacts: Vec::new(),
+            findings: Vec::new(),
+            pass_rate: crate::report::pass_rate(counts),
+            pass_rate_95: crate::report::pass_rate_95(counts),
+            duration_ms: 1234,
+            reason: Some(format!("{verdict} because")),
+            device: Some("llvmpipe".into()),
+            driver_manifest: None,
+        }
+    }
+
+    pub(crate) fn results(cells: Vec<CellResult>) -> Results {
+        crate::report::results(cells, false)
+    }
+
+    pub(crate) fn counts(pass: u64, crash: u64, vuid: u64) -> Counts {
+        Counts {
+            pass,
+            crash,
+            vuid,
+            ..Counts::default()
+        }
+    }
+
+    fn parse(xml: &str) -> roxmltree::Document<'_> {
+        roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}\n{xml}"))
+    }
+
+    fn testcases<'a>(doc: &'a roxmltree::Document) -> Vec<roxmltree::Node<'a, 'a>> {
+        doc.descendants()
+            .filter(|n| n.has_tag_name("testcase"))
+            .collect()
+    }
+
+    #[test]
+    fn hostile_names_and_evidence_stay_well_formed() {
+        let hostile = "a<b>&c\"d'e\u{1}f\u{1b}]]>\n|x";
+        let mut c = cell(hostile, "external", CellVerdict::Fail, counts(0, 2, 0));
+        c.signals = vec!["SIGSEGV".into()];
+        c.findings = vec![hostile.into()];
+        c.artifacts = vec![format!("/tmp/{hostile}/run-0")];
+        c.reason = Some(hostile.into());
+        c.driver = "drv<&>".into();
+        let xml = render(&results(vec![c]));
+        let doc = parse(&xml);
+        let cases = testcases(&doc);
+        assert_eq!(cases.len(), 1);
+        let name = cases[0].attribute("name").unwrap();
+        assert_eq!(name, "a<b>&c\"d'e\\x01f\\x1b]]>\n|x × external");
+        assert_eq!(cases[0].attribute("classname"), Some("vkexit.drv<&>.none"));
+        let failure = cases[0].first_element_child().unwrap();
+        assert_eq!(failure.tag_name().name(), "failure");
+        let message = failure.attribute("message").unwrap();
+        assert!(message.contains("signals: SIGSEGV"), "{message}");
+        assert!(message.contains("artifacts: /tmp/a<b>"), "{message}");
+        assert!(failure.text().unwrap().contains("finding: a<b>&c"));
+    }
+
+    #[test]
+    fn each_verdict_maps_to_its_junit_form() {
+        let mut flaky = cell("f", "refrt:never", CellVerdict::Flaky, counts(3, 1, 1));
+        flaky.signals = vec!["SIGSEGV".into()];
+        flaky.vuids = vec!["VUID-vkDestroyDevice-device-00378".into()];
+        let skipped = cell("s", "refrt:never", CellVerdict::Skipped, Counts::default());
+        let mut known = cell(
+            "k",
+            "refrt:never",
+            CellVerdict::ExpectedFail,
+            counts(0, 2, 0),
+        );
+        known.reason = Some("the registry is gone".into());
+        let cells = vec![
+            cell("p", "refrt:never", CellVerdict::Pass, counts(2, 0, 0)),
+            cell("x", "refrt:never", CellVerdict::Fail, counts(0, 2, 0)),
+            cell(
+                "u",
+                "refrt:never",
+                CellVerdict::UnexpectedPass,
+                counts(2, 0, 0),
+            ),
+            cell("e", "refrt:never", CellVerdict::Error, Counts::default()),
+            flaky,
+            skipped,
+            known,
+        ];
+        let xml = render(&results(cells));
+        let doc = parse(&xml);
+        let root = doc.root_element();
+        assert_eq!(root.attribute("tests"), Some("7"));
+        assert_eq!(root.attribute("failures"), Some("2"));
+        assert_eq!(root.attribute("errors"), Some("1"));
+        assert_eq!(root.attribute("skipped"), Some("1"));
+        let suite = root.first_element_child().unwrap();
+        assert_eq!(suite.attribute("name"), Some("vkexit.lavapipe.none"));
+        assert_eq!(suite.attribute("failures"), Some("2"));
+        let children = |case: &str| -> Vec<String> {
+            let tc = testcases(&doc)
+                .into_iter()
+                .find(|n| n.attribute("name") == Some(&format!("{case} × refrt:never")))
+                .unwrap();
+            assert_eq!(tc.attribute("classname"), Some("vkexit.lavapipe.none"));
+            assert_eq!(tc.attribute("time"), Some("1.234"));
+            tc.children()
+                .filter(|n| n.is_element())
+                .map(|n| n.tag_name().name().to_string())
+                .collect()
+        };
+        assert!(children("p").is_empty());
+        assert_eq!(children("x"), ["failure"]);
+        assert_eq!(children("u"), ["failure"]);
+        assert_eq!(children("e"), ["error"]);
+        assert_eq!(
+            children("f"),
+            ["flakyFailure", "flakyFailure", "system-out"]
+        );
+        assert_eq!(children("s"), ["skipped"]);
+        assert_eq!(children("k"), ["system-out"]);
+
+        let flaky = testcases(&doc)
+            .into_iter()
+            .find(|n| n.attribute("name") == Some("f × refrt:never"))
+            .unwrap();
+        let kinds: Vec<_> = flaky
+            .children()
+            .filter(|n| n.has_tag_name("flakyFailure"))
+            .map(|n| {
+                (
+                    n.attribute("type").unwrap(),
+                    n.attribute("message").unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(kinds[0], ("crash", "1 of 5 runs crash (SIGSEGV)"));
+        assert_eq!(
+            kinds[1],
+            (
+                "vuid",
+                "1 of 5 runs vuid (VUID-vkDestroyDevice-device-00378)"
+            )
+        );
+        let out = flaky.last_element_child().unwrap().text().unwrap();
+        assert!(out.contains("fails the vkexit gate"), "{out}");
+
+        let known = testcases(&doc)
+            .into_iter()
+            .find(|n| n.attribute("name") == Some("k × refrt:never"))
+            .unwrap();
+        let out = known.first_element_child().unwrap().text().unwrap();
+        assert!(
+            out.starts_with("expected-fail: known to fail: the registry is gone"),
+            "{out}"
+        );
+        let skipped = testcases(&doc)
+            .into_iter()
+            .find(|n| n.attribute("name") == Some("s × refrt:never"))
+            .unwrap();
+        assert_eq!(
+            skipped.first_element_child().unwrap().attribute("message"),
+            Some("skipped because")
+        );
+    }
+
+    #[test]
+    fn one_suite_per_driver_and_emulation() {
+        let mut a = cell("c", "refrt:never", CellVerdict::Pass, counts(1, 0, 0));
+        let mut b = a.clone();
+        b.emulation = "tegra".into();
+        let mut c = a.clone();
+        c.driver = "nvidia".into();
+        let mut d = a.clone();
+        d.layers = vec!["trace".into(), "validation".into()];
+        a.device = None;
+        let xml = render(&results(vec![a, b, c, d]));
+        let doc = parse(&xml);
+        let suites: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("testsuite"))
+            .map(|n| n.attribute("name").unwrap().to_string())
+            .collect();
+        assert_eq!(
+            suites,
+            [
+                "vkexit.lavapipe.none",
+                "vkexit.lavapipe.tegra",
+                "vkexit.nvidia.none"
+            ]
+        );
+        let names: Vec<_> = testcases(&doc)
+            .iter()
+            .map(|n| n.attribute("name").unwrap().to_string())
+            .collect();
+        // The same case × runtime twice in one suite: the layers tell them apart.
+        assert_eq!(names[0], "c × refrt:never [validation]");
+        assert_eq!(names[1], "c × refrt:never [trace+validation]");
+    }
+}

@@ -1,0 +1,194 @@
+//! A Markdown summary for a pull-request comment or a GitHub step summary:
+//! the totals, a table of the cells that are not green, then one ordering ×
+//! policy matrix per driver, emulation and layers, like the README's tables.
+
+use super::markup::{md, md_code};
+use super::{gate_green, groups, observation, summary_line};
+use crate::errors::{Error, Result};
+use crate::results::{CellResult, Results};
+use std::fmt::Write as _;
+use std::path::Path;
+
+pub fn write(path: &Path, results: &Results) -> Result<()> {
+    std::fs::write(path, render(results))
+        .map_err(|e| Error::io("cannot write the Markdown summary", path, e))
+}
+
+pub fn render(results: &Results) -> String {
+    let mut out = String::new();
+    let gate = match gate_green(results) {
+        true => "green",
+        false => "red",
+    };
+    let _ = writeln!(out, "## vkexit: gate {gate}\n");
+    let _ = writeln!(out, "{}", md(&summary_line(&results.cells)));
+    if results.interrupted {
+        out.push_str(
+            "\n**Interrupted**: these are the runs that finished before vkexit was stopped.\n",
+        );
+    }
+
+    let red: Vec<&CellResult> = results
+        .cells
+        .iter()
+        .filter(|c| !c.verdict.is_success())
+        .collect();
+    if !red.is_empty() {
+        let _ = writeln!(out, "\n### Cells that are not green ({})\n", red.len());
+        out.push_str("| verdict | case | runtime | driver | emulation | runs | evidence | reason | artifacts |\n");
+        out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+        for c in red {
+            let _ = writeln!(
+                out,
+                "| **{}** | {} | {} | {} | {} | {} | {} | {} | {} |",
+                c.verdict,
+                md_code(&c.case),
+                md_code(&c.runtime),
+                md(&c.driver),
+                md(&c.emulation),
+                md(&observation(c)),
+                md(&evidence(c)),
+                md(c.reason.as_deref().unwrap_or("")),
+                c.artifacts.first().map(|a| md_code(a)).unwrap_or_default(),
+            );
+        }
+    }
+
+    for group in groups(&results.cells) {
+        let _ = writeln!(out, "\n### {}\n", md(&group.title()));
+        let (cases, runtimes) = group.axes();
+        out.push_str("| ordering ↓ / runtime → |");
+        for r in &runtimes {
+            let _ = write!(out, " {} |", md_code(r.strip_prefix("refrt:").unwrap_or(r)));
+        }
+        out.push('\n');
+        out.push_str("|---|");
+        out.push_str(&"---|".repeat(runtimes.len()));
+        out.push('\n');
+        for case in &cases {
+            let _ = write!(out, "| {} |", md_code(case));
+            for runtime in &runtimes {
+                let text = match group.cell(case, runtime) {
+                    None => "—".to_string(),
+                    Some(c) if c.verdict.is_success() => md(&observation(c)),
+                    Some(c) => format!("**{}**: {}", c.verdict, md(&observation(c))),
+                };
+                let _ = write!(out, " {text} |");
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str(
+        "\nA cell that is not green is marked with its verdict. \
+         Known failures (`expected-fail`) keep the gate green.\n",
+    );
+    out
+}
+
+/// Signals, VUIDs and the first findings of a cell.
+fn evidence(c: &CellResult) -> String {
+    let mut parts: Vec<String> = c.signals.clone();
+    parts.extend(c.vuids.iter().cloned());
+    parts.extend(c.findings.iter().take(3).cloned());
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::junit::tests::{cell, counts, results};
+    use crate::verdict::CellVerdict;
+
+    #[test]
+    fn red_cells_first_then_a_matrix_like_the_readme() {
+        let mut vuid = cell(
+            "buffer-kept-at-exit",
+            "refrt:guarded",
+            CellVerdict::ExpectedFail,
+            counts(0, 0, 20),
+        );
+        vuid.vuids = vec!["VUID-vkDestroyDevice-device-00378".into()];
+        vuid.vuid_counts.insert(vuid.vuids[0].clone(), 80);
+        let mut crash = cell(
+            "handler-before-load",
+            "refrt:never",
+            CellVerdict::Flaky,
+            counts(3, 2, 0),
+        );
+        crash.signals = vec!["SIGSEGV".into()];
+        crash.artifacts = vec!["/a/handler-before-load/run-1".into()];
+        let md = render(&results(vec![
+            cell(
+                "clean-exit",
+                "refrt:never",
+                CellVerdict::Pass,
+                counts(20, 0, 0),
+            ),
+            crash,
+            vuid,
+            cell(
+                "clean-exit",
+                "refrt:guarded",
+                CellVerdict::Pass,
+                counts(20, 0, 0),
+            ),
+        ]));
+        assert!(
+            md.starts_with("## vkexit: gate red\n\n4 cells, 65 runs"),
+            "{md}"
+        );
+        assert!(md.contains("### Cells that are not green (1)"), "{md}");
+        assert!(
+            md.contains("| **flaky** | `handler-before-load` | `refrt:never` | lavapipe | none | pass 3/5, SIGSEGV 2/5 | SIGSEGV |"),
+            "{md}"
+        );
+        assert!(md.contains("`/a/handler-before-load/run-1`"), "{md}");
+        assert!(md.contains("### lavapipe, emulation none, layers validation"));
+        assert!(
+            md.contains("| ordering ↓ / runtime → | `never` | `guarded` |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `clean-exit` | pass 20/20 | pass 20/20 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `buffer-kept-at-exit` | — | vuid 20/20, 00378 ×4 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `handler-before-load` | **flaky**: pass 3/5, SIGSEGV 2/5 | — |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn hostile_names_cannot_break_a_table_row() {
+        let hostile = "a|b<script>\n*c*`";
+        let mut c = cell(hostile, "external", CellVerdict::Fail, counts(0, 1, 0));
+        c.reason = Some(hostile.into());
+        let md = render(&results(vec![c]));
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| **fail**"))
+            .expect("a row for the failing cell");
+        // Every unescaped `|` is a column border: 10 of them for 9 columns.
+        let borders = row.len() - row.replace('|', "").len() - row.matches("\\|").count();
+        assert_eq!(borders, 10, "{row}");
+        // Plain text is escaped; a code span shows its text as it is.
+        assert!(row.contains("| a\\|b&lt;script&gt; \\*c\\*\\` |"), "{row}");
+        assert!(row.contains("| `` a\\|b<script> *c*` `` |"), "{row}");
+    }
+
+    #[test]
+    fn a_green_run_has_no_red_table() {
+        let md = render(&results(vec![cell(
+            "clean-exit",
+            "refrt:never",
+            CellVerdict::Pass,
+            counts(5, 0, 0),
+        )]));
+        assert!(md.starts_with("## vkexit: gate green"));
+        assert!(!md.contains("not green ("));
+    }
+}

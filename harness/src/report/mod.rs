@@ -1,0 +1,463 @@
+//! Reporting: cells summarised into the results schema, the terminal table,
+//! and the report files: the results file (JSON), JUnit XML for a CI's test
+//! view, a Markdown summary for a pull request, and an HTML matrix.
+
+pub mod html;
+pub mod junit;
+pub mod markdown;
+mod markup;
+
+use crate::baseline::{self, Observed};
+use crate::errors::{Error, Result};
+use crate::plan::{Cell, NotRun};
+use crate::results::{CellResult, Counts, Results, SCHEMA};
+use crate::run::RunRecord;
+use crate::stats::wilson95;
+use crate::verdict::{CellVerdict, RunVerdict};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// One cell's runs, summarised and judged against its expectation.
+pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
+    let mut counts = Counts::default();
+    let mut vuids: Vec<String> = Vec::new();
+    let mut signals: Vec<String> = Vec::new();
+    let mut artifacts = Vec::new();
+    let mut vuid_counts = std::collections::BTreeMap::new();
+    let mut findings: Vec<String> = Vec::new();
+    for run in runs {
+        for f in &run.classification.findings {
+            let f = elide_handles(f);
+            if findings.len() < MAX_CELL_FINDINGS && !findings.contains(&f) {
+                findings.push(f);
+            }
+        }
+        counts.add(run.classification.verdict);
+        for (id, stat) in &run.vuid_counts.ids {
+            *vuid_counts.entry(id.clone()).or_insert(0) += stat.count;
+        }
+        for id in &run.classification.vuids {
+            if !vuids.contains(id) {
+                vuids.push(id.clone());
+            }
+        }
+        if let Some(s) = &run.classification.signal {
+            if !signals.contains(s) {
+                signals.push(s.clone());
+            }
+        }
+        if let Some(dir) = &run.kept {
+            artifacts.push(dir.display().to_string());
+        }
+    }
+    vuids.sort();
+    signals.sort();
+    let (verdict, reason) = match &cell.not_run {
+        Some(NotRun::Skipped(why)) => (CellVerdict::Skipped, why.clone()),
+        Some(NotRun::Broken(why)) => (CellVerdict::Error, why.clone()),
+        None => {
+            let observed = Observed {
+                counts,
+                vuids: vuids.clone(),
+                signals: signals.clone(),
+            };
+            let (verdict, why) = baseline::evaluate(cell.expectation.as_ref(), &observed);
+            (verdict, explain_errors(verdict, why, runs))
+        }
+    };
+    let n = counts.total();
+    let [lo, hi] = pass_rate_95(counts);
+    CellResult {
+        case: cell.case.clone(),
+        runtime: cell.runtime.clone(),
+        driver: cell.driver.name.clone(),
+        layers: cell.layers.clone(),
+        emulation: cell.emulation.clone(),
+        runs: n,
+        counts,
+        verdict,
+        vuids,
+        vuid_counts,
+        signals,
+        artifacts,
+        findings,
+        pass_rate: pass_rate(counts),
+        pass_rate_95: [lo, hi],
+        duration_ms: runs.iter().map(|r| r.duration_ms).sum(),
+        reason: Some(reason),
+        device: cell.device.as_ref().map(|d| d.name.clone()),
+        driver_manifest: Some(cell.driver.manifest.display().to_string()),
+    }
+}
+
+const MAX_CELL_FINDINGS: usize = 16;
+
+/// "VkDevice 0x55d0c6f3b0a0 alive at exit" → "VkDevice 0x… alive at exit",
+/// so the same finding in many runs is listed once.
+fn elide_handles(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("0x") {
+        out.push_str(&rest[..at]);
+        let digits = rest[at + 2..]
+            .chars()
+            .take_while(char::is_ascii_hexdigit)
+            .count();
+        out.push_str(if digits > 0 { "0x…" } else { "0x" });
+        rest = &rest[at + 2 + digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// An `error` cell says what went wrong in its first erroring run.
+fn explain_errors(verdict: CellVerdict, why: String, runs: &[RunRecord]) -> String {
+    if verdict != CellVerdict::Error {
+        return why;
+    }
+    match runs
+        .iter()
+        .find(|r| r.classification.verdict == RunVerdict::Error)
+    {
+        Some(r) => format!("{why}: {}", r.classification.reason),
+        None => why,
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Passing runs over all runs (0 without runs).
+pub fn pass_rate(counts: Counts) -> f64 {
+    match counts.total() {
+        0 => 0.0,
+        n => counts.pass as f64 / n as f64,
+    }
+}
+
+/// The 95 % Wilson interval of the pass rate, rounded as in the results file.
+pub fn pass_rate_95(counts: Counts) -> [f64; 2] {
+    let (lo, hi) = wilson95(counts.pass, counts.total());
+    [round3(lo), round3(hi)]
+}
+
+pub fn results(cells: Vec<CellResult>, interrupted: bool) -> Results {
+    Results {
+        schema: SCHEMA.to_string(),
+        vkexit_version: env!("CARGO_PKG_VERSION").to_string(),
+        interrupted,
+        cells,
+    }
+}
+
+pub fn write_json(path: &Path, results: &Results) -> Result<()> {
+    let text = serde_json::to_string_pretty(results).expect("results serialise");
+    std::fs::write(path, text + "\n")
+        .map_err(|e| Error::io("cannot write the results file", path, e))
+}
+
+/// The report files asked for (`--json`, `--junit`, `--markdown`, `--html`).
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    pub json: Option<PathBuf>,
+    pub junit: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+    /// A directory; the report is its `index.html`.
+    pub html: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Checks that every report can be written, so that a typo in a path
+    /// fails at once, naming the path, and not after an hour of runs.
+    pub fn check(&self) -> Result<()> {
+        let files = [
+            (&self.json, "cannot write the results file"),
+            (&self.junit, "cannot write the JUnit report"),
+            (&self.markdown, "cannot write the Markdown summary"),
+        ];
+        for (path, context) in files {
+            if let Some(path) = path {
+                check_writable(path, context)?;
+            }
+        }
+        if let Some(dir) = &self.html {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io("cannot create the HTML report directory", dir, e))?;
+            check_writable(&dir.join(html::INDEX), "cannot write the HTML report")?;
+        }
+        Ok(())
+    }
+
+    /// Writes every report asked for.
+    pub fn write(&self, results: &Results) -> Result<()> {
+        if let Some(path) = &self.json {
+            write_json(path, results)?;
+        }
+        if let Some(path) = &self.junit {
+            junit::write(path, results)?;
+        }
+        if let Some(path) = &self.markdown {
+            markdown::write(path, results)?;
+        }
+        if let Some(dir) = &self.html {
+            html::write(dir, results)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_writable(path: &Path, context: &'static str) -> Result<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(|_| ())
+        .map_err(|e| Error::io(context, path, e))
+}
+
+/// What a cell's runs showed, in short, as in the README tables:
+/// "SIGSEGV 20/20, 00378 ×11", "vuid 3/5, pass 2/5", "skipped".
+pub fn observation(c: &CellResult) -> String {
+    if c.runs == 0 {
+        return c.verdict.name().to_string();
+    }
+    let mut parts = Vec::new();
+    for v in RunVerdict::ALL {
+        let n = c.counts.get(v);
+        if n == 0 {
+            continue;
+        }
+        let label = match v {
+            RunVerdict::Crash if !c.signals.is_empty() => c.signals.join("/"),
+            RunVerdict::Timeout => "hang".to_string(),
+            _ => v.name().to_string(),
+        };
+        parts.push(format!("{label} {n}/{}", c.runs));
+    }
+    for id in &c.vuids {
+        let short = short_vuid(id);
+        match c.vuid_counts.get(id) {
+            Some(&n) if n % c.runs == 0 => parts.push(format!("{short} ×{}", n / c.runs)),
+            Some(&n) => parts.push(format!("{short} ×{n} in all")),
+            None => parts.push(short.to_string()),
+        }
+    }
+    parts.join(", ")
+}
+
+/// "VUID-vkDestroyDevice-device-00378" → "00378"; other ids stay whole.
+pub fn short_vuid(id: &str) -> &str {
+    match id.rsplit_once('-') {
+        Some((head, tail))
+            if head.starts_with("VUID-")
+                && !tail.is_empty()
+                && tail.chars().all(|c| c.is_ascii_digit()) =>
+        {
+            tail
+        }
+        _ => id,
+    }
+}
+
+/// "40 % (95 % interval 12 %–77 %)".
+pub fn pass_rate_line(c: &CellResult) -> String {
+    let pct = |x: f64| {
+        let p = x * 100.0;
+        if (p - p.round()).abs() < 0.05 {
+            format!("{p:.0} %")
+        } else {
+            format!("{p:.1} %")
+        }
+    };
+    format!(
+        "{} (95 % interval {}–{})",
+        pct(c.pass_rate),
+        pct(c.pass_rate_95[0]),
+        pct(c.pass_rate_95[1])
+    )
+}
+
+/// The cells grouped by driver, emulation and layers, each group in the
+/// order it first appears; what the matrices and JUnit suites are made of.
+pub fn groups(cells: &[CellResult]) -> Vec<Group<'_>> {
+    let mut groups: Vec<Group> = Vec::new();
+    for c in cells {
+        match groups.iter_mut().find(|g| {
+            g.driver == c.driver && g.emulation == c.emulation && g.layers == c.layers.as_slice()
+        }) {
+            Some(g) => g.cells.push(c),
+            None => groups.push(Group {
+                driver: &c.driver,
+                emulation: &c.emulation,
+                layers: &c.layers,
+                cells: vec![c],
+            }),
+        }
+    }
+    groups
+}
+
+pub struct Group<'a> {
+    pub driver: &'a str,
+    pub emulation: &'a str,
+    pub layers: &'a [String],
+    pub cells: Vec<&'a CellResult>,
+}
+
+impl Group<'_> {
+    /// "lavapipe, emulation none, layers validation".
+    pub fn title(&self) -> String {
+        let layers = match self.layers.is_empty() {
+            true => "none".to_string(),
+            false => self.layers.join("+"),
+        };
+        format!(
+            "{}, emulation {}, layers {layers}",
+            self.driver, self.emulation
+        )
+    }
+
+    /// Rows (cases) and columns (runtimes) of the group's matrix: the
+    /// built-in cases and refrt policies in their order, then the others in
+    /// the order they appear.
+    pub fn axes(&self) -> (Vec<&str>, Vec<&str>) {
+        let mut cases: Vec<&str> = Vec::new();
+        let mut runtimes: Vec<&str> = Vec::new();
+        for c in &self.cells {
+            if !cases.contains(&c.case.as_str()) {
+                cases.push(&c.case);
+            }
+            if !runtimes.contains(&c.runtime.as_str()) {
+                runtimes.push(&c.runtime);
+            }
+        }
+        cases.sort_by_key(|case| case_rank(case));
+        runtimes.sort_by_key(|runtime| runtime_rank(runtime));
+        (cases, runtimes)
+    }
+
+    pub fn cell(&self, case: &str, runtime: &str) -> Option<&CellResult> {
+        self.cells
+            .iter()
+            .find(|c| c.case == case && c.runtime == runtime)
+            .copied()
+    }
+}
+
+/// Built-in cases in their order, before any other (stable sort keeps the rest).
+pub fn case_rank(case: &str) -> usize {
+    crate::plan::BUILTIN_CASES
+        .iter()
+        .position(|c| *c == case)
+        .unwrap_or(usize::MAX)
+}
+
+/// refrt policies from the oldest behaviour to the final fix, before any other.
+pub fn runtime_rank(runtime: &str) -> usize {
+    runtime
+        .strip_prefix("refrt:")
+        .and_then(|p| crate::plan::POLICIES.iter().position(|q| *q == p))
+        .unwrap_or(usize::MAX)
+}
+
+/// Not-green cells first (each kept in its order), then the green ones.
+pub fn red_first(cells: &[CellResult]) -> Vec<&CellResult> {
+    let mut sorted: Vec<&CellResult> = cells.iter().collect();
+    sorted.sort_by_key(|c| c.verdict.is_success());
+    sorted
+}
+
+/// Whether the gate is green for these results: every cell met its
+/// expectation and the run was not cut short.
+pub fn gate_green(results: &Results) -> bool {
+    !results.interrupted && results.cells.iter().all(|c| c.verdict.is_success())
+}
+
+/// The terminal table: one line per cell, with its evidence in short.
+pub fn print_table(out: &mut impl Write, cells: &[CellResult]) -> std::io::Result<()> {
+    let w_case = width(cells.iter().map(|c| c.case.len()), 4);
+    let w_rt = width(cells.iter().map(|c| c.runtime.len()), 7);
+    let w_drv = width(cells.iter().map(|c| c.driver.len()), 6);
+    let w_emu = width(cells.iter().map(|c| c.emulation.len()), 7);
+    writeln!(
+        out,
+        "{:w_case$}  {:w_rt$}  {:w_drv$}  {:w_emu$}  runs  pass crash exit vuid hang  err leak  {:15}  evidence",
+        "case", "runtime", "driver", "emulate", "verdict"
+    )?;
+    for c in cells {
+        let k = &c.counts;
+        writeln!(
+            out,
+            "{:w_case$}  {:w_rt$}  {:w_drv$}  {:w_emu$}  {:4}  {:4} {:5} {:4} {:4} {:4} {:4} {:4}  {:15}  {}",
+            c.case,
+            c.runtime,
+            c.driver,
+            c.emulation,
+            c.runs,
+            k.pass,
+            k.crash,
+            k.exit,
+            k.vuid,
+            k.timeout,
+            k.error,
+            k.leak,
+            c.verdict.name(),
+            evidence_line(c)
+        )?;
+    }
+    Ok(())
+}
+
+fn width(lens: impl Iterator<Item = usize>, min: usize) -> usize {
+    lens.max().unwrap_or(0).max(min)
+}
+
+fn evidence_line(c: &CellResult) -> String {
+    let mut parts: Vec<String> = c.signals.clone();
+    parts.extend(c.vuids.iter().cloned());
+    parts.extend(c.findings.iter().take(3).map(|f| format!("[{f}]")));
+    if parts.is_empty() || !matches!(c.verdict, CellVerdict::ExpectedFail) {
+        if let Some(reason) = &c.reason {
+            if !matches!(c.verdict, CellVerdict::Pass) {
+                parts.push(format!("({reason})"));
+            }
+        }
+    }
+    parts.join(" ")
+}
+
+/// The verdict counts line printed under the table.
+pub fn summary_line(cells: &[CellResult]) -> String {
+    let mut parts = Vec::new();
+    for v in [
+        CellVerdict::Pass,
+        CellVerdict::ExpectedFail,
+        CellVerdict::Fail,
+        CellVerdict::Flaky,
+        CellVerdict::UnexpectedPass,
+        CellVerdict::Error,
+        CellVerdict::Skipped,
+    ] {
+        let n = cells.iter().filter(|c| c.verdict == v).count();
+        if n > 0 {
+            parts.push(format!("{n} {v}"));
+        }
+    }
+    let runs: u64 = cells.iter().map(|c| c.runs).sum();
+    format!("{} cells, {runs} runs: {}", cells.len(), parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::elide_handles;
+
+    #[test]
+    fn handles_are_elided_so_runs_agree() {
+        assert_eq!(
+            elide_handles("VkDevice 0x55d0c6f3b0a0 alive at exit (created on thread main)"),
+            "VkDevice 0x… alive at exit (created on thread main)"
+        );
+        assert_eq!(elide_handles("0x 0xZZ and 0xab"), "0x 0xZZ and 0x…");
+    }
+}
