@@ -1,0 +1,231 @@
+//! The report files of a real run on lavapipe: JUnit XML that parses and
+//! counts the failing cells, an HTML report whose failing cells link to
+//! their evidence, a Markdown summary, and hostile case names in all three.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use predicates::str::contains;
+use std::path::Path;
+
+/// Without validation there is no built-in baseline: the three policies
+/// whose cleanup handler faults after teardown are `fail`, two pass.
+const HANDLER_BEFORE_LOAD: [&str; 5] = [
+    "--runs",
+    "1",
+    "--no-validation",
+    "--case",
+    "handler-before-load",
+];
+
+#[test]
+fn junit_has_one_failure_per_failing_cell_with_its_evidence() {
+    let sb = Sandbox::new();
+    let junit = sb.path().join("junit.xml");
+    let mut args = HANDLER_BEFORE_LOAD.to_vec();
+    args.extend(["--junit", junit.to_str().unwrap()]);
+    let (code, r) = sb.run(&args);
+    assert_eq!(code, 1);
+    let failing: Vec<_> = r["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] == "fail")
+        .collect();
+    assert_eq!(failing.len(), 3, "{r:#}");
+
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    assert_eq!(root.attribute("tests"), Some("5"));
+    assert_eq!(root.attribute("failures"), Some("3"));
+    assert_eq!(root.attribute("errors"), Some("0"));
+    let suites: Vec<_> = root.children().filter(|n| n.is_element()).collect();
+    assert_eq!(suites.len(), 1);
+    assert_eq!(suites[0].attribute("name"), Some("vkexit.lavapipe.none"));
+    assert_eq!(suites[0].attribute("failures"), Some("3"));
+
+    for cell in failing {
+        let name = format!(
+            "handler-before-load × {}",
+            cell["runtime"].as_str().unwrap()
+        );
+        let case = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some(&name))
+            .unwrap_or_else(|| panic!("no testcase {name}"));
+        assert_eq!(case.attribute("classname"), Some("vkexit.lavapipe.none"));
+        let failure = case
+            .children()
+            .find(|n| n.has_tag_name("failure"))
+            .expect("a failure");
+        let message = failure.attribute("message").unwrap();
+        let first = &strings(&cell["artifacts"])[0];
+        assert!(message.contains("signals: SIGSEGV"), "{message}");
+        assert!(
+            message.contains(&format!("artifacts: {first}")),
+            "{message}"
+        );
+        assert!(Path::new(first).is_dir());
+    }
+}
+
+#[test]
+fn html_links_each_failing_cell_to_its_evidence() {
+    let sb = Sandbox::new();
+    let html = sb.path().join("report");
+    let mut args = HANDLER_BEFORE_LOAD.to_vec();
+    args.extend(["--html", html.to_str().unwrap()]);
+    let (code, r) = sb.run(&args);
+    assert_eq!(code, 1);
+    let page = std::fs::read_to_string(html.join("index.html")).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(
+        !page.contains("<script") && !page.contains("<link"),
+        "self-contained"
+    );
+
+    let cell_link = regex::Regex::new(r#"<td class="v-fail"[^>]*><a href="([^"]+)">"#).unwrap();
+    let links: Vec<&str> = cell_link
+        .captures_iter(&page)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    assert_eq!(links.len(), 3, "{page}");
+    for href in links {
+        assert!(href.starts_with("../vkexit-artifacts/"), "relative: {href}");
+        let dir = html.join(href);
+        assert!(dir.is_dir(), "{href} is not a directory");
+        assert!(dir.join("run-0/result.json").is_file(), "{href}");
+    }
+    // The green cells keep no evidence: they link to their row instead.
+    let row_link = regex::Regex::new(r##"<td class="v-pass"[^>]*><a href="#cell-\d+">"##).unwrap();
+    assert_eq!(row_link.find_iter(&page).count(), 2, "{page}");
+    // Counts and the pass rate with its interval.
+    assert!(page.contains("5 cells, 5 runs: 2 pass, 3 fail"), "{page}");
+    assert!(page.contains("0 % (95 % interval 0 %–79.3 %)"), "{page}");
+    assert_eq!(r["cells"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn markdown_lists_the_red_cells_then_the_matrix() {
+    let sb = Sandbox::new();
+    let md = sb.path().join("summary.md");
+    let mut args = HANDLER_BEFORE_LOAD.to_vec();
+    args.extend(["--markdown", md.to_str().unwrap()]);
+    let (code, _) = sb.run(&args);
+    assert_eq!(code, 1);
+    let text = std::fs::read_to_string(md).unwrap();
+    assert!(
+        text.starts_with("## vkexit: gate red\n\n5 cells, 5 runs: 2 pass, 3 fail"),
+        "{text}"
+    );
+    let red = text
+        .find("### Cells that are not green (3)")
+        .expect("red table");
+    let matrix = text
+        .find("### lavapipe, emulation none, layers none")
+        .expect("matrix");
+    assert!(red < matrix);
+    assert!(
+        text.contains("| `handler-before-load` | **fail**: SIGSEGV 1/1 | **fail**: SIGSEGV 1/1 | **fail**: SIGSEGV 1/1 | pass 1/1 | pass 1/1 |"),
+        "{text}"
+    );
+}
+
+#[test]
+fn hostile_case_names_are_escaped_in_every_report() {
+    let sb = Sandbox::new();
+    let name = "a<b>&c\"d'e\u{1}f | *g*";
+    let program = sb.path().join(name);
+    std::fs::copy(mock(), &program).unwrap();
+    let (junit, md, html) = (
+        sb.path().join("j.xml"),
+        sb.path().join("s.md"),
+        sb.path().join("h"),
+    );
+    let (code, r) = sb.run(&[
+        "--runs",
+        "1",
+        "--junit",
+        junit.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+        "--",
+        program.to_str().unwrap(),
+        "--exit-code",
+        "3",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(only_cell(&r)["case"], name);
+
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let case = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase"))
+        .unwrap();
+    // The control character cannot be in XML 1.0: it is shown as \x01.
+    assert_eq!(
+        case.attribute("name"),
+        Some("a<b>&c\"d'e\\x01f | *g* × external")
+    );
+    assert_eq!(root_failures(&doc), "1");
+
+    let page = std::fs::read_to_string(html.join("index.html")).unwrap();
+    assert!(page.contains("a&lt;b&gt;&amp;c\"d'e\\x01f | *g*"), "{page}");
+    assert!(!page.contains("a<b>") && !page.contains('\u{1}'));
+
+    let summary = std::fs::read_to_string(md).unwrap();
+    let row = summary
+        .lines()
+        .find(|l| l.starts_with("| **fail**"))
+        .unwrap();
+    let borders = row.matches('|').count() - row.matches("\\|").count();
+    assert_eq!(borders, 10, "{row}");
+}
+
+fn root_failures<'a>(doc: &'a roxmltree::Document) -> &'a str {
+    doc.root_element().attribute("failures").unwrap()
+}
+
+#[test]
+fn unwritable_report_paths_fail_before_any_run() {
+    for (flag, path) in [
+        ("--junit", "/proc/vkexit-junit.xml"),
+        ("--markdown", "/proc/vkexit-summary.md"),
+        ("--html", "/proc/vkexit-html"),
+    ] {
+        let sb = Sandbox::new();
+        sb.vkexit()
+            .args(["run", flag, path, "--"])
+            .arg(mock())
+            .assert()
+            .code(2)
+            .stderr(contains(path).and(contains("panicked").not()));
+        assert!(
+            !sb.path().join("vkexit-artifacts").exists(),
+            "{flag}: runs started"
+        );
+    }
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.path().join("r.json"),
+        r#"{"schema": "vkexit.results/1", "vkexit_version": "0.1.0", "cells": []}"#,
+    )
+    .unwrap();
+    sb.vkexit()
+        .args([
+            "merge",
+            "r.json",
+            "--json",
+            "m.json",
+            "--html",
+            "/proc/vkexit-html",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("/proc/vkexit-html"));
+}
