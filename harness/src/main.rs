@@ -229,7 +229,8 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
     let _ = report::print_table(&mut out, &cells);
     let _ = writeln!(out, "{}", report::summary_line(&cells));
     let interrupted = run::interrupt::interrupted();
-    let results = report::results(cells, interrupted);
+    let mut results = report::results(cells, interrupted);
+    results.shard = args.shard.map(|s| s.to_string());
     outputs.write(&results)?;
     if interrupted {
         eprintln!("vkexit: interrupted; the results above are what finished before");
@@ -242,11 +243,7 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
 
 fn merge(args: MergeArgs) -> Result<Outcome> {
     let outputs = args.reports.outputs(Some(args.json));
-    let inputs = args
-        .files
-        .iter()
-        .map(|path| vkexit::merge::read(path))
-        .collect::<Result<Vec<_>>>()?;
+    let inputs = vkexit::merge::read_all(&args.files)?;
     outputs.check()?;
     let results = vkexit::merge::merge(inputs);
     let mut out = std::io::stdout().lock();

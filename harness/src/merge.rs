@@ -12,10 +12,11 @@ use crate::baseline::{self, Observed};
 use crate::errors::{Error, Result};
 use crate::report::{self, case_rank, runtime_rank};
 use crate::results::{CellId, CellResult, Results, SCHEMA};
+use crate::shard::Shard;
 use crate::verdict::{CellVerdict, RunVerdict};
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The most findings a merged cell lists, as a run's cell does.
 const MAX_FINDINGS: usize = 16;
@@ -31,6 +32,62 @@ pub fn read(path: &Path) -> Result<Results> {
             path.display()
         ))
     })
+}
+
+/// Reads the files to merge. A file named twice would count its runs
+/// twice, and an incomplete set of shards would gate part of a matrix as if
+/// it were all of it: both are refused.
+pub fn read_all(paths: &[PathBuf]) -> Result<Vec<Results>> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut inputs = Vec::new();
+    for path in paths {
+        let real = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if seen.contains(&real) {
+            return Err(Error::Usage(format!(
+                "{}: given twice; its runs would count twice",
+                path.display()
+            )));
+        }
+        seen.push(real);
+        inputs.push((path.as_path(), read(path)?));
+    }
+    check_shards(&inputs)?;
+    Ok(inputs.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Every shard K/N for K = 1..N, for each N among the inputs.
+fn check_shards(inputs: &[(&Path, Results)]) -> Result<()> {
+    let mut given: Vec<(Shard, &Path)> = Vec::new();
+    for (path, results) in inputs {
+        if let Some(text) = &results.shard {
+            let shard: Shard = text
+                .parse()
+                .map_err(|why| Error::Usage(format!("{}: bad \"shard\": {why}", path.display())))?;
+            given.push((shard, path));
+        }
+    }
+    let mut counts: Vec<u64> = given.iter().map(|(s, _)| s.count()).collect();
+    counts.sort();
+    counts.dedup();
+    for n in counts {
+        let missing: Vec<String> = (1..=n)
+            .filter(|&k| !given.iter().any(|(s, _)| s.count() == n && s.index() == k))
+            .map(|k| format!("{k}/{n}"))
+            .collect();
+        if !missing.is_empty() {
+            let have: Vec<String> = given
+                .iter()
+                .filter(|(s, _)| s.count() == n)
+                .map(|(s, p)| format!("{} ({s})", p.display()))
+                .collect();
+            return Err(Error::Usage(format!(
+                "shard {} missing: the files given are {}; a merge without it would gate part of the matrix",
+                missing.join(", "),
+                have.join(", ")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The text of a results file, checked: JSON first, then the schema name,
@@ -351,6 +408,33 @@ mod tests {
         let merged = merge(vec![a, results(vec![])]);
         assert!(merged.interrupted);
         assert!(!report::gate_green(&merged));
+    }
+
+    #[test]
+    fn every_shard_of_a_split_must_be_there() {
+        let part = |shard: Option<&str>| {
+            let mut r = results(vec![]);
+            r.shard = shard.map(str::to_string);
+            r
+        };
+        let p = Path::new("s.json");
+        let check = |shards: &[Option<&str>]| {
+            let inputs: Vec<_> = shards.iter().map(|s| (p, part(*s))).collect();
+            check_shards(&inputs).map_err(|e| e.to_string())
+        };
+        assert!(check(&[Some("1/2"), Some("2/2")]).is_ok());
+        assert!(check(&[Some("2/2"), Some("1/2"), Some("1/2"), None]).is_ok());
+        assert!(check(&[Some("1/1")]).is_ok());
+        assert!(check(&[None, None]).is_ok());
+        let e = check(&[Some("1/3"), Some("3/3")]).unwrap_err();
+        assert!(
+            e.starts_with("shard 2/3 missing: the files given are s.json (1/3), s.json (3/3)"),
+            "{e}"
+        );
+        let e = check(&[Some("1/2"), Some("2/2"), Some("2/4")]).unwrap_err();
+        assert!(e.starts_with("shard 1/4, 3/4, 4/4 missing"), "{e}");
+        let e = check(&[Some("3/2")]).unwrap_err();
+        assert!(e.contains("bad \"shard\""), "{e}");
     }
 
     #[test]

@@ -13,6 +13,9 @@ pub struct Results {
     /// vkexit was stopped (Ctrl-C, SIGTERM) before every run finished.
     #[serde(default)]
     pub interrupted: bool,
+    /// The shard of the matrix these results are (`--shard K/N`), as "K/N".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
     pub cells: Vec<CellResult>,
 }
 

@@ -61,6 +61,25 @@ fn two_shards_merged_are_the_unsharded_plan_cell_for_cell() {
     assert!(!s1.is_empty() && !s2.is_empty(), "{s1:?} {s2:?}");
     assert!(s1.iter().all(|id| !s2.contains(id)), "shards overlap");
 
+    assert_eq!(read(&sb.path().join("s1.json"))["shard"], "1/2");
+    // A shard whose job failed to upload would leave part of the matrix ungated.
+    sb.vkexit()
+        .args(["merge", "s1.json", "--json", "merged.json"])
+        .assert()
+        .code(2)
+        .stderr(contains("shard 2/2 missing").and(contains("s1.json (1/2)")));
+    sb.vkexit()
+        .args([
+            "merge",
+            "s1.json",
+            "s2.json",
+            "./s1.json",
+            "--json",
+            "merged.json",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("./s1.json: given twice"));
     sb.vkexit()
         .args(["merge", "s1.json", "s2.json", "--json", "merged.json"])
         .assert()
@@ -68,6 +87,7 @@ fn two_shards_merged_are_the_unsharded_plan_cell_for_cell() {
         .stdout(contains("20 cells, 20 runs"));
     let merged = read(&sb.path().join("merged.json"));
     assert_eq!(merged["schema"], "vkexit.results/1");
+    assert!(merged.get("shard").is_none(), "the merge is the whole matrix");
     // Every cell of the unsharded plan exactly once, in the plan's order.
     assert_eq!(ids(&merged), ids(&all));
     let unique: BTreeSet<Id> = ids(&merged).into_iter().collect();

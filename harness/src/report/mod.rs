@@ -147,6 +147,7 @@ pub fn results(cells: Vec<CellResult>, interrupted: bool) -> Results {
         schema: SCHEMA.to_string(),
         vkexit_version: env!("CARGO_PKG_VERSION").to_string(),
         interrupted,
+        shard: None,
         cells,
     }
 }
