@@ -48,6 +48,7 @@ pub(crate) struct Captured<'a> {
 pub(crate) fn capture(
     pc: u64,
     timeout_ms: u64,
+    skip_own_object: bool,
     text: &mut [u8; TEXT_CAPACITY],
 ) -> Result<Captured<'_>, &'static str> {
     let deadline = monotonic_ns() + timeout_ms * 1_000_000;
@@ -61,7 +62,7 @@ pub(crate) fn capture(
     if child == 0 {
         // SAFETY: the child's copy of the read end, closed once.
         unsafe { libc::close(read_end) };
-        child_main(pc, write_end);
+        child_main(pc, skip_own_object, write_end);
     }
     // SAFETY: our copy of the write end, closed once (so EOF comes when the child is done).
     unsafe { libc::close(write_end) };
@@ -197,12 +198,15 @@ fn errno() -> c_int {
 
 /// The child: a copy of the crashed thread. Here allocation is fine; a fault or a deadlock
 /// only ends or stalls the child.
-fn child_main(pc: u64, fd: c_int) -> ! {
+fn child_main(pc: u64, skip_own_object: bool, fd: c_int) -> ! {
     for signo in disposition::WATCHED {
         disposition::set_default(signo);
     }
     make_readable(pc);
-    let text = describe(pc);
+    let own = skip_own_object
+        .then(|| object_of(describe as *const () as usize))
+        .flatten();
+    let text = describe(pc, own.as_deref());
     let mut rest = text.as_bytes();
     while !rest.is_empty() {
         // SAFETY: writes from a live buffer to the pipe.
@@ -245,8 +249,10 @@ fn make_readable(pc: u64) {
 }
 
 /// The frames from the faulting pc outwards (the handler's own frames above it are left
-/// out), as `<omitted>\n[{"ip":…,"object":…,"symbol":…,"file":…,"line":…},…]`.
-fn describe(pc: u64) -> String {
+/// out), as `<omitted>\n[{"ip":…,"object":…,"symbol":…,"file":…,"line":…},…]`. Frames in
+/// object `own` (the preloaded library's trampolines) keep only their object: reading its
+/// debug information would cost more than the name tells.
+fn describe(pc: u64, own: Option<&str>) -> String {
     let mut frames = Vec::new();
     // SAFETY: the child is single-threaded; nothing else unwinds concurrently.
     unsafe {
@@ -262,7 +268,7 @@ fn describe(pc: u64) -> String {
     let mut list = String::from("[");
     let mut omitted = 0u64;
     for frame in &frames[start..] {
-        let entry = describe_frame(frame);
+        let entry = describe_frame(frame, own);
         // Room for the omitted count's line and the closing bracket.
         if omitted > 0 || list.len() + entry.len() + 1 + 24 > TEXT_CAPACITY {
             omitted += 1;
@@ -277,12 +283,17 @@ fn describe(pc: u64) -> String {
     format!("{omitted}\n{list}")
 }
 
-fn describe_frame(frame: &backtrace::Frame) -> String {
+fn describe_frame(frame: &backtrace::Frame, own: Option<&str>) -> String {
     let ip = frame.ip() as usize;
     let mut entry = format!("{{\"ip\":\"{ip:#x}\"");
-    if let Some(object) = object_of(ip) {
+    let object = object_of(ip);
+    if let Some(object) = &object {
         entry.push_str(",\"object\":");
-        push_json_str(&mut entry, keep_tail(&object, MAX_PATH));
+        push_json_str(&mut entry, keep_tail(object, MAX_PATH));
+    }
+    if own.is_some() && object.as_deref() == own {
+        entry.push('}');
+        return entry;
     }
     let mut resolved = false;
     // SAFETY: as for the trace: the child is single-threaded.
@@ -403,7 +414,7 @@ mod tests {
     #[test]
     fn a_description_is_json_that_fits_and_names_its_frames() {
         // Without a pc the list starts at the innermost frame.
-        let text = describe(0);
+        let text = describe(0, None);
         let (omitted, list) = text.split_once('\n').unwrap();
         assert!(list.len() < TEXT_CAPACITY);
         let _: u64 = omitted.parse().unwrap();

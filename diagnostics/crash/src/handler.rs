@@ -175,8 +175,11 @@ fn optional_bool(record: &mut Record, key: &str, value: Option<bool>) {
 /// Writes the `backtrace` record: the frames from a forked child, or why there are none.
 fn write_backtrace(config: &Config, delivery: &Delivery) {
     let mut text = [0u8; frames::TEXT_CAPACITY];
+    let own = config.writer == "preload";
+    let captured = frames::capture(delivery.pc, config.backtrace_ms, own, &mut text);
+    // Stamped when the frames are in, so the two records' times show how long it took.
     let mut record = Record::new("backtrace");
-    match frames::capture(delivery.pc, config.backtrace_ms, &mut text) {
+    match captured {
         Ok(captured) => {
             record
                 .raw("frames", captured.frames)

@@ -13,7 +13,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
-use vkexit_layer_support::Record;
+use vkexit_layer_support::{monotonic_ns, Record};
 
 use crate::objects::LinkMap;
 use crate::{objects, real, timeline};
@@ -93,6 +93,7 @@ unsafe extern "C" fn dlopen_observed(
 ) -> *mut c_void {
     // SAFETY: glibc's dlopen has this signature.
     let dlopen: Dlopen = unsafe { std::mem::transmute(real::DLOPEN.get()) };
+    let call_ns = monotonic_ns();
     // SAFETY: the caller's own arguments.
     let handle = unsafe { dlopen(file, mode) };
     let mut record = Record::new("dlopen");
@@ -105,7 +106,10 @@ unsafe extern "C" fn dlopen_observed(
     } else {
         record.hex("handle", handle as u64);
     }
-    record.bool("ok", !handle.is_null()).bool("observed", true);
+    record
+        .bool("ok", !handle.is_null())
+        .bool("observed", true)
+        .u64("call_ns", call_ns);
     timeline::c_str_field(
         &mut record,
         "caller",
@@ -190,8 +194,9 @@ const DT_NULL: i64 = 0;
 const DT_RPATH: i64 = 15;
 const DT_RUNPATH: i64 = 29;
 
-/// `dlclose(handle)`: records the object's path (read before it goes), the handle and the
-/// result.
+/// `dlclose(handle)`: records the object's path (read before it goes), the handle, the result,
+/// and when the call began (`call_ns`; the record's `t_ns` is when it returned: handlers that
+/// ran inside it fall between the two).
 ///
 /// # Safety
 /// As `dlclose`: `handle` came from `dlopen`.
@@ -206,13 +211,15 @@ pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
     let mut path = [0u8; 512];
     // SAFETY: a handle from dlopen is the object's link_map in glibc.
     let path = unsafe { object_path(handle, &mut path) };
+    let call_ns = monotonic_ns();
     // SAFETY: the caller's own argument.
     let result = unsafe { dlclose(handle) };
     let mut record = Record::new("dlclose");
     record
         .bytes_str("path", path)
         .hex("handle", handle as u64)
-        .i64("result", result.into());
+        .i64("result", result.into())
+        .u64("call_ns", call_ns);
     timeline::write(record);
     result
 }
