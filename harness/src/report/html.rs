@@ -39,12 +39,17 @@ h1 .green { color: #1b5e20; } h1 .red { color: #b71c1c; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #9e9e9e; padding: 0.3em 0.5em; vertical-align: top; text-align: left; }
 th { background: #f5f5f5; }
-td a { color: inherit; }
+td a { color: inherit; text-decoration: none; }
+td a:hover { text-decoration: underline; }
 .matrix td { min-width: 9em; }
+.matrix td a { display: block; }
 .matrix .verdict { font-weight: bold; display: block; }
 .cells td { font-size: 0.9em; }
+.cells td.rate { white-space: nowrap; }
+.cells td.cell { min-width: 18em; }
 .cells ul { margin: 0; padding-left: 1.2em; }
-code { font-size: 0.95em; }
+.cells td a { text-decoration: underline; }
+code { font-family: ui-monospace, monospace; font-size: 1em; }
 .v-pass { background: #c8e6c9; }
 .v-expected-fail { background: #cfd8dc; }
 .v-fail { background: #ef9a9a; }
@@ -169,7 +174,7 @@ fn detail_row(out: &mut String, c: &CellResult, index: usize, base: Option<&Path
     };
     let _ = write!(
         out,
-        "<td><code>{}</code> × <code>{}</code><br>{} · {} · emulation {}{}</td>",
+        "<td class=\"cell\"><code>{}</code> × <code>{}</code><br>{} · {} · emulation {}{}</td>",
         text(&c.case),
         text(&c.runtime),
         text(&c.driver),
@@ -181,7 +186,7 @@ fn detail_row(out: &mut String, c: &CellResult, index: usize, base: Option<&Path
             .unwrap_or_default()
     );
     let _ = write!(out, "<td>{}</td>", text(&observation(c)));
-    let _ = write!(out, "<td>{}</td>", text(&pass_rate_line(c)));
+    let _ = write!(out, "<td class=\"rate\">{}</td>", text(&pass_rate_line(c)));
     let _ = write!(out, "<td>{}</td>", text(&c.signals.join(", ")));
     out.push_str("<td>");
     list(
