@@ -87,7 +87,10 @@ fn two_shards_merged_are_the_unsharded_plan_cell_for_cell() {
         .stdout(contains("20 cells, 20 runs"));
     let merged = read(&sb.path().join("merged.json"));
     assert_eq!(merged["schema"], "vkexit.results/1");
-    assert!(merged.get("shard").is_none(), "the merge is the whole matrix");
+    assert!(
+        merged.get("shard").is_none(),
+        "the merge is the whole matrix"
+    );
     // Every cell of the unsharded plan exactly once, in the plan's order.
     assert_eq!(ids(&merged), ids(&all));
     let unique: BTreeSet<Id> = ids(&merged).into_iter().collect();
