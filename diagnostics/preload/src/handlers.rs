@@ -147,6 +147,9 @@ const POOL_SIZE: usize = 1024;
 static POOL: [Slot; POOL_SIZE] = [const { Slot::new() }; POOL_SIZE];
 /// Where the next search for a free slot starts.
 static NEXT_FREE: AtomicUsize = AtomicUsize::new(0);
+/// Slots of the pool in use: once all are, registrations go straight to leaked slots (slots
+/// come free only as handlers run, mostly at exit).
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
 
 impl Slot {
     const fn new() -> Self {
@@ -162,16 +165,20 @@ impl Slot {
     /// after the slot claimed last, so that filling the pool in order stays linear.
     fn claim(f: Handler, arg: *mut c_void, id: u64) -> &'static Slot {
         let start = NEXT_FREE.load(Ordering::Relaxed);
-        let found = (0..POOL_SIZE).map(|k| (start + k) % POOL_SIZE).find(|&i| {
-            !POOL[i].busy.load(Ordering::Relaxed)
-                && POOL[i]
-                    .busy
-                    .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-        });
+        let pool_full = IN_USE.load(Ordering::Relaxed) >= POOL_SIZE;
+        let found = (0..if pool_full { 0 } else { POOL_SIZE })
+            .map(|k| (start + k) % POOL_SIZE)
+            .find(|&i| {
+                !POOL[i].busy.load(Ordering::Relaxed)
+                    && POOL[i]
+                        .busy
+                        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+            });
         let slot = match found {
             Some(i) => {
                 NEXT_FREE.store((i + 1) % POOL_SIZE, Ordering::Relaxed);
+                IN_USE.fetch_add(1, Ordering::Relaxed);
                 &POOL[i]
             }
             None => {
@@ -188,6 +195,9 @@ impl Slot {
 
     fn release(&self) {
         self.busy.store(false, Ordering::Release);
+        if POOL.as_ptr_range().contains(&std::ptr::from_ref(self)) {
+            IN_USE.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
