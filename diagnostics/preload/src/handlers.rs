@@ -8,7 +8,9 @@
 //! still at the `dlclose` of the registering object. The trampoline records `handler-start` and
 //! `handler-end` around the real call.
 //!
-//! Without a timeline file nothing is recorded and registrations pass through untouched.
+//! Without a timeline file nothing is recorded and registrations pass through untouched. With
+//! `VKEXIT_TIMELINE_HANDLERS=atexit`, C++ static destructors are recorded when registered but
+//! not wrapped (`wrapped: false`), which keeps the exit path as fast as without the library.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -23,6 +25,21 @@ type CxaAtexit = unsafe extern "C" fn(Option<Handler>, *mut c_void, *mut c_void)
 
 /// Registration ids, in registration order, from 1.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Says which handlers get the trampoline: `all` (the default) or `atexit` (C++ static
+/// destructors are recorded when registered, and then run unwrapped).
+pub const HANDLERS_VAR: &str = "VKEXIT_TIMELINE_HANDLERS";
+
+/// Whether C++ static destructors get the trampoline too. Each costs two records at exit;
+/// lavapipe's LLVM alone registers over 3000, which adds tens of milliseconds after `main`
+/// returns: enough to change the outcome of a race between exit and another thread.
+static WRAP_CXX_DESTRUCTORS: AtomicBool = AtomicBool::new(true);
+
+/// Reads [`HANDLERS_VAR`] (from the library's constructor).
+pub(crate) fn configure() {
+    let atexit_only = std::env::var(HANDLERS_VAR).is_ok_and(|v| v.trim() == "atexit");
+    WRAP_CXX_DESTRUCTORS.store(!atexit_only, Ordering::Relaxed);
+}
 
 /// `__cxa_atexit(f, arg, dso_handle)`.
 ///
@@ -54,7 +71,12 @@ unsafe extern "C" fn register(
         return unsafe { real(f, arg, dso_handle) };
     };
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    record_registration(id, f, arg, dso_handle, caller);
+    let wrapped = arg.is_null() || WRAP_CXX_DESTRUCTORS.load(Ordering::Relaxed);
+    record_registration(id, f, arg, dso_handle, caller, wrapped);
+    if !wrapped {
+        // SAFETY: the caller's own arguments.
+        return unsafe { real(Some(f), arg, dso_handle) };
+    }
     let slot = Slot::claim(f, arg, id);
     // SAFETY: the trampoline has glibc's handler signature; the slot outlives the
     // registration (it is released only after the handler ran).
@@ -77,6 +99,7 @@ fn record_registration(
     arg: *mut c_void,
     dso_handle: *mut c_void,
     caller: usize,
+    wrapped: bool,
 ) {
     let registrant = objects::object_of(match dso_handle as usize {
         0 => caller,
@@ -109,6 +132,7 @@ fn record_registration(
     if !atexit {
         record.hex("arg", arg as u64);
     }
+    record.bool("wrapped", wrapped);
     timeline::write(record);
 }
 

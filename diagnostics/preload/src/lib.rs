@@ -34,6 +34,7 @@ mod timeline;
 use vkexit_crash::{exit_state, Installed};
 use vkexit_layer_support::Record;
 
+pub use handlers::HANDLERS_VAR;
 pub use timeline::TIMELINE_FILE_VAR;
 pub use vkexit_crash::CRASH_FILE_VAR;
 
@@ -41,6 +42,7 @@ pub use vkexit_crash::CRASH_FILE_VAR;
 fn on_load() {
     real::resolve_all();
     objects::prepare();
+    handlers::configure();
     exit_state::track();
     let timeline = timeline::open();
     let crash = vkexit_crash::install_preloaded();

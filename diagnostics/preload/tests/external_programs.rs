@@ -283,6 +283,7 @@ fn a_cxx_static_destructor_is_told_from_an_atexit_handler() {
     let (destructor, cleanup) = (destructor[0], cleanup[0]);
     assert!(hex(&destructor["arg"]) != 0);
     assert!(destructor["symbol"].is_null());
+    assert_eq!(destructor["wrapped"], true);
     assert_eq!(destructor["function_object"], exe.to_str().unwrap());
     assert_eq!(cleanup["symbol"], "cleanup");
     let main_start = run.one("main-start");
@@ -358,4 +359,21 @@ fn dlopen_keeps_the_callers_library_search() {
         let name = library.rsplit('/').next().unwrap();
         assert!(close["path"].as_str().unwrap().ends_with(name), "{close}");
     }
+}
+
+/// `VKEXIT_TIMELINE_HANDLERS=atexit`: C++ static destructors are recorded when registered but
+/// run unwrapped (no records at exit), while `atexit` handlers keep their start and end.
+#[test]
+fn cxx_static_destructors_can_be_left_unwrapped() {
+    let exe = compile("g++", CXX_PROGRAM, "cxx-story", &["-rdynamic"]);
+    let run = run(Plan::new(&exe, &[]).env("VKEXIT_TIMELINE_HANDLERS", "atexit"));
+    assert!(run.status.success(), "{}", run.describe());
+    assert_eq!(run.stdout, "cleanup\nstatic destructor\n");
+    let own = format!("/{}", file_name(&exe));
+    let destructor = run.registered_by(&own, "cxa-atexit")[0];
+    let cleanup = run.registered_by(&own, "atexit")[0];
+    assert_eq!(destructor["wrapped"], false);
+    assert_eq!(cleanup["wrapped"], true);
+    assert!(run.of_handler("handler-start", &destructor["id"]).is_none());
+    assert!(run.of_handler("handler-end", &cleanup["id"]).is_some());
 }
