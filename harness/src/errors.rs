@@ -29,7 +29,7 @@ pub enum Error {
     #[error("bad runtime spec `{spec}`: {reason}")]
     BadRuntime { spec: String, reason: String },
 
-    #[error("scenario program {path} not found; build the workspace first: cargo build --release --workspace")]
+    #[error("{path} is missing: build the workspace first: cargo build --release --workspace")]
     ScenarioMissing { path: PathBuf },
 
     #[error("{context}: {path}: {source}")]

@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod drivers;
 pub mod errors;
 pub mod evidence;
+pub mod explain;
 pub mod hang;
 pub mod layers;
 pub mod merge;

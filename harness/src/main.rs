@@ -31,6 +31,11 @@ enum Command {
     Doctor,
     /// Join results files (shards, machines) into one, judge the cells again, and report.
     Merge(MergeArgs),
+    /// Tell the story of one kept run: exit timeline, Vulkan lifetimes, driver, crash.
+    Explain {
+        /// A run directory under the artifacts directory.
+        run_dir: PathBuf,
+    },
     /// Print the devices the driver selected by the environment shows (JSON).
     #[command(hide = true)]
     ProbeDriver,
@@ -80,6 +85,9 @@ struct RunArgs {
     /// Keep the run directories of passing runs too.
     #[arg(long)]
     keep_passing: bool,
+    /// Do not preload the crash report and exit timeline into the runs.
+    #[arg(long)]
+    no_diagnostics: bool,
     /// Run only shard K of N (1 ≤ K ≤ N); a cell's shard is fixed by its identity.
     #[arg(long, value_name = "K/N")]
     shard: Option<vkexit::shard::Shard>,
@@ -134,6 +142,7 @@ fn main() -> ExitCode {
             .map(Outcome::from)
             .map_err(|e| Error::Usage(format!("cannot print: {e}"))),
         Command::Merge(args) => merge(args),
+        Command::Explain { run_dir } => explain(&run_dir),
         Command::ProbeDriver => probe_driver().map(Outcome::from),
     };
     match outcome {
@@ -208,6 +217,7 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
         keep_passing: args.keep_passing,
         chain,
         fail_on_leak: args.fail_on_leak,
+        diagnostics: !args.no_diagnostics,
     };
     let total_cells = plan.cells.iter().filter(|c| c.not_run.is_none()).count();
     let mut done_runs = vec![0u32; plan.cells.len()];
@@ -292,6 +302,30 @@ fn list() -> Result<()> {
         let _ = writeln!(out, "  (ignored {}: {problem})", manifest.display());
     }
     Ok(())
+}
+
+fn explain(run_dir: &std::path::Path) -> Result<Outcome> {
+    if !run_dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "{}: not a run directory (failing runs keep theirs under vkexit-artifacts/CELL/run-K)",
+            run_dir.display()
+        )));
+    }
+    if let Ok(text) = std::fs::read_to_string(run_dir.join("result.json")) {
+        if let Ok(result) = serde_json::from_str::<serde_json::Value>(&text) {
+            let verdict = result["verdict"].as_str().unwrap_or("?");
+            let reason = result["reason"].as_str().unwrap_or("");
+            println!("verdict: {verdict}: {reason}");
+        }
+    }
+    if let Ok(command) = std::fs::read_to_string(run_dir.join("command.txt")) {
+        if let Some(line) = command.lines().last() {
+            println!("command: {line}");
+        }
+    }
+    println!();
+    print!("{}", vkexit::explain::Story::read(run_dir).render());
+    Ok(Outcome::Green)
 }
 
 fn probe_driver() -> Result<bool> {

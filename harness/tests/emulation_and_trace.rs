@@ -134,6 +134,7 @@ fn an_impostor_trace_layer_never_lets_a_run_pass() {
         "mock",
         "libvkexit_refrt.so",
         "libVkLayer_vkexit_tegra_exit.so",
+        "libvkexit_preload.so",
     ] {
         std::os::unix::fs::symlink(bin_dir().join(name), fake.join(name)).unwrap();
     }
@@ -165,4 +166,83 @@ fn an_impostor_trace_layer_never_lets_a_run_pass() {
             .contains("trace layer was not active"),
         "{c:#}"
     );
+}
+
+/// The Jetson diagnosis, from a real emulated run with no debugger: the
+/// summary names the signal, the driver worker thread, the unmapped region
+/// and the driver's exit handler as the last to run; `vkexit explain` tells
+/// the whole story, down to the runtime's load-time destructor that never ran.
+#[test]
+fn an_emulated_jetson_crash_is_explained_from_its_run_directory() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run(&[
+        "--emulate",
+        "tegra",
+        "--case",
+        "clean-exit",
+        "--runtime",
+        "refrt:never",
+        "--runs",
+        "1",
+    ]);
+    let c = only_cell(&r);
+    let summary = &strings(&c["findings"])[0];
+    for piece in [
+        "SIGSEGV (SEGV_MAPERR) on thread vkexit-tegra-0",
+        "in an unmapped region",
+        "during exit (main had returned)",
+        "last exit handler to run: exit handler #",
+        "(atexit, registered by libVkLayer_vkexit_tegra_exit.so)",
+    ] {
+        assert!(summary.contains(piece), "{piece} not in {summary}");
+    }
+    let run = &strings(&c["artifacts"])[0];
+    let out = sb.vkexit().args(["explain", run]).output().unwrap();
+    assert!(out.status.success());
+    let story = String::from_utf8_lossy(&out.stdout);
+    let order = [
+        "main returned 0",
+        "(atexit, registered by libVkLayer_vkexit_tegra_exit.so) runs",
+        "driver exit handler runs with 1 live worker(s)",
+        "unmapped",
+        "CRASH SIGSEGV",
+        "never ran, cut off by the crash:",
+        "(atexit, registered by libvkexit_refrt.so)",
+    ];
+    let mut at = 0;
+    for piece in order {
+        at += story[at..]
+            .find(piece)
+            .unwrap_or_else(|| panic!("{piece:?} missing after byte {at}:\n{story}"));
+    }
+}
+
+#[test]
+fn a_crash_in_an_exit_handler_of_any_program_is_reported_through_the_preload() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run_mock(1, &[], &["--crash-at-exit"]);
+    let c = only_cell(&r);
+    let summary = &strings(&c["findings"])[0];
+    assert!(
+        summary.starts_with("SIGSEGV (SEGV_MAPERR) on thread mock at pc 0x…"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("address 0x…, during exit (main had returned)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("(atexit, registered by mock)"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn explain_refuses_what_is_not_a_run_directory() {
+    let sb = Sandbox::new();
+    sb.vkexit()
+        .args(["explain", "/nonexistent/run-0"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not a run directory"));
 }

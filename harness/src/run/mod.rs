@@ -10,6 +10,7 @@ use crate::capture::Capture;
 use crate::classify::{self, Classification, RunEvidence, Termination, Validation};
 use crate::errors::{Error, Result};
 use crate::evidence::{self, TegraSummary, TraceSummary};
+use crate::explain;
 use crate::hang::HangReport;
 use crate::layers::{self, Chain};
 use crate::plan::{CaseCommand, Cell, Plan, REFRT_LIBRARY};
@@ -33,6 +34,8 @@ pub struct Options {
     pub chain: Chain,
     /// Objects alive at exit (seen by the trace layer) fail a run.
     pub fail_on_leak: bool,
+    /// Preload the crash report and exit timeline into every run.
+    pub diagnostics: bool,
 }
 
 /// What one run came to, and where its evidence is.
@@ -63,6 +66,12 @@ pub fn execute(
     // Runs work in their own directory: every path they get is absolute.
     let mut chain = options.chain.clone();
     chain.write_manifests(&root.join(".layers"), &plan.scenario_dir)?;
+    if options.diagnostics {
+        let preload = plan.scenario_dir.join(PRELOAD_LIBRARY);
+        if !preload.exists() {
+            return Err(Error::ScenarioMissing { path: preload });
+        }
+    }
     let options = &Options {
         artifacts: root,
         chain,
@@ -140,7 +149,7 @@ fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> Run
     let mut hang: Option<HangReport> = None;
     let outcome = match prepare_run_dir(&dir, validation) {
         Ok(()) => {
-            let spec = command_spec(plan, cell, &dir, &options.chain);
+            let spec = command_spec(plan, cell, &dir, options);
             let mut on_hang = |pgid: libc::pid_t, stdout: &Capture| {
                 hang = Some(crate::hang::capture(pgid, &stdout.to_lossy_string()));
             };
@@ -182,6 +191,15 @@ fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> Run
         stderr_bytes: outcome.stderr.total(),
         kept: None,
     };
+    if !record.classification.verdict.is_success() {
+        if let Some(summary) = explain::Story::read(&dir).summary() {
+            record
+                .classification
+                .reason
+                .push_str(&format!("; {summary}"));
+            record.classification.findings.insert(0, summary);
+        }
+    }
     if let Some(report) = &hang {
         record
             .classification
@@ -219,7 +237,8 @@ fn prepare_run_dir(dir: &Path, validation: bool) -> std::io::Result<()> {
 
 /// The environment of one run: the caller's, less anything that would
 /// change what the layer reports, pointed into the run directory.
-fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, chain: &Chain) -> unix::CommandSpec {
+fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix::CommandSpec {
+    let chain = &options.chain;
     let dir_str = |p: &Path| dir.join(p).display().to_string();
     let mut env_set: Vec<(String, String)> = vec![
         ("HOME".into(), dir_str(Path::new("home"))),
@@ -239,6 +258,9 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, chain: &Chain) -> unix::Co
         ),
     ];
     env_set.extend(chain.env(dir));
+    if options.diagnostics {
+        env_set.extend(diagnostics_env(&plan.scenario_dir, dir));
+    }
     let env_remove: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
         .filter(|k| layers::is_inherited_layer_setting(k))
@@ -279,6 +301,30 @@ fn read_validation(dir: &Path, requested: bool) -> Validation {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Validation::NotActive,
         Err(e) => Validation::Unreadable(e.to_string()),
     }
+}
+
+pub const PRELOAD_LIBRARY: &str = "libvkexit_preload.so";
+
+/// The preloaded crash report and exit timeline, ahead of any preload the
+/// caller set: it must see the program's own interposers as the program.
+fn diagnostics_env(library_dir: &Path, dir: &Path) -> Vec<(String, String)> {
+    let mut preload = library_dir.join(PRELOAD_LIBRARY).display().to_string();
+    if let Ok(user) = std::env::var("LD_PRELOAD") {
+        if !user.trim().is_empty() {
+            preload = format!("{preload}:{user}");
+        }
+    }
+    vec![
+        ("LD_PRELOAD".into(), preload),
+        (
+            "VKEXIT_CRASH_FILE".into(),
+            dir.join(explain::CRASH_FILE).display().to_string(),
+        ),
+        (
+            "VKEXIT_TIMELINE_FILE".into(),
+            dir.join(explain::TIMELINE_FILE).display().to_string(),
+        ),
+    ]
 }
 
 /// A missing or unreadable file reads as a layer that never loaded: the
