@@ -20,7 +20,7 @@ use crate::context::Delivery;
 use crate::disposition::{self, After};
 use crate::exit_state::Phase;
 use crate::maps::{self, Lookup};
-use crate::{frames, names};
+use crate::{frames, names, stacks};
 
 /// What the handler needs, fixed at install.
 pub(crate) struct Config {
@@ -60,25 +60,30 @@ extern "C" fn on_crash(signo: c_int, info: *mut siginfo_t, context: *mut c_void)
     let slot = inside::enter(tid, signo);
     // SAFETY: the kernel's pointers for this delivery.
     let delivery = unsafe { Delivery::read(signo, info, context) };
-    if let Some(config) = CONFIG.get() {
-        write_crash(config, &delivery);
-        if FIRST
+    // The same fault again on the same thread: the program's handler returned without
+    // curing it (Rust's does, after restoring the default action). Recorded once.
+    let repeated = last::is_repeat(tid, &delivery);
+    if let (Some(config), false) = (CONFIG.get(), repeated) {
+        let first = FIRST
             .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            if config.backtrace_ms > 0 {
+            .is_ok();
+        // The records need more stack than a thread's alternate stack may have.
+        stacks::run_with_room(&mut || {
+            write_crash(config, &delivery);
+            if first && config.backtrace_ms > 0 {
                 write_backtrace(config, &delivery);
             }
-        } else {
+        });
+        if !first {
             wait_while_others_inside(tid, config.backtrace_ms + WAIT_SLACK_MS);
         }
     }
     inside::leave(slot);
     match disposition::after(signo) {
-        After::Chain(prior) => {
-            // SAFETY: the prior action was installed by the program for this signal and
-            // expects exactly these arguments.
-            unsafe { chain(prior, signo, info, context) };
+        After::Chain(action) => {
+            // SAFETY: the program installed this action for this signal and expects exactly
+            // these arguments.
+            unsafe { chain(&action, signo, info, context) };
         }
         After::Default | After::NotInstalled => {
             disposition::set_default(signo);
@@ -93,7 +98,9 @@ extern "C" fn on_crash(signo: c_int, info: *mut siginfo_t, context: *mut c_void)
     unsafe { *libc::__errno_location() = errno };
 }
 
-/// Writes the `crash` record.
+/// Writes the `crash` record. Its buffers (the record, the maps) stay out of the handler's
+/// entry frame.
+#[inline(never)]
 fn write_crash(config: &Config, delivery: &Delivery) {
     let [pc_map, addr_map] = maps::lookup([delivery.pc, delivery.addr.unwrap_or(0)]);
     let phase = Phase::now();
@@ -173,6 +180,7 @@ fn optional_bool(record: &mut Record, key: &str, value: Option<bool>) {
 }
 
 /// Writes the `backtrace` record: the frames from a forked child, or why there are none.
+#[inline(never)]
 fn write_backtrace(config: &Config, delivery: &Delivery) {
     let mut text = [0u8; frames::TEXT_CAPACITY];
     let own = config.writer == "preload";
@@ -241,23 +249,69 @@ fn end_with(signo: c_int) {
     }
 }
 
-/// Calls the handler that was installed before ours, as the kernel would have.
+/// Calls the program's handler, as the kernel would have: with its mask (and the signal itself
+/// unless `SA_NODEFER`) blocked, resetting the disposition first for `SA_RESETHAND`.
 ///
 /// # Safety
-/// `prior` is the program's action for `signo`; `info` and `context` are the kernel's.
-unsafe fn chain(prior: &libc::sigaction, signo: c_int, info: *mut siginfo_t, context: *mut c_void) {
-    if prior.sa_flags & libc::SA_RESETHAND != 0 {
-        disposition::set_default(signo);
+/// `action` is the program's action for `signo`; `info` and `context` are the kernel's.
+unsafe fn chain(
+    action: &libc::sigaction,
+    signo: c_int,
+    info: *mut siginfo_t,
+    context: *mut c_void,
+) {
+    disposition::note_chained(signo, action);
+    let mut mask = action.sa_mask;
+    // SAFETY: an all-zero sigset_t is a valid output buffer.
+    let mut previous: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: sigset operations on locals; the old mask is restored below.
+    unsafe {
+        if action.sa_flags & libc::SA_NODEFER == 0 {
+            libc::sigaddset(&mut mask, signo);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &mask, &mut previous);
     }
-    if prior.sa_flags & libc::SA_SIGINFO != 0 {
+    if action.sa_flags & libc::SA_SIGINFO != 0 {
         // SAFETY: an SA_SIGINFO action's handler has this signature.
         let handler: extern "C" fn(c_int, *mut siginfo_t, *mut c_void) =
-            unsafe { std::mem::transmute(prior.sa_sigaction) };
+            unsafe { std::mem::transmute(action.sa_sigaction) };
         handler(signo, info, context);
     } else {
         // SAFETY: a plain action's handler has this signature.
-        let handler: extern "C" fn(c_int) = unsafe { std::mem::transmute(prior.sa_sigaction) };
+        let handler: extern "C" fn(c_int) = unsafe { std::mem::transmute(action.sa_sigaction) };
         handler(signo);
+    }
+    // SAFETY: restores the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut()) };
+}
+
+/// The last fault recorded, to tell a repeat of it.
+mod last {
+    use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+
+    use crate::context::Delivery;
+
+    static TID: AtomicI32 = AtomicI32::new(0);
+    static PC: AtomicU64 = AtomicU64::new(0);
+    static ADDR: AtomicU64 = AtomicU64::new(0);
+
+    /// Whether `delivery` repeats the last instruction fault on thread `tid`; remembers it
+    /// otherwise.
+    pub fn is_repeat(tid: i32, delivery: &Delivery) -> bool {
+        if !delivery.refaults() {
+            return false;
+        }
+        let addr = delivery.addr.unwrap_or(0);
+        if TID.load(Ordering::Acquire) == tid
+            && PC.load(Ordering::Acquire) == delivery.pc
+            && ADDR.load(Ordering::Acquire) == addr
+        {
+            return true;
+        }
+        PC.store(delivery.pc, Ordering::Release);
+        ADDR.store(addr, Ordering::Release);
+        TID.store(tid, Ordering::Release);
+        false
     }
 }
 

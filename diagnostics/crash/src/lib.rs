@@ -16,14 +16,14 @@
 //! - `backtrace`, best effort, for the first crash only: `frames` (`[{ip, object, symbol,
 //!   file, line}, …]` from the faulting pc outwards), `frames_omitted`, or `error`.
 //!
-//! Then the signal's own outcome: the handler installed before ours is called, or the default
-//! action taken — by returning from a fault, so that the instruction faults again, or by
-//! sending the signal again. The exit status is the one the program would have had.
+//! Then the signal's own outcome, as the program set it up: its own handler is called (one
+//! installed before ours, or, through the preloaded library, after), or the default action
+//! taken — by returning from a fault, so that the instruction faults again, or by sending the
+//! signal again. The exit status is the one the program would have had. See [`disposition`].
 //!
 //! [`install`] is for programs that link this crate; the preloaded `libvkexit_preload.so`
 //! installs the same handler into any program, and then `install` does nothing.
 
-mod altstack;
 mod context;
 pub mod disposition;
 pub mod exit_state;
@@ -31,6 +31,7 @@ mod frames;
 mod handler;
 mod maps;
 pub mod names;
+mod stacks;
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,8 +108,7 @@ fn install_as(writer: &'static str) -> Installed {
     if handler::CONFIG.set(config).is_err() {
         return Installed::Already;
     }
-    // Without an alternate stack the handler still runs, except after a stack overflow.
-    let _ = altstack::ensure();
+    stacks::prepare();
     let signals = disposition::install(handler::address());
     INSTALLED.store(!signals.is_empty(), Ordering::Release);
     Installed::Now {
