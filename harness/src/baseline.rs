@@ -2,8 +2,10 @@
 //! follows from its runs. The built-in scenarios × refrt policies carry a
 //! built-in baseline, measured on lavapipe under validation, so that a plain
 //! `vkexit run` is green on a healthy machine and still shows every known-bad
-//! policy, with its evidence, as `expected-fail`.
+//! policy, with its evidence, as `expected-fail`. A baseline file
+//! (`--baseline`, see `expectations`) replaces it for the cells it names.
 
+use crate::glob;
 use crate::results::Counts;
 use crate::verdict::{CellVerdict, RunVerdict};
 
@@ -17,12 +19,27 @@ pub enum Outcome {
         vuids: Vec<String>,
         signals: Vec<String>,
     },
+    /// Some runs pass and some fail: whatever the cell does, the gate stays
+    /// green, and the cell is still reported as it is (`pass`, `flaky`, `fail`).
+    Flaky,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expectation {
     pub outcome: Outcome,
     pub reason: String,
+    /// Which expectation this is: "built-in", or "FILE:LINE" of a baseline entry.
+    pub source: String,
+}
+
+pub const BUILTIN_SOURCE: &str = "built-in";
+
+/// Whether a cell with this verdict, judged against this expectation, keeps
+/// the gate green: a flaky-expected cell does, whether it passed or failed.
+pub fn green(verdict: CellVerdict, expectation: Option<&Expectation>) -> bool {
+    let flaky_expected = expectation.is_some_and(|e| e.outcome == Outcome::Flaky);
+    verdict.is_success()
+        || (flaky_expected && matches!(verdict, CellVerdict::Flaky | CellVerdict::Fail))
 }
 
 /// What the runs of a cell showed, in aggregate.
@@ -56,6 +73,17 @@ pub fn evaluate(expectation: Option<&Expectation>, seen: &Observed) -> (CellVerd
                 (false, false) => CellVerdict::Fail,
             };
             (verdict, format!("{passes} of {total} runs passed"))
+        }
+        Some((Outcome::Flaky, reason)) => {
+            let verdict = match (passes == total, mixed) {
+                (true, _) => CellVerdict::Pass,
+                (false, true) => CellVerdict::Flaky,
+                (false, false) => CellVerdict::Fail,
+            };
+            (
+                verdict,
+                format!("{passes} of {total} runs passed; known to be flaky: {reason}"),
+            )
         }
         Some((Outcome::Fail { .. }, reason)) if passes == total => (
             CellVerdict::UnexpectedPass,
@@ -94,7 +122,10 @@ fn mismatch(
             diffs.push(format!("{} {v} runs", seen.counts.get(v)));
         }
     }
-    for id in vuids.iter().filter(|id| !seen.vuids.contains(id)) {
+    // An expected id may be a pattern (`VUID-vkDestroyDevice-device-*`):
+    // layers rename ids between versions.
+    let shown = |want: &String| seen.vuids.iter().any(|id| glob::matches(want, id));
+    for id in vuids.iter().filter(|id| !shown(id)) {
         diffs.push(format!("no {id}"));
     }
     for s in signals.iter().filter(|s| !seen.signals.contains(s)) {
@@ -131,6 +162,7 @@ pub fn builtin(
     Some(Expectation {
         outcome,
         reason: reason.to_string(),
+        source: BUILTIN_SOURCE.to_string(),
     })
 }
 
@@ -235,6 +267,7 @@ mod tests {
         Expectation {
             outcome: fail(&[RunVerdict::Vuid], &[CHILDREN_ALIVE], &[]),
             reason: "kept buffer".into(),
+            source: "b.toml:3".into(),
         }
     }
 

@@ -3,23 +3,30 @@
 //! `vkexit` binary is a thin command line over it.
 
 pub mod baseline;
+pub mod baseline_update;
 pub mod capture;
 pub mod classify;
 pub mod doctor;
 pub mod drivers;
 pub mod errors;
 pub mod evidence;
+pub mod expectations;
 pub mod explain;
+pub mod gate;
+pub mod glob;
 pub mod hang;
 pub mod layers;
+pub mod matrix;
 pub mod merge;
 pub mod plan;
 pub mod probe;
 pub mod report;
+pub mod repro;
 pub mod results;
 pub mod run;
 pub mod shard;
 pub mod stats;
+pub mod toml_file;
 pub mod validation;
 pub mod verdict;
 pub mod vuid;

@@ -2,12 +2,14 @@
 
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use vkexit::errors::{Error, Result};
-use vkexit::layers::{Chain, Emulation};
+use vkexit::expectations::{Baseline, BaselineFile};
+use vkexit::gate::{self, Gate};
+use vkexit::matrix::{Matrix, Overrides};
 use vkexit::{doctor, drivers, plan, report, run};
 
 #[derive(Parser)]
@@ -31,6 +33,13 @@ enum Command {
     Doctor,
     /// Join results files (shards, machines) into one, judge the cells again, and report.
     Merge(MergeArgs),
+    /// Run one cell until it fails, or until its failure rate is shown below --max-rate.
+    Repro(Box<ReproArgs>),
+    /// Baseline files: what cells are known to do.
+    Baseline {
+        #[command(subcommand)]
+        command: BaselineCommand,
+    },
     /// Tell the story of one kept run: exit timeline, Vulkan lifetimes, driver, crash.
     Explain {
         /// A run directory under the artifacts directory.
@@ -43,7 +52,41 @@ enum Command {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// A built-in case (repeatable; default: all).
+    /// A matrix file: cases, runtimes, drivers, layer sets, runs, environment
+    /// (the flags below replace or extend what it says).
+    #[arg(long, value_name = "MATRIX.toml")]
+    config: Option<PathBuf>,
+    /// A baseline file: what cells are known to do (repeatable; the first
+    /// entry that matches a cell judges it, else the built-in baseline).
+    #[arg(long = "baseline", value_name = "EXPECT.toml")]
+    baselines: Vec<PathBuf>,
+    #[command(flatten)]
+    select: Selection,
+    /// Runs per cell [default: 5].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: Option<u32>,
+    #[command(flatten)]
+    exec: Execution,
+    /// Write the results file (schema vkexit.results/1).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    reports: ReportArgs,
+    /// Keep the run directories of passing runs too.
+    #[arg(long)]
+    keep_passing: bool,
+    /// Run only shard K of N (1 ≤ K ≤ N); a cell's shard is fixed by its identity.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<vkexit::shard::Shard>,
+    /// An external program and its arguments, run as one case.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+/// Which cells: what `run` and `repro` share.
+#[derive(clap::Args)]
+struct Selection {
+    /// A built-in case, or a case of the matrix file (repeatable; default: all).
     #[arg(long = "case", value_name = "NAME")]
     cases: Vec<String>,
     /// A runtime spec such as refrt:guarded (repeatable; default: every refrt policy).
@@ -52,48 +95,87 @@ struct RunArgs {
     /// A driver short name (lavapipe, radv, nvidia, …) or ICD manifest path (repeatable; default: every driver with a device).
     #[arg(long = "driver", value_name = "NAME")]
     drivers: Vec<String>,
-    /// Runs per cell.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
-    runs: u32,
-    /// Runs at once (default: the number of cores).
-    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
-    jobs: Option<u32>,
-    /// Seconds before a run counts as hung and its process group is killed.
-    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
-    timeout: f64,
     /// Run without the validation layer (VUIDs cannot be seen then).
     #[arg(long)]
     no_validation: bool,
     /// Emulate a driver's exit behaviour: none, tegra (the Jetson crash,
-    /// every time) or tegra-racy (flaky, as on the Orin).
-    #[arg(long, value_name = "MODE", default_value = "none")]
-    emulate: String,
+    /// every time) or tegra-racy (flaky, as on the Orin) [default: none].
+    #[arg(long, value_name = "MODE")]
+    emulate: Option<String>,
     /// Add the trace layer: object lifetimes, calls on dead handles, objects alive at exit.
     #[arg(long)]
     trace: bool,
     /// Objects alive at exit fail a run (verdict `leak`); implies --trace.
     #[arg(long)]
     fail_on_leak: bool,
-    /// Write the results file (schema vkexit.results/1).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    #[command(flatten)]
-    reports: ReportArgs,
+}
+
+/// How runs are made: what `run` and `repro` share.
+#[derive(clap::Args)]
+struct Execution {
+    /// Runs at once (default: the number of cores).
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
+    jobs: Option<u32>,
+    /// Seconds before a run counts as hung and its process group is killed [default: 60].
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<f64>,
     /// Where failing runs keep their evidence.
     #[arg(long, value_name = "DIR", default_value = "vkexit-artifacts")]
     artifacts: PathBuf,
-    /// Keep the run directories of passing runs too.
-    #[arg(long)]
-    keep_passing: bool,
     /// Do not preload the crash report and exit timeline into the runs.
     #[arg(long)]
     no_diagnostics: bool,
-    /// Run only shard K of N (1 ≤ K ≤ N); a cell's shard is fixed by its identity.
-    #[arg(long, value_name = "K/N")]
-    shard: Option<vkexit::shard::Shard>,
-    /// An external program and its arguments, run as one case.
+}
+
+impl Selection {
+    fn overrides(self, exec: &Execution, runs: Option<u32>, command: Vec<OsString>) -> Overrides {
+        Overrides {
+            cases: self.cases,
+            runtimes: self.runtimes,
+            drivers: self.drivers,
+            command,
+            runs,
+            jobs: exec.jobs,
+            timeout: exec.timeout,
+            emulate: self.emulate,
+            trace: self.trace,
+            no_validation: self.no_validation,
+            fail_on_leak: self.fail_on_leak,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+struct ReproArgs {
+    #[command(flatten)]
+    select: Selection,
+    #[command(flatten)]
+    exec: Execution,
+    /// Stop, green, once the 95 % upper bound of the failure rate is below this.
+    #[arg(long, value_name = "RATE", default_value = "1%", value_parser = vkexit::repro::parse_rate)]
+    max_rate: f64,
+    /// The most runs; a --max-rate that needs more clean runs is refused.
+    #[arg(long, value_name = "N", default_value_t = vkexit::repro::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(u64).range(1..))]
+    max_runs: u64,
+    /// An external program and its arguments, as the cell.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
+}
+
+#[derive(Subcommand)]
+enum BaselineCommand {
+    /// Bring a baseline file up to date with a results file.
+    Update {
+        /// The results file (schema vkexit.results/1) of the job.
+        #[arg(long, value_name = "FILE")]
+        results: PathBuf,
+        /// The baseline file to update (created when missing).
+        #[arg(long, value_name = "FILE")]
+        baseline: PathBuf,
+        /// Remove the entries that match no cell of the results.
+        #[arg(long)]
+        prune: bool,
+    },
 }
 
 /// The reports besides the results file, for `run` and `merge`.
@@ -142,6 +224,15 @@ fn main() -> ExitCode {
             .map(Outcome::from)
             .map_err(|e| Error::Usage(format!("cannot print: {e}"))),
         Command::Merge(args) => merge(args),
+        Command::Repro(args) => repro(*args),
+        Command::Baseline {
+            command:
+                BaselineCommand::Update {
+                    results,
+                    baseline,
+                    prune,
+                },
+        } => baseline_update(&results, &baseline, prune),
         Command::Explain { run_dir } => explain(&run_dir),
         Command::ProbeDriver => probe_driver().map(Outcome::from),
     };
@@ -175,69 +266,43 @@ impl From<bool> for Outcome {
 
 fn run_command(args: RunArgs) -> Result<Outcome> {
     // From here on a Ctrl-C is vkexit's to handle: nothing may be left behind.
-    run::interrupt::install()
-        .map_err(|e| Error::Usage(format!("cannot install signal handlers: {e}")))?;
-    if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        return Err(Error::Usage(format!(
-            "--timeout {}: expected a positive number of seconds",
-            args.timeout
-        )));
-    }
-    let validation = match args.no_validation {
-        true => None,
-        false => Some(vkexit::validation::find_layer()?),
+    install_interrupt()?;
+    let mut matrix = match &args.config {
+        Some(path) => Matrix::read(path)?,
+        None => Matrix::default(),
     };
-    let chain = Chain {
-        trace: args.trace || args.fail_on_leak,
-        validation,
-        emulation: Emulation::parse(&args.emulate)?,
-        manifests: None,
-    };
+    matrix.apply(args.select.overrides(&args.exec, args.runs, args.command))?;
+    let baseline = Baseline::read(&args.baselines)?;
     let outputs = args.reports.outputs(args.json);
     outputs.check()?;
-    let request = plan::Request {
-        cases: args.cases,
-        runtimes: args.runtimes,
-        drivers: args.drivers,
-        external: (!args.command.is_empty()).then_some(args.command),
-        chain: chain.clone(),
+    let settings = gate::Settings {
+        jobs: matrix.jobs.map(|j| j as usize).unwrap_or_else(cores),
+        artifacts: args.exec.artifacts,
+        keep_passing: args.keep_passing,
+        diagnostics: !args.exec.no_diagnostics,
+        shard: args.shard,
     };
-    let mut plan = plan::plan(&request)?;
-    if let Some(shard) = args.shard {
-        plan.retain_shard(shard);
-    }
-    for note in &plan.notes {
+    let gate = Gate::plan(&matrix, &baseline, settings)?;
+    for note in &gate.notes {
         eprintln!("vkexit: {note}");
     }
-    let options = run::Options {
-        runs: args.runs,
-        jobs: args.jobs.map(|j| j as usize).unwrap_or_else(cores),
-        timeout: Duration::from_secs_f64(args.timeout),
-        artifacts: args.artifacts,
-        keep_passing: args.keep_passing,
-        chain,
-        fail_on_leak: args.fail_on_leak,
-        diagnostics: !args.no_diagnostics,
-    };
-    let total_cells = plan.cells.iter().filter(|c| c.not_run.is_none()).count();
-    let mut done_runs = vec![0u32; plan.cells.len()];
+    let total_cells = gate.runnable_cells();
     let mut done_cells = 0;
-    let runs = run::execute(&plan, &options, |cell, record| {
-        done_runs[record.cell] += 1;
-        if done_runs[record.cell] == options.runs {
-            done_cells += 1;
-            eprintln!("[{done_cells}/{total_cells}] {} done", cell.label());
-        }
+    let cells = gate.run(|cell| {
+        done_cells += 1;
+        eprintln!("[{done_cells}/{total_cells}] {} done", cell.label());
     })?;
-    let cells: Vec<_> = plan
-        .cells
-        .iter()
-        .zip(&runs)
-        .map(|(cell, runs)| report::summarize(cell, runs))
-        .collect();
+    drop(gate);
     let mut out = std::io::stdout().lock();
     let _ = report::print_table(&mut out, &cells);
     let _ = writeln!(out, "{}", report::summary_line(&cells));
+    if !args.baselines.is_empty() {
+        let (from_files, builtin) = gate::judged_by(&cells);
+        let _ = writeln!(
+            out,
+            "expectations: {from_files} cells judged by the baseline files, {builtin} by the built-in baseline"
+        );
+    }
     let interrupted = run::interrupt::interrupted();
     let mut results = report::results(cells, interrupted);
     results.shard = args.shard.map(|s| s.to_string());
@@ -246,9 +311,128 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
         eprintln!("vkexit: interrupted; the results above are what finished before");
         return Ok(Outcome::Interrupted);
     }
-    Ok(Outcome::from(
-        results.cells.iter().all(|c| c.verdict.is_success()),
-    ))
+    Ok(Outcome::from(gate::green(&results.cells)))
+}
+
+fn install_interrupt() -> Result<()> {
+    run::interrupt::install()
+        .map_err(|e| Error::Usage(format!("cannot install signal handlers: {e}")))
+}
+
+fn repro(args: ReproArgs) -> Result<Outcome> {
+    install_interrupt()?;
+    let mut matrix = Matrix::default();
+    matrix.apply(args.select.overrides(&args.exec, None, args.command))?;
+    let [set] = matrix.layer_sets()[..] else {
+        unreachable!("flags alone give one layer set")
+    };
+    let validation = match set.validation {
+        true => Some(vkexit::validation::find_layer()?),
+        false => None,
+    };
+    let chain = gate::chain(&set, validation.as_ref(), matrix.fail_on_leak);
+    let plan = plan::plan(&gate::request(&matrix, chain.clone()))?;
+    let options = run::Options {
+        runs: 1,
+        jobs: matrix.jobs.map(|j| j as usize).unwrap_or_else(cores),
+        timeout: Duration::from_secs_f64(matrix.timeout_secs()),
+        artifacts: args.exec.artifacts,
+        keep_passing: false,
+        chain,
+        fail_on_leak: matrix.fail_on_leak,
+        diagnostics: !args.exec.no_diagnostics,
+    };
+    let needed = vkexit::repro::clean_runs_needed(args.max_rate);
+    if let Some(cell) = plan.cells.first().filter(|_| plan.cells.len() == 1) {
+        println!(
+            "repro: {} [{}, emulation {}]: until the first failure, or {needed} runs without one (failure rate below {}), {} at once",
+            cell.label(),
+            vkexit::expectations::layers_text(&cell.layers),
+            cell.emulation,
+            vkexit::repro::percent(args.max_rate),
+            options.jobs
+        );
+    }
+    let tty = std::io::stderr().is_terminal();
+    let outcome = vkexit::repro::repro(&plan, &options, args.max_rate, args.max_runs, |runs| {
+        if tty {
+            let bound = vkexit::repro::percent(vkexit::repro::upper_bound(0, runs));
+            eprint!("\r{runs} runs, no failure; failure rate below {bound}   ");
+        }
+    })?;
+    if tty {
+        eprintln!();
+    }
+    for f in &outcome.failures {
+        println!("run {} failed: {}: {}", f.run, f.verdict, f.reason);
+        if let Some(dir) = &f.evidence {
+            println!("  evidence: {}", dir.display());
+        }
+    }
+    let n = outcome.runs;
+    let failures = outcome.failures.len();
+    let (lo, hi) = vkexit::stats::wilson95(failures as u64, n);
+    let pct = vkexit::repro::percent;
+    if outcome.interrupted {
+        println!("interrupted after {n} runs, {failures} failures");
+        return Ok(Outcome::Interrupted);
+    }
+    if failures > 0 {
+        println!(
+            "failed: {failures} of {n} runs; failure rate {} (95 % interval {}–{})",
+            pct(failures as f64 / n as f64),
+            pct(lo),
+            pct(hi)
+        );
+        return Ok(Outcome::Red);
+    }
+    println!(
+        "no failure in {n} runs: the failure rate is below {} (95 % upper bound {})",
+        pct(args.max_rate),
+        pct(outcome.upper_bound())
+    );
+    Ok(Outcome::Green)
+}
+
+fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> Result<Outcome> {
+    let input = vkexit::merge::read(results)?;
+    if input.interrupted {
+        return Err(Error::Usage(format!(
+            "{}: the run was interrupted, so its cells are not all there; run the job again",
+            results.display()
+        )));
+    }
+    let old = match baseline.exists() {
+        true => BaselineFile::read(baseline)?,
+        false => BaselineFile {
+            path: baseline.to_path_buf(),
+            ..BaselineFile::default()
+        },
+    };
+    let (new, changes) = vkexit::baseline_update::update(&old, &input, prune);
+    let text = vkexit::baseline_update::render(&new);
+    std::fs::write(baseline, text)
+        .map_err(|e| Error::io("cannot write the baseline file", baseline, e))?;
+    for line in &changes.removed {
+        println!("removed: {line}");
+    }
+    for line in &changes.added {
+        println!("added:   {line}");
+    }
+    let todo = new
+        .entries
+        .iter()
+        .filter(|e| e.reason == vkexit::baseline_update::TODO_REASON)
+        .count();
+    println!(
+        "{}: {} entries kept, {} added, {} removed; {todo} need a reason (\"{}\")",
+        baseline.display(),
+        changes.kept,
+        changes.added.len(),
+        changes.removed.len(),
+        vkexit::baseline_update::TODO_REASON
+    );
+    Ok(Outcome::Green)
 }
 
 fn merge(args: MergeArgs) -> Result<Outcome> {

@@ -184,6 +184,7 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
         }
         union_sorted(&mut c.vuids, p.vuids);
         union_sorted(&mut c.signals, p.signals);
+        union_sorted(&mut c.allowed_vuids, p.allowed_vuids);
         for f in p.findings {
             if c.findings.len() < MAX_FINDINGS && !c.findings.contains(&f) {
                 c.findings.push(f);
@@ -213,20 +214,28 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
     };
     c.verdict = verdict;
     c.reason = Some(reason);
+    // Judged again, against the built-in expectation only.
+    let expectation = builtin_expectation(&c);
+    c.expectation = expectation.as_ref().map(|e| e.source.clone());
+    c.flaky_expected = false;
     c
 }
 
 /// As `vkexit run` judges a cell: against the built-in expectation of a
 /// built-in case under validation, else pass, fail, flaky or error.
 fn judge(c: &CellResult) -> (CellVerdict, String) {
-    let validation = c.layers.iter().any(|l| l == "validation");
-    let expectation = baseline::builtin(&c.case, &c.runtime, &c.driver, &c.emulation, validation);
+    let expectation = builtin_expectation(c);
     let observed = Observed {
         counts: c.counts,
         vuids: c.vuids.clone(),
         signals: c.signals.clone(),
     };
     baseline::evaluate(expectation.as_ref(), &observed)
+}
+
+fn builtin_expectation(c: &CellResult) -> Option<baseline::Expectation> {
+    let validation = c.layers.iter().any(|l| l == "validation");
+    baseline::builtin(&c.case, &c.runtime, &c.driver, &c.emulation, validation)
 }
 
 fn union_sorted(into: &mut Vec<String>, from: Vec<String>) {

@@ -108,9 +108,30 @@ pub struct Request {
     pub cases: Vec<String>,
     pub runtimes: Vec<String>,
     pub drivers: Vec<String>,
-    pub external: Option<Vec<OsString>>,
+    /// A named driver that is not installed gives skipped cells (a matrix
+    /// file's drivers), instead of an error (a `--driver` typo).
+    pub skip_absent_drivers: bool,
+    pub externals: Vec<ExternalCase>,
     /// The layers every run gets (validation, trace, emulation).
     pub chain: Chain,
+}
+
+/// Any program, run as one case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalCase {
+    pub name: String,
+    pub argv: Vec<OsString>,
+}
+
+/// The case name of `-- CMD ARGS`: the program's file name.
+pub fn external_name(argv: &[OsString]) -> String {
+    let Some(program) = argv.first() else {
+        return String::new();
+    };
+    Path::new(program)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| program.to_string_lossy().into_owned())
 }
 
 #[derive(Debug)]
@@ -182,19 +203,15 @@ pub fn plan(request: &Request) -> Result<Plan> {
 
     let mut cells = Vec::new();
     for (driver, device, not_run) in &drivers {
-        if let Some(argv) = &request.external {
-            let name = Path::new(&argv[0])
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_else(|| argv[0].to_string_lossy().into_owned());
+        for external in &request.externals {
             cells.push(Cell {
-                case: name,
+                case: external.name.clone(),
                 runtime: "external".into(),
                 driver: driver.clone(),
                 device: device.clone(),
                 layers: layers.clone(),
                 emulation: emulation.clone(),
-                command: CaseCommand::External(argv.clone()),
+                command: CaseCommand::External(external.argv.clone()),
                 not_run: not_run.clone(),
                 expectation: None,
             });
@@ -247,9 +264,9 @@ fn choose_cases(request: &Request) -> Result<(Vec<String>, Vec<String>)> {
             });
         }
     }
-    let cases: Vec<String> = match (&request.external, request.cases.is_empty()) {
-        (Some(_), true) => Vec::new(),
-        (None, true) => BUILTIN_CASES.iter().map(|s| s.to_string()).collect(),
+    let cases: Vec<String> = match (request.externals.is_empty(), request.cases.is_empty()) {
+        (false, true) => Vec::new(),
+        (true, true) => BUILTIN_CASES.iter().map(|s| s.to_string()).collect(),
         (_, false) => dedup(&request.cases),
     };
     let runtimes = if request.runtimes.is_empty() {
@@ -284,15 +301,22 @@ fn choose_drivers(request: &Request, notes: &mut Vec<String>) -> Result<Vec<Chos
         ));
     }
     let explicit = !request.drivers.is_empty();
-    let candidates = if explicit {
-        drivers::select(&found, &request.drivers)?
-    } else {
-        found
+    let candidates: Vec<(Driver, Option<NotRun>)> = match explicit {
+        true if request.skip_absent_drivers => resolve_listed(&found, &request.drivers),
+        true => drivers::select(&found, &request.drivers)?
+            .into_iter()
+            .map(|d| (d, None))
+            .collect(),
+        false => found.into_iter().map(|d| (d, None)).collect(),
     };
     let cwd = std::env::temp_dir();
     let mut chosen = Vec::new();
     let mut absent = Vec::new();
-    for driver in candidates {
+    for (driver, missing) in candidates {
+        if missing.is_some() {
+            chosen.push((driver, None, missing));
+            continue;
+        }
         let not_run = match probe::probe_driver(&driver, &[], &cwd) {
             Ok(r) if !r.devices.is_empty() => {
                 chosen.push((driver, r.devices.into_iter().next(), None));
@@ -325,6 +349,83 @@ fn choose_drivers(request: &Request, notes: &mut Vec<String>) -> Result<Vec<Chos
     Ok(chosen)
 }
 
+/// The drivers a matrix file lists, in its order. An entry is a short name
+/// (every installed manifest of that driver) or a manifest path. Entries
+/// that come to a driver already listed are alternatives: the first one
+/// found is used, so `["/usr/local/nvidia/…/nvidia_icd.json", "nvidia"]`
+/// runs NVIDIA once, wherever it is installed. A driver no entry finds gives
+/// one skipped driver, with what was looked for.
+fn resolve_listed(found: &[Driver], wanted: &[String]) -> Vec<(Driver, Option<NotRun>)> {
+    // (name, drivers found, what was looked for in vain)
+    let mut named: Vec<(String, Vec<Driver>, Vec<String>)> = Vec::new();
+    for want in wanted {
+        let (name, drivers, miss) = if want.ends_with(".json") || Path::new(want).is_absolute() {
+            match drivers::read_manifest(Path::new(want)) {
+                Ok(d) => (d.name.clone(), vec![d], None),
+                Err(e) => (guess_name(want), vec![], Some(format!("{want}: {e}"))),
+            }
+        } else {
+            let drivers: Vec<Driver> = found.iter().filter(|d| &d.name == want).cloned().collect();
+            let miss = drivers
+                .is_empty()
+                .then(|| format!("no ICD manifest of driver {want} is installed"));
+            (want.clone(), drivers, miss)
+        };
+        let slot = match named.iter().position(|(n, _, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                named.push((name, Vec::new(), Vec::new()));
+                named.len() - 1
+            }
+        };
+        let (_, have, missed) = &mut named[slot];
+        if have.is_empty() {
+            *have = drivers;
+        }
+        missed.extend(miss);
+    }
+    let mut out = Vec::new();
+    for (name, have, missed) in named {
+        if have.is_empty() {
+            let manifest = wanted
+                .iter()
+                .find(|w| w.ends_with(".json") && guess_name(w) == name)
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            let driver = Driver {
+                name: name.clone(),
+                manifest,
+                library: String::new(),
+            };
+            let why = format!(
+                "driver {name} is not installed here ({})",
+                missed.join("; ")
+            );
+            out.push((driver, Some(NotRun::Skipped(why))));
+        } else {
+            out.extend(have.into_iter().map(|d| (d, None)));
+        }
+    }
+    out
+}
+
+/// The short name a manifest that cannot be read would most likely give:
+/// `nvidia_icd.json` → nvidia, `lvp_icd.x86_64.json` → lavapipe.
+fn guess_name(manifest: &str) -> String {
+    let file = Path::new(manifest)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = file.split('.').next().unwrap_or_default();
+    let stem = stem.strip_suffix("_icd").unwrap_or(stem);
+    let name = drivers::short_name(&format!("libvulkan_{stem}.so"));
+    match name.strip_prefix("vulkan_") {
+        Some(rest) if rest.starts_with("nvidia") => "nvidia".to_string(),
+        Some(rest) => rest.to_string(),
+        None => name,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,7 +436,8 @@ mod tests {
             cases: Vec::new(),
             runtimes: Vec::new(),
             drivers: Vec::new(),
-            external: None,
+            skip_absent_drivers: false,
+            externals: Vec::new(),
             chain: Chain {
                 trace: false,
                 validation: None,
@@ -369,7 +471,10 @@ mod tests {
     #[test]
     fn an_external_command_alone_runs_no_built_in_case() {
         let external = Request {
-            external: Some(vec!["/bin/true".into()]),
+            externals: vec![ExternalCase {
+                name: "true".into(),
+                argv: vec!["/bin/true".into()],
+            }],
             ..request()
         };
         let (cases, _) = choose_cases(&external).unwrap();
@@ -377,6 +482,83 @@ mod tests {
         let (cases, runtimes) = choose_cases(&request()).unwrap();
         assert_eq!(cases.len(), 4);
         assert_eq!(runtimes.len(), 5);
+    }
+
+    fn driver(name: &str, manifest: &str) -> Driver {
+        Driver {
+            name: name.into(),
+            manifest: manifest.into(),
+            library: format!("lib{name}.so"),
+        }
+    }
+
+    #[test]
+    fn a_matrix_driver_that_is_not_installed_is_skipped_with_what_was_looked_for() {
+        let found = vec![driver(
+            "lavapipe",
+            "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+        )];
+        let wanted: Vec<String> = vec![
+            "/nonexistent/icd.d/nvidia_icd.json".into(),
+            "nvidia".into(),
+            "lavapipe".into(),
+        ];
+        let got = resolve_listed(&found, &wanted);
+        assert_eq!(got.len(), 2);
+        let (nvidia, why) = &got[0];
+        assert_eq!(nvidia.name, "nvidia");
+        assert_eq!(
+            nvidia.manifest,
+            Path::new("/nonexistent/icd.d/nvidia_icd.json")
+        );
+        let Some(NotRun::Skipped(why)) = why else {
+            panic!("{why:?}")
+        };
+        assert!(
+            why.starts_with(
+                "driver nvidia is not installed here (/nonexistent/icd.d/nvidia_icd.json: "
+            ) && why.ends_with("; no ICD manifest of driver nvidia is installed)"),
+            "{why}"
+        );
+        assert_eq!(got[1], (found[0].clone(), None));
+    }
+
+    #[test]
+    fn the_first_entry_found_for_a_driver_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let icd = dir.path().join("nvidia_icd.json");
+        std::fs::write(
+            &icd,
+            r#"{"file_format_version":"1.0.0","ICD":{"library_path":"libGLX_nvidia.so.0","api_version":"1.3.0"}}"#,
+        )
+        .unwrap();
+        let found = vec![driver("nvidia", "/usr/share/vulkan/icd.d/nvidia_icd.json")];
+        let wanted = vec![icd.display().to_string(), "nvidia".to_string()];
+        let got = resolve_listed(&found, &wanted);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0.manifest, icd);
+        assert!(got[0].1.is_none());
+        // The other order: the installed one comes first.
+        let wanted = vec!["nvidia".to_string(), icd.display().to_string()];
+        let got = resolve_listed(&found, &wanted);
+        assert_eq!(got[0].0.manifest, found[0].manifest);
+    }
+
+    #[test]
+    fn names_are_guessed_from_manifest_file_names() {
+        assert_eq!(
+            guess_name("/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json"),
+            "nvidia"
+        );
+        assert_eq!(
+            guess_name("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"),
+            "lavapipe"
+        );
+        assert_eq!(
+            guess_name("/usr/share/vulkan/icd.d/radeon_icd.x86_64.json"),
+            "radv"
+        );
+        assert_eq!(guess_name("/opt/my_icd.json"), "my");
     }
 
     #[test]

@@ -104,6 +104,18 @@ pub struct CellResult {
     /// The ICD manifest of the driver.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_manifest: Option<String>,
+    /// Which expectation judged the cell: "built-in", or "FILE:LINE" of the
+    /// baseline entry; absent when none applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expectation: Option<String>,
+    /// The baseline knows the cell is flaky: it keeps the gate green whether
+    /// it passed, was flaky or failed, and its verdict says which.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flaky_expected: bool,
+    /// Message ids the runs logged that an allow-list of the baseline removed
+    /// before judging (a layer's known false positive).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_vuids: Vec<String>,
 }
 
 /// What makes a cell the same cell in another run, shard or results file:
@@ -134,6 +146,14 @@ impl CellId {
 }
 
 impl CellResult {
+    /// Whether this cell keeps the gate green: it met its expectation, or
+    /// it is known to be flaky and passed or failed.
+    pub fn is_green(&self) -> bool {
+        self.verdict.is_success()
+            || (self.flaky_expected
+                && matches!(self.verdict, CellVerdict::Flaky | CellVerdict::Fail))
+    }
+
     pub fn id(&self) -> CellId {
         CellId {
             case: self.case.clone(),

@@ -28,11 +28,7 @@ pub fn render(results: &Results) -> String {
         );
     }
 
-    let red: Vec<&CellResult> = results
-        .cells
-        .iter()
-        .filter(|c| !c.verdict.is_success())
-        .collect();
+    let red: Vec<&CellResult> = results.cells.iter().filter(|c| !c.is_green()).collect();
     if !red.is_empty() {
         let _ = writeln!(out, "\n### Cells that are not green ({})\n", red.len());
         out.push_str("| verdict | case | runtime | driver | emulation | runs | evidence | reason | artifacts |\n");
@@ -70,7 +66,7 @@ pub fn render(results: &Results) -> String {
             for runtime in &runtimes {
                 let text = match group.cell(case, runtime) {
                     None => "—".to_string(),
-                    Some(c) if c.verdict.is_success() => md(&observation(c)),
+                    Some(c) if c.is_green() => md(&observation(c)),
                     Some(c) => format!("**{}**: {}", c.verdict, md(&observation(c))),
                 };
                 let _ = write!(out, " {text} |");

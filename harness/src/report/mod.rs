@@ -65,6 +65,7 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
             (verdict, explain_errors(verdict, why, runs))
         }
     };
+    let judged_by = cell.expectation.as_ref().filter(|_| cell.not_run.is_none());
     let n = counts.total();
     let [lo, hi] = pass_rate_95(counts);
     CellResult {
@@ -87,6 +88,9 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
         reason: Some(reason),
         device: cell.device.as_ref().map(|d| d.name.clone()),
         driver_manifest: Some(cell.driver.manifest.display().to_string()),
+        expectation: judged_by.map(|e| e.source.clone()),
+        flaky_expected: judged_by.is_some_and(|e| e.outcome == baseline::Outcome::Flaky),
+        allowed_vuids: Vec::new(),
     }
 }
 
@@ -365,14 +369,14 @@ pub fn runtime_rank(runtime: &str) -> usize {
 /// Not-green cells first (each kept in its order), then the green ones.
 pub fn red_first(cells: &[CellResult]) -> Vec<&CellResult> {
     let mut sorted: Vec<&CellResult> = cells.iter().collect();
-    sorted.sort_by_key(|c| c.verdict.is_success());
+    sorted.sort_by_key(|c| c.is_green());
     sorted
 }
 
 /// Whether the gate is green for these results: every cell met its
 /// expectation and the run was not cut short.
 pub fn gate_green(results: &Results) -> bool {
-    !results.interrupted && results.cells.iter().all(|c| c.verdict.is_success())
+    !results.interrupted && results.cells.iter().all(|c| c.is_green())
 }
 
 /// The terminal table: one line per cell, with its evidence in short.

@@ -1,0 +1,539 @@
+//! `vkexit baseline update`: a baseline file brought up to date with what a
+//! results file shows, so that accepting a new known failure, or a fix, is
+//! one command and a reviewed diff.
+//!
+//! For each cell that was judged (it ran, and no run was an `error`):
+//! - an entry about this one cell that still fits what it did is kept as it
+//!   is, reason and all; one that no longer fits is dropped;
+//! - then, if the entries about many cells (`*` patterns) or else the
+//!   built-in baseline do not fit what it did, an entry about this cell is
+//!   added, saying what it did, with reason "TODO: explain";
+//! - a cell that fails as the built-in baseline says gets an entry too, with
+//!   the built-in reason, so the file says everything known about the job.
+//!
+//! Entries that match no cell of the results are removed only with
+//! `--prune`. The file is written whole: a header, the `[[allow]]` entries as
+//! they were, the entries about one cell sorted (driver, emulation, layers,
+//! case, runtime), then the pattern entries in their old order. Entries about
+//! one cell come first so that each decides its cell whatever a pattern
+//! entry says, which is what this update checked.
+
+use crate::baseline::{self, Expectation, Observed, BUILTIN_SOURCE};
+use crate::expectations::{layers_text, BaselineFile, Entry, Expect, Pattern, Subject};
+use crate::report::{case_rank, runtime_rank};
+use crate::results::{CellResult, Results};
+use crate::verdict::{CellVerdict, RunVerdict};
+
+pub const TODO_REASON: &str = "TODO: explain";
+
+/// What an update did, entry by entry, for the user to read.
+#[derive(Debug, Default)]
+pub struct Changes {
+    pub kept: usize,
+    /// "case × runtime × driver [layers, emulation]: what it did (reason)".
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+/// The updated entries, and what changed.
+pub fn update(old: &BaselineFile, results: &Results, prune: bool) -> (BaselineFile, Changes) {
+    let mut changes = Changes::default();
+    let (exact, patterns): (Vec<Entry>, Vec<Entry>) = old
+        .entries
+        .iter()
+        .cloned()
+        .partition(|e| e.pattern.is_exact());
+    let mut exact: Vec<(Entry, bool)> = exact.into_iter().map(|e| (e, false)).collect();
+    let mut patterns: Vec<(Entry, bool)> = patterns.into_iter().map(|e| (e, false)).collect();
+    for cell in &results.cells {
+        let subject = Subject::of_result(cell);
+        for (e, matched) in patterns.iter_mut() {
+            *matched |= e.pattern.matches(&subject);
+        }
+        let mine = exact.iter().position(|(e, _)| e.pattern.matches(&subject));
+        if let Some(i) = mine {
+            exact[i].1 = true;
+        }
+        if !judged(cell) {
+            continue;
+        }
+        let seen = Observed {
+            counts: cell.counts,
+            vuids: cell.vuids.clone(),
+            signals: cell.signals.clone(),
+        };
+        if let Some(i) = mine {
+            if fits(Some(&exact[i].0.expectation()), &seen) {
+                changes.kept += 1;
+                continue;
+            }
+            let (gone, _) = exact.remove(i);
+            changes.removed.push(describe(&gone, "no longer fits"));
+        }
+        let builtin = builtin(cell);
+        let fallback = patterns
+            .iter()
+            .find(|(e, _)| e.pattern.matches(&subject))
+            .map(|(e, _)| e.expectation())
+            .or_else(|| builtin.clone());
+        let fitting = fits(fallback.as_ref(), &seen);
+        let failed = cell.counts.pass < cell.counts.total();
+        let from_builtin = fallback
+            .as_ref()
+            .is_some_and(|e| e.source == BUILTIN_SOURCE);
+        if fitting && !(failed && from_builtin) {
+            continue;
+        }
+        let reason = match &builtin {
+            Some(b) if fits(Some(b), &seen) => b.reason.clone(),
+            _ => TODO_REASON.to_string(),
+        };
+        let entry = observed_entry(cell, reason);
+        changes.added.push(describe(&entry, ""));
+        exact.push((entry, true));
+    }
+    let keep = |(e, matched): (Entry, bool), changes: &mut Changes| {
+        if prune && !matched {
+            changes.removed.push(describe(&e, "matches no cell"));
+            None
+        } else {
+            Some(e)
+        }
+    };
+    let mut exact: Vec<Entry> = exact
+        .into_iter()
+        .filter_map(|x| keep(x, &mut changes))
+        .collect();
+    exact.sort_by_key(sort_key);
+    let patterns: Vec<Entry> = patterns
+        .into_iter()
+        .filter_map(|x| keep(x, &mut changes))
+        .collect();
+    let file = BaselineFile {
+        path: old.path.clone(),
+        entries: exact.into_iter().chain(patterns).collect(),
+        allows: old.allows.clone(),
+    };
+    (file, changes)
+}
+
+/// A cell that ran, with no run that could not be judged.
+fn judged(cell: &CellResult) -> bool {
+    cell.counts.total() > 0 && cell.counts.error == 0 && cell.verdict != CellVerdict::Skipped
+}
+
+/// Whether the cell, judged against this expectation, keeps the gate green.
+fn fits(expectation: Option<&Expectation>, seen: &Observed) -> bool {
+    let (verdict, _) = baseline::evaluate(expectation, seen);
+    baseline::green(verdict, expectation)
+}
+
+fn builtin(cell: &CellResult) -> Option<Expectation> {
+    let validation = cell.layers.iter().any(|l| l == "validation");
+    baseline::builtin(
+        &cell.case,
+        &cell.runtime,
+        &cell.driver,
+        &cell.emulation,
+        validation,
+    )
+}
+
+/// An entry about one cell saying what it did.
+fn observed_entry(cell: &CellResult, reason: String) -> Entry {
+    let c = &cell.counts;
+    let expect = if c.pass == c.total() {
+        Expect::Pass
+    } else if c.pass > 0 {
+        Expect::Flaky
+    } else {
+        let verdicts = RunVerdict::ALL
+            .into_iter()
+            .filter(|&v| v != RunVerdict::Pass && c.get(v) > 0)
+            .collect();
+        Expect::Fail {
+            run_verdicts: Some(verdicts),
+            vuids: cell.vuids.clone(),
+            signals: cell.signals.clone(),
+        }
+    };
+    Entry {
+        pattern: Pattern {
+            case: Some(cell.case.clone()),
+            runtime: Some(cell.runtime.clone()),
+            driver: Some(cell.driver.clone()),
+            layers: Some(layers_text(&cell.layers)),
+            emulation: Some(cell.emulation.clone()),
+        },
+        expect,
+        reason,
+        source: String::new(),
+    }
+}
+
+type SortKey = (String, String, String, usize, String, usize, String);
+
+fn sort_key(e: &Entry) -> SortKey {
+    let p = &e.pattern;
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    (
+        text(&p.driver),
+        text(&p.emulation),
+        text(&p.layers),
+        case_rank(&text(&p.case)),
+        text(&p.case),
+        runtime_rank(&text(&p.runtime)),
+        text(&p.runtime),
+    )
+}
+
+fn describe(e: &Entry, why: &str) -> String {
+    let p = &e.pattern;
+    let any = |v: &Option<String>| v.clone().unwrap_or_else(|| "*".into());
+    let what = match &e.expect {
+        Expect::Pass => "pass".to_string(),
+        Expect::Flaky => "flaky".to_string(),
+        Expect::Fail {
+            run_verdicts,
+            vuids,
+            signals,
+        } => {
+            let mut parts: Vec<String> = run_verdicts
+                .iter()
+                .flatten()
+                .map(|v| v.name().to_string())
+                .collect();
+            parts.extend(signals.iter().cloned());
+            parts.extend(vuids.iter().cloned());
+            format!("fail ({})", parts.join(", "))
+        }
+    };
+    let at = match e.source.is_empty() {
+        true => String::new(),
+        false => format!("{}: ", e.source),
+    };
+    let why = match why.is_empty() {
+        true => String::new(),
+        false => format!("; {why}"),
+    };
+    format!(
+        "{at}{} × {} × {} [{}, {}]: {what}: {}{why}",
+        any(&p.case),
+        any(&p.runtime),
+        any(&p.driver),
+        any(&p.layers),
+        any(&p.emulation),
+        e.reason
+    )
+}
+
+const HEADER: &str = "\
+# vkexit baseline: what the cells of a job are known to do.
+# Used by `vkexit run --baseline FILE`; written by `vkexit baseline update`.
+# [[expect]] entries are tried in order, and the first that matches a cell judges it;
+# a cell that none matches is judged by vkexit's built-in baseline.
+# [[allow]] entries remove message ids from every run they apply to, before judging.
+# An update keeps each entry that still fits, with its reason; a reason of
+# \"TODO: explain\" still needs writing. Comments other than this header are not kept.
+";
+
+/// The file's text: stable for the same entries, so updates diff cleanly.
+pub fn render(file: &BaselineFile) -> String {
+    let mut out = String::from(HEADER);
+    for a in &file.allows {
+        out.push_str("\n[[allow]]\n");
+        line(&mut out, "allow_vuids", &list(&a.vuids));
+        opt(&mut out, "driver", &a.driver);
+        opt(&mut out, "layer_version", &a.layer_version);
+        line(&mut out, "reason", &quote(&a.reason));
+    }
+    for e in &file.entries {
+        out.push_str("\n[[expect]]\n");
+        let p = &e.pattern;
+        opt(&mut out, "case", &p.case);
+        opt(&mut out, "runtime", &p.runtime);
+        opt(&mut out, "driver", &p.driver);
+        opt(&mut out, "layers", &p.layers);
+        opt(&mut out, "emulation", &p.emulation);
+        match &e.expect {
+            Expect::Pass => line(&mut out, "expect", "\"pass\""),
+            Expect::Flaky => line(&mut out, "flaky", "true"),
+            Expect::Fail {
+                run_verdicts,
+                vuids,
+                signals,
+            } => {
+                line(&mut out, "expect", "\"fail\"");
+                if let Some(v) = run_verdicts {
+                    let names: Vec<String> = v.iter().map(|v| v.name().to_string()).collect();
+                    line(&mut out, "run_verdicts", &list(&names));
+                }
+                if !vuids.is_empty() {
+                    line(&mut out, "vuids", &list(vuids));
+                }
+                if !signals.is_empty() {
+                    line(&mut out, "signals", &list(signals));
+                }
+            }
+        }
+        line(&mut out, "reason", &quote(&e.reason));
+    }
+    out
+}
+
+fn line(out: &mut String, key: &str, value: &str) {
+    out.push_str(key);
+    out.push_str(" = ");
+    out.push_str(value);
+    out.push('\n');
+}
+
+fn opt(out: &mut String, key: &str, value: &Option<String>) {
+    if let Some(v) = value {
+        line(out, key, &quote(v));
+    }
+}
+
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn list(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| quote(s)).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::junit::tests::{cell, counts, results};
+    use crate::toml_file::TomlFile;
+
+    const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
+
+    fn parse(text: &str) -> BaselineFile {
+        let file = TomlFile {
+            path: "b.toml".into(),
+            text: text.into(),
+        };
+        BaselineFile::parse(&file).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    }
+
+    /// A cell as `vkexit run` would leave it: lavapipe, validation, no emulation.
+    fn vuid_cell(case: &str, runtime: &str) -> CellResult {
+        let mut c = cell(case, runtime, CellVerdict::ExpectedFail, counts(0, 0, 3));
+        c.vuids = vec![CHILDREN.into()];
+        c
+    }
+
+    fn crash_cell(case: &str, runtime: &str) -> CellResult {
+        let mut c = cell(case, runtime, CellVerdict::Fail, counts(0, 3, 0));
+        c.signals = vec!["SIGSEGV".into()];
+        c
+    }
+
+    fn pass_cell(case: &str, runtime: &str) -> CellResult {
+        cell(case, runtime, CellVerdict::Pass, counts(3, 0, 0))
+    }
+
+    #[test]
+    fn built_in_failures_get_entries_with_the_built_in_reasons() {
+        let r = results(vec![
+            pass_cell("clean-exit", "refrt:never"),
+            vuid_cell("buffer-kept-at-exit", "refrt:guarded"),
+            crash_cell("my-test", "external"),
+        ]);
+        let (file, changes) = update(&BaselineFile::default(), &r, false);
+        assert_eq!(changes.added.len(), 2, "{changes:?}");
+        assert_eq!(
+            file.entries[0].reason,
+            "vkDestroyDevice while the kept buffer and its memory are alive"
+        );
+        assert_eq!(
+            file.entries[0].expect,
+            Expect::Fail {
+                run_verdicts: Some(vec![RunVerdict::Vuid]),
+                vuids: vec![CHILDREN.into()],
+                signals: vec![],
+            }
+        );
+        assert_eq!(file.entries[1].reason, TODO_REASON);
+        assert_eq!(file.entries[1].pattern.case.as_deref(), Some("my-test"));
+        // What it wrote reads back the same, and judges every cell green.
+        let text = render(&file);
+        assert!(text.starts_with("# vkexit baseline"), "{text}");
+        let again = parse(&text);
+        assert_eq!(
+            again
+                .entries
+                .iter()
+                .map(|e| (&e.pattern, &e.expect, &e.reason))
+                .collect::<Vec<_>>(),
+            file.entries
+                .iter()
+                .map(|e| (&e.pattern, &e.expect, &e.reason))
+                .collect::<Vec<_>>()
+        );
+        let (_, second) = update(&again, &r, false);
+        assert!(
+            second.added.is_empty() && second.removed.is_empty(),
+            "{second:?}"
+        );
+        assert_eq!(second.kept, 2);
+    }
+
+    #[test]
+    fn an_update_keeps_reasons_and_fields_of_entries_that_still_fit() {
+        let old = parse(
+            r#"
+[[allow]]
+allow_vuids = ["UNASSIGNED-fp"]
+layer_version = "1.3.239"
+reason = "old layer"
+
+[[expect]]
+case = "buffer-kept-at-exit"
+runtime = "refrt:guarded"
+driver = "lavapipe"
+layers = "validation"
+emulation = "none"
+expect = "fail"
+run_verdicts = ["vuid", "crash"]
+reason = "my own words"
+
+[[expect]]
+case = "my-test"
+runtime = "external"
+driver = "lavapipe"
+layers = "validation"
+emulation = "none"
+expect = "fail"
+signals = ["SIGSEGV"]
+reason = "fixed since"
+
+[[expect]]
+case = "gone-case"
+runtime = "external"
+driver = "lavapipe"
+layers = "validation"
+emulation = "none"
+expect = "pass"
+reason = "not in these results"
+
+[[expect]]
+case = "*"
+runtime = "refrt:static-*"
+flaky = true
+reason = "a pattern"
+"#,
+        );
+        let r = results(vec![
+            vuid_cell("buffer-kept-at-exit", "refrt:guarded"),
+            // Fixed: it passes now, and nothing else expects it to fail.
+            pass_cell("my-test", "external"),
+            // Fails differently than the built-in baseline says.
+            crash_cell("buffer-kept-at-exit", "refrt:atexit-after-init"),
+        ]);
+        let (file, changes) = update(&old, &r, false);
+        let text = render(&file);
+        let again = parse(&text);
+        let runtime = |rt: &str| {
+            again
+                .entries
+                .iter()
+                .find(|e| e.pattern.runtime.as_deref() == Some(rt))
+                .unwrap()
+        };
+        let kept = runtime("refrt:guarded");
+        assert_eq!(kept.reason, "my own words");
+        assert!(matches!(&kept.expect, Expect::Fail { run_verdicts: Some(v), .. } if v.len() == 2));
+        assert!(!text.contains("fixed since"), "{text}");
+        assert_eq!(changes.kept, 1);
+        assert_eq!(changes.removed.len(), 1, "{changes:?}");
+        assert!(
+            changes.removed[0].starts_with("b.toml:17: my-test × external"),
+            "{changes:?}"
+        );
+        assert_eq!(changes.added.len(), 1);
+        assert_eq!(runtime("refrt:atexit-after-init").reason, TODO_REASON);
+        // Entries that match no cell stay without --prune; the allow-list stays.
+        assert!(text.contains("not in these results") && text.contains("a pattern"));
+        assert_eq!(again.allows.len(), 1);
+        assert_eq!(again.allows[0].reason, "old layer");
+        // The pattern entry comes after every entry about one cell.
+        assert_eq!(again.entries.last().unwrap().reason, "a pattern");
+
+        let (file, changes) = update(&old, &r, true);
+        let text = render(&file);
+        assert!(
+            !text.contains("not in these results") && !text.contains("a pattern"),
+            "{text}"
+        );
+        assert_eq!(changes.removed.len(), 3, "{changes:?}");
+    }
+
+    #[test]
+    fn a_pass_where_the_built_in_baseline_expects_a_failure_gets_a_pass_entry() {
+        let r = results(vec![pass_cell("buffer-kept-at-exit", "refrt:guarded")]);
+        let (file, _) = update(&BaselineFile::default(), &r, false);
+        assert_eq!(file.entries.len(), 1);
+        assert_eq!(file.entries[0].expect, Expect::Pass);
+        assert_eq!(file.entries[0].reason, TODO_REASON);
+    }
+
+    #[test]
+    fn flaky_cells_get_flaky_entries_and_errors_say_nothing() {
+        let mut flaky = crash_cell("my-test", "external");
+        flaky.counts = counts(2, 1, 0);
+        flaky.verdict = CellVerdict::Flaky;
+        let mut broken = crash_cell("other", "external");
+        broken.counts.error = 1;
+        broken.verdict = CellVerdict::Error;
+        let (file, _) = update(
+            &BaselineFile::default(),
+            &results(vec![flaky, broken]),
+            false,
+        );
+        assert_eq!(file.entries.len(), 1);
+        assert_eq!(file.entries[0].expect, Expect::Flaky);
+        assert!(render(&file).contains("flaky = true\nreason = \"TODO: explain\"\n"));
+    }
+
+    #[test]
+    fn the_output_is_sorted_and_stable() {
+        let cells = vec![
+            crash_cell("handler-before-load", "refrt:never"),
+            vuid_cell("buffer-kept-at-exit", "refrt:guarded"),
+            vuid_cell("buffer-kept-at-exit", "refrt:static-destructor"),
+        ];
+        let mut reversed = cells.clone();
+        reversed.reverse();
+        let (a, _) = update(&BaselineFile::default(), &results(cells), false);
+        let (b, _) = update(&BaselineFile::default(), &results(reversed), false);
+        assert_eq!(render(&a), render(&b));
+        let order: Vec<_> = a
+            .entries
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e.pattern.case.as_deref().unwrap(),
+                    e.pattern.runtime.as_deref().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "buffer-kept-at-exit refrt:static-destructor",
+                "buffer-kept-at-exit refrt:guarded",
+                "handler-before-load refrt:never"
+            ]
+        );
+        // Reasons with quotes and newlines survive.
+        let mut f = a.clone();
+        f.entries[0].reason = "say \"why\"\nsecond line".into();
+        let again = parse(&render(&f));
+        assert_eq!(again.entries[0].reason, "say \"why\"\nsecond line");
+    }
+}

@@ -1,0 +1,934 @@
+//! Baseline files (`vkexit run --baseline FILE.toml`): what cells are known
+//! to do, written by hand or by `vkexit baseline update`.
+//!
+//! ```toml
+//! [[expect]]
+//! case = "buffer-kept-at-exit"   # each key a `*` pattern; a key left out matches anything
+//! runtime = "refrt:*"
+//! driver = "lavapipe"            # the short name, or the ICD manifest path
+//! layers = "validation"          # the cell's layers joined by "+", or "none"
+//! emulation = "none"
+//! expect = "fail"                # "pass" or "fail"; or `flaky = true` instead
+//! run_verdicts = ["vuid"]        # how its runs may fail (left out: any failure)
+//! vuids = ["VUID-vkDestroyDevice-device-00378"]  # each seen in some run
+//! signals = []                   # each seen in some run
+//! reason = "vkDestroyDevice while the kept buffer is alive"
+//!
+//! [[allow]]                      # an old layer's false positive
+//! allow_vuids = ["VUID-…"]       # removed from every run before it is judged
+//! driver = "lavapipe"            # optional
+//! layer_version = "1.3.239"      # optional: the validation layer's version
+//! reason = "…"
+//! ```
+//!
+//! The `[[expect]]` entries are tried in file order, the files in the order
+//! given; the first whose pattern matches a cell judges it. A cell that no
+//! entry matches is judged by the built-in baseline, if it has one. Every
+//! `[[allow]]` entry that applies to a cell applies.
+
+use crate::baseline::{Expectation, Outcome};
+use crate::errors::Result;
+use crate::evidence;
+use crate::glob;
+use crate::layers;
+use crate::plan::Cell;
+use crate::results::CellResult;
+use crate::run::RunRecord;
+use crate::toml_file::TomlFile;
+use crate::verdict::RunVerdict;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// Which cells an entry is about; `None` matches any value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pattern {
+    pub case: Option<String>,
+    pub runtime: Option<String>,
+    pub driver: Option<String>,
+    pub layers: Option<String>,
+    pub emulation: Option<String>,
+}
+
+/// What an entry says about its cells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    Pass,
+    Fail {
+        /// How runs may fail; `None` (left out of the file) allows any failure.
+        run_verdicts: Option<Vec<RunVerdict>>,
+        vuids: Vec<String>,
+        signals: Vec<String>,
+    },
+    Flaky,
+}
+
+/// One `[[expect]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub pattern: Pattern,
+    pub expect: Expect,
+    pub reason: String,
+    /// "FILE:LINE" of the entry.
+    pub source: String,
+}
+
+/// One `[[allow]]` entry: message ids removed from every run of the cells
+/// it applies to, before they are judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allow {
+    pub vuids: Vec<String>,
+    pub driver: Option<String>,
+    pub layer_version: Option<String>,
+    pub reason: String,
+    pub source: String,
+}
+
+/// One baseline file, checked.
+#[derive(Debug, Clone, Default)]
+pub struct BaselineFile {
+    pub path: PathBuf,
+    pub entries: Vec<Entry>,
+    pub allows: Vec<Allow>,
+}
+
+/// The baseline files of a run, in the order given.
+#[derive(Debug, Clone, Default)]
+pub struct Baseline {
+    pub files: Vec<BaselineFile>,
+}
+
+/// What patterns are matched against: a cell's identity and its driver's
+/// manifest.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    pub case: &'a str,
+    pub runtime: &'a str,
+    pub driver: &'a str,
+    pub manifest: Option<&'a str>,
+    pub layers: &'a [String],
+    pub emulation: &'a str,
+}
+
+impl<'a> Subject<'a> {
+    pub fn of_cell(cell: &'a Cell) -> Subject<'a> {
+        Subject {
+            case: &cell.case,
+            runtime: &cell.runtime,
+            driver: &cell.driver.name,
+            manifest: cell.driver.manifest.to_str(),
+            layers: &cell.layers,
+            emulation: &cell.emulation,
+        }
+    }
+
+    pub fn of_result(cell: &'a CellResult) -> Subject<'a> {
+        Subject {
+            case: &cell.case,
+            runtime: &cell.runtime,
+            driver: &cell.driver,
+            manifest: cell.driver_manifest.as_deref(),
+            layers: &cell.layers,
+            emulation: &cell.emulation,
+        }
+    }
+}
+
+/// A cell's layers as a baseline writes them: "trace+validation", or "none".
+pub fn layers_text(layers: &[String]) -> String {
+    match layers.is_empty() {
+        true => "none".to_string(),
+        false => layers.join("+"),
+    }
+}
+
+fn matches(pattern: &Option<String>, value: &str) -> bool {
+    match pattern {
+        None => true,
+        Some(p) => glob::matches(p, value),
+    }
+}
+
+/// A driver pattern matches the short name or the ICD manifest path.
+fn matches_driver(pattern: &Option<String>, subject: &Subject) -> bool {
+    matches(pattern, subject.driver)
+        || subject
+            .manifest
+            .is_some_and(|m| pattern.as_deref().is_some_and(|p| glob::matches(p, m)))
+}
+
+impl Pattern {
+    pub fn matches(&self, s: &Subject) -> bool {
+        matches(&self.case, s.case)
+            && matches(&self.runtime, s.runtime)
+            && matches_driver(&self.driver, s)
+            && matches(&self.layers, &layers_text(s.layers))
+            && matches(&self.emulation, s.emulation)
+    }
+
+    /// Whether every key is given and none is a pattern: the entry is about
+    /// one cell.
+    pub fn is_exact(&self) -> bool {
+        [
+            &self.case,
+            &self.runtime,
+            &self.driver,
+            &self.layers,
+            &self.emulation,
+        ]
+        .iter()
+        .all(|k| k.as_deref().is_some_and(|p| !glob::is_glob(p)))
+    }
+}
+
+impl Entry {
+    pub fn expectation(&self) -> Expectation {
+        let outcome = match &self.expect {
+            Expect::Pass => Outcome::Pass,
+            Expect::Flaky => Outcome::Flaky,
+            Expect::Fail {
+                run_verdicts,
+                vuids,
+                signals,
+            } => Outcome::Fail {
+                verdicts: run_verdicts.clone().unwrap_or_else(|| FAILING.to_vec()),
+                vuids: vuids.clone(),
+                signals: signals.clone(),
+            },
+        };
+        Expectation {
+            outcome,
+            reason: self.reason.clone(),
+            source: self.source.clone(),
+        }
+    }
+}
+
+/// The run verdicts a failure may have; `error` is never expected, since a
+/// run that could not be judged says nothing about the cell.
+pub const FAILING: [RunVerdict; 5] = [
+    RunVerdict::Crash,
+    RunVerdict::Exit,
+    RunVerdict::Vuid,
+    RunVerdict::Timeout,
+    RunVerdict::Leak,
+];
+
+impl Allow {
+    pub fn applies(&self, s: &Subject, layer_version: Option<&str>) -> bool {
+        matches_driver(&self.driver, s)
+            && match &self.layer_version {
+                None => true,
+                Some(p) => layer_version.is_some_and(|v| glob::matches(p, v)),
+            }
+    }
+
+    pub fn allows(&self, id: &str) -> bool {
+        self.vuids.iter().any(|p| glob::matches(p, id))
+    }
+}
+
+impl Baseline {
+    pub fn read(paths: &[PathBuf]) -> Result<Baseline> {
+        let files = paths
+            .iter()
+            .map(|p| BaselineFile::read(p))
+            .collect::<Result<_>>()?;
+        Ok(Baseline { files })
+    }
+
+    /// The first entry that matches the cell, else the built-in expectation.
+    pub fn judge(&self, s: &Subject, builtin: Option<Expectation>) -> Option<Expectation> {
+        self.files
+            .iter()
+            .flat_map(|f| &f.entries)
+            .find(|e| e.pattern.matches(s))
+            .map(Entry::expectation)
+            .or(builtin)
+    }
+
+    /// Every allow-list that applies to the cell.
+    pub fn allowed(&self, s: &Subject, layer_version: Option<&str>) -> Vec<&Allow> {
+        self.files
+            .iter()
+            .flat_map(|f| &f.allows)
+            .filter(|a| a.applies(s, layer_version))
+            .collect()
+    }
+}
+
+/// Removes the allowed ids from each run before the cell is judged. A `vuid`
+/// run left with no id passes (or is a `leak`, when leaks fail runs and its
+/// trace shows one). Returns the ids removed, sorted.
+pub fn apply_allow(runs: &mut [RunRecord], allows: &[&Allow], fail_on_leak: bool) -> Vec<String> {
+    let mut removed: Vec<String> = Vec::new();
+    if allows.is_empty() {
+        return removed;
+    }
+    for run in runs {
+        let by = |id: &str| allows.iter().find(|a| a.allows(id));
+        let mut here: Vec<String> = Vec::new();
+        let mut sources: Vec<&str> = Vec::new();
+        run.classification.vuids.retain(|id| match by(id) {
+            Some(a) => {
+                here.push(id.clone());
+                if !sources.contains(&a.source.as_str()) {
+                    sources.push(&a.source);
+                }
+                false
+            }
+            None => true,
+        });
+        run.vuid_counts.ids.retain(|id, _| by(id).is_none());
+        if here.is_empty() {
+            continue;
+        }
+        if run.classification.verdict == RunVerdict::Vuid && run.classification.vuids.is_empty() {
+            let leaked = fail_on_leak && run.kept.as_deref().is_some_and(trace_shows_leak);
+            run.classification.verdict = match leaked {
+                true => RunVerdict::Leak,
+                false => RunVerdict::Pass,
+            };
+            run.classification.reason = format!(
+                "exited 0; its validation messages are all allowed: {} ({})",
+                here.join(", "),
+                sources.join(", ")
+            );
+        }
+        for id in here {
+            if !removed.contains(&id) {
+                removed.push(id);
+            }
+        }
+    }
+    removed.sort();
+    removed
+}
+
+fn trace_shows_leak(run_dir: &Path) -> bool {
+    std::fs::File::open(run_dir.join(layers::TRACE_FILE))
+        .and_then(evidence::read_trace)
+        .is_ok_and(|t| t.leaked())
+}
+
+// ---------------------------------------------------------------------------
+// Reading: the file as written, then each entry checked, with its position.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    allow: Vec<Spanned<RawAllow>>,
+    #[serde(default)]
+    expect: Vec<Spanned<RawExpect>>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum Class {
+    Pass,
+    Fail,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    case: Option<String>,
+    runtime: Option<String>,
+    driver: Option<String>,
+    layers: Option<Spanned<String>>,
+    emulation: Option<Spanned<String>>,
+    expect: Option<Spanned<Class>>,
+    flaky: Option<Spanned<bool>>,
+    run_verdicts: Option<Spanned<Vec<Spanned<RunVerdict>>>>,
+    vuids: Option<Spanned<Vec<Spanned<String>>>>,
+    signals: Option<Spanned<Vec<Spanned<String>>>>,
+    reason: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAllow {
+    allow_vuids: Spanned<Vec<Spanned<String>>>,
+    driver: Option<String>,
+    layer_version: Option<String>,
+    reason: Spanned<String>,
+}
+
+const LAYER_VALUES: [&str; 4] = ["none", "validation", "trace", "trace+validation"];
+const EMULATION_VALUES: [&str; 3] = ["none", "tegra", "tegra-racy"];
+
+impl BaselineFile {
+    pub fn read(path: &Path) -> Result<BaselineFile> {
+        BaselineFile::parse(&TomlFile::read(path, "cannot read the baseline file")?)
+    }
+
+    pub fn parse(file: &TomlFile) -> Result<BaselineFile> {
+        let raw: RawFile = file.parse()?;
+        let mut allows = Vec::new();
+        for a in raw.allow {
+            let at = a.span().start;
+            allows.push(check_allow(file, at, a.into_inner())?);
+        }
+        let mut entries = Vec::new();
+        for e in raw.expect {
+            let at = e.span().start;
+            entries.push(check_expect(file, at, e.into_inner())?);
+        }
+        Ok(BaselineFile {
+            path: file.path.clone(),
+            entries,
+            allows,
+        })
+    }
+}
+
+fn check_reason(file: &TomlFile, reason: Spanned<String>) -> Result<String> {
+    if reason.get_ref().trim().is_empty() {
+        return Err(file.error(
+            &reason.span(),
+            "`reason` is empty: say why the cells do what they do",
+        ));
+    }
+    Ok(reason.into_inner())
+}
+
+fn check_allow(file: &TomlFile, at: usize, raw: RawAllow) -> Result<Allow> {
+    let list_span = raw.allow_vuids.span();
+    let vuids = check_ids(file, raw.allow_vuids.into_inner())?;
+    if vuids.is_empty() {
+        return Err(file.error(&list_span, "`allow_vuids` is empty: name the ids to allow"));
+    }
+    Ok(Allow {
+        vuids,
+        driver: raw.driver,
+        layer_version: raw.layer_version,
+        reason: check_reason(file, raw.reason)?,
+        source: file.location(at),
+    })
+}
+
+fn check_expect(file: &TomlFile, at: usize, raw: RawExpect) -> Result<Entry> {
+    let layers = check_value(file, raw.layers, "layers", &LAYER_VALUES)?;
+    let emulation = check_value(file, raw.emulation, "emulation", &EMULATION_VALUES)?;
+    let flaky = raw.flaky.as_ref().is_some_and(|f| *f.get_ref());
+    let expect = match (raw.expect, flaky) {
+        (Some(_), true) => {
+            let span = raw.flaky.expect("flaky was given").span();
+            return Err(file.error(
+                &span,
+                "`flaky = true` and `expect` exclude each other: a flaky cell may pass or fail",
+            ));
+        }
+        (None, false) => {
+            return Err(file.error_at(
+                at,
+                "this entry says nothing about its cells: expected `expect = \"pass\"`, `expect = \"fail\"` or `flaky = true`",
+            ))
+        }
+        (None, true) => None,
+        (Some(class), false) => Some(*class.get_ref()),
+    };
+    let details_only_with_fail = |span: std::ops::Range<usize>, key: &str| {
+        file.error(
+            &span,
+            format!("`{key}` describes a failure: it goes only with `expect = \"fail\"`"),
+        )
+    };
+    if expect != Some(Class::Fail) {
+        if let Some(v) = &raw.run_verdicts {
+            return Err(details_only_with_fail(v.span(), "run_verdicts"));
+        }
+        if let Some(v) = &raw.vuids {
+            return Err(details_only_with_fail(v.span(), "vuids"));
+        }
+        if let Some(v) = &raw.signals {
+            return Err(details_only_with_fail(v.span(), "signals"));
+        }
+    }
+    let expect = match expect {
+        None => Expect::Flaky,
+        Some(Class::Pass) => Expect::Pass,
+        Some(Class::Fail) => Expect::Fail {
+            run_verdicts: raw
+                .run_verdicts
+                .map(|v| check_run_verdicts(file, v))
+                .transpose()?,
+            vuids: match raw.vuids {
+                Some(v) => check_ids(file, v.into_inner())?,
+                None => Vec::new(),
+            },
+            signals: match raw.signals {
+                Some(v) => check_signals(file, v.into_inner())?,
+                None => Vec::new(),
+            },
+        },
+    };
+    Ok(Entry {
+        pattern: Pattern {
+            case: raw.case,
+            runtime: raw.runtime,
+            driver: raw.driver,
+            layers,
+            emulation,
+        },
+        expect,
+        reason: check_reason(file, raw.reason)?,
+        source: file.location(at),
+    })
+}
+
+/// A value without `*` must be one the key can have: a typo would make the
+/// entry match nothing, silently.
+fn check_value(
+    file: &TomlFile,
+    value: Option<Spanned<String>>,
+    key: &str,
+    valid: &[&str],
+) -> Result<Option<String>> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let text = value.get_ref();
+    if !glob::is_glob(text) && !valid.contains(&text.as_str()) {
+        return Err(file.error(
+            &value.span(),
+            format!(
+                "{key} `{text}`: expected one of {}, or a `*` pattern",
+                valid.join(", ")
+            ),
+        ));
+    }
+    Ok(Some(value.into_inner()))
+}
+
+fn check_run_verdicts(
+    file: &TomlFile,
+    list: Spanned<Vec<Spanned<RunVerdict>>>,
+) -> Result<Vec<RunVerdict>> {
+    let span = list.span();
+    let list = list.into_inner();
+    if list.is_empty() {
+        return Err(file.error(
+            &span,
+            "`run_verdicts` is empty: leave it out to allow any failure",
+        ));
+    }
+    let mut out: Vec<RunVerdict> = Vec::new();
+    for v in list {
+        let verdict = *v.get_ref();
+        if !FAILING.contains(&verdict) {
+            return Err(file.error(
+                &v.span(),
+                format!(
+                    "`{verdict}` is not a failure a cell can be known for; expected one of crash, exit, vuid, timeout, leak"
+                ),
+            ));
+        }
+        if !out.contains(&verdict) {
+            out.push(verdict);
+        }
+    }
+    Ok(out)
+}
+
+/// Message ids as the validation layer writes them, `*` allowed:
+/// `VUID-vkDestroyDevice-device-00378`, `UNASSIGNED-…`, `VKEXIT-trace-dead-handle`.
+fn check_ids(file: &TomlFile, list: Vec<Spanned<String>>) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for id in list {
+        let text = id.get_ref();
+        let shaped = text.contains('-')
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_*".contains(c));
+        if !shaped {
+            return Err(file.error(
+                &id.span(),
+                format!("`{text}` is not a message id such as VUID-vkDestroyDevice-device-00378"),
+            ));
+        }
+        if !out.contains(text) {
+            out.push(id.into_inner());
+        }
+    }
+    Ok(out)
+}
+
+fn check_signals(file: &TomlFile, list: Vec<Spanned<String>>) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for s in list {
+        let text = s.get_ref();
+        if text.parse::<nix::sys::signal::Signal>().is_err() {
+            return Err(file.error(
+                &s.span(),
+                format!(
+                    "`{text}` is not a signal name; expected one such as SIGSEGV, SIGABRT, SIGBUS"
+                ),
+            ));
+        }
+        if !out.contains(text) {
+            out.push(s.into_inner());
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::{self, Observed};
+    use crate::classify::{Classification, Termination};
+    use crate::results::Counts;
+    use crate::verdict::CellVerdict;
+    use crate::vuid::{Severity, VuidReport, VuidStat};
+
+    fn parse(text: &str) -> Result<BaselineFile, String> {
+        let file = TomlFile {
+            path: "b.toml".into(),
+            text: text.into(),
+        };
+        BaselineFile::parse(&file).map_err(|e| e.to_string())
+    }
+
+    fn baseline(text: &str) -> Baseline {
+        Baseline {
+            files: vec![parse(text).unwrap()],
+        }
+    }
+
+    fn validation() -> Vec<String> {
+        vec!["validation".into()]
+    }
+
+    fn subject<'a>(case: &'a str, runtime: &'a str, layers: &'a [String]) -> Subject<'a> {
+        Subject {
+            case,
+            runtime,
+            driver: "lavapipe",
+            manifest: Some("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"),
+            layers,
+            emulation: "none",
+        }
+    }
+
+    const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
+
+    #[test]
+    fn a_full_entry_reads_back_as_written() {
+        let f = parse(
+            r#"
+# known failures
+[[expect]]
+case = "buffer-kept-at-exit"
+runtime = "refrt:guarded"
+driver = "lavapipe"
+layers = "validation"
+emulation = "none"
+expect = "fail"
+run_verdicts = ["vuid"]
+vuids = ["VUID-vkDestroyDevice-device-00378"]
+reason = "kept buffer"
+
+[[expect]]
+case = "clean-exit"
+flaky = true
+reason = "racy"
+
+[[allow]]
+allow_vuids = ["UNASSIGNED-x"]
+layer_version = "1.3.239"
+reason = "false positive"
+"#,
+        )
+        .unwrap();
+        assert_eq!(f.entries.len(), 2);
+        let e = &f.entries[0];
+        assert!(e.pattern.is_exact());
+        assert_eq!(e.source, "b.toml:3");
+        assert_eq!(
+            e.expect,
+            Expect::Fail {
+                run_verdicts: Some(vec![RunVerdict::Vuid]),
+                vuids: vec![CHILDREN.into()],
+                signals: vec![],
+            }
+        );
+        assert_eq!(f.entries[1].expect, Expect::Flaky);
+        assert_eq!(f.entries[1].source, "b.toml:14");
+        assert!(!f.entries[1].pattern.is_exact());
+        assert_eq!(f.allows[0].source, "b.toml:19");
+        assert_eq!(f.allows[0].layer_version.as_deref(), Some("1.3.239"));
+    }
+
+    #[test]
+    fn errors_name_the_file_line_and_column_and_what_was_expected() {
+        let cases: [(&str, &str); 14] = [
+            ("[[expect]]\ncase = \"x\"\nexpect = \"pass\"\n", "b.toml:1:1: missing field `reason`"),
+            ("[[expect]]\nreason = \"r\"\nexpect = \"pass\"\ncsae = \"x\"\n", "b.toml:4:1: unknown field `csae`, expected one of"),
+            ("[[expect]]\nreason = \"r\"\nexpect = \"passes\"\n", "b.toml:3:10: unknown variant `passes`, expected `pass` or `fail`"),
+            ("[[expect]]\nreason = \"r\"\n", "b.toml:1:1: this entry says nothing about its cells"),
+            ("[[expect]]\nreason = \"r\"\nexpect = \"fail\"\nflaky = true\n", "b.toml:4:9: `flaky = true` and `expect` exclude each other"),
+            ("[[expect]]\nreason = \"  \"\nexpect = \"pass\"\n", "b.toml:2:10: `reason` is empty"),
+            ("[[expect]]\nreason = \"r\"\nexpect = \"pass\"\nvuids = [\"VUID-a-1\"]\n", "b.toml:4:9: `vuids` describes a failure"),
+            ("[[expect]]\nreason = \"r\"\nexpect = \"fail\"\nrun_verdicts = [\"crash\", \"pass\"]\n", "b.toml:4:26: `pass` is not a failure"),
+            ("[[expect]]\nreason = \"r\"\nexpect = \"fail\"\nrun_verdicts = [\"segfault\"]\n", "b.toml:4:17: unknown variant `segfault`"),
+            ("[[expect]]\nreason = \"r\"\nexpect = \"fail\"\nsignals = [\"SEGV\"]\n", "b.toml:4:12: `SEGV` is not a signal name"),
+            ("[[expect]]\nreason = \"r\"\nexpect = \"fail\"\nvuids = [\"00378\"]\n", "b.toml:4:10: `00378` is not a message id"),
+            ("[[expect]]\nreason = \"r\"\nexpect = \"pass\"\nemulation = \"jetson\"\n", "b.toml:4:13: emulation `jetson`: expected one of none, tegra, tegra-racy"),
+            ("[[allow]]\nallow_vuids = []\nreason = \"r\"\n", "b.toml:2:15: `allow_vuids` is empty"),
+            ("[[expect]\n", "b.toml:1:"),
+        ];
+        for (text, want) in cases {
+            let e = parse(text).unwrap_err();
+            assert!(e.starts_with(want), "{text:?}\n  got:  {e}\n  want: {want}");
+        }
+    }
+
+    #[test]
+    fn the_first_matching_entry_wins_in_file_order() {
+        let b = baseline(
+            r#"
+[[expect]]
+case = "buffer-kept-at-exit"
+runtime = "refrt:guarded"
+expect = "pass"
+reason = "specific"
+
+[[expect]]
+case = "buffer-kept-*"
+expect = "fail"
+reason = "general"
+"#,
+        );
+        let layers = validation();
+        let e = b
+            .judge(
+                &subject("buffer-kept-at-exit", "refrt:guarded", &layers),
+                None,
+            )
+            .unwrap();
+        assert_eq!(
+            (e.reason.as_str(), e.source.as_str()),
+            ("specific", "b.toml:2")
+        );
+        let e = b
+            .judge(
+                &subject("buffer-kept-at-exit", "refrt:never", &layers),
+                None,
+            )
+            .unwrap();
+        assert_eq!(
+            (e.reason.as_str(), e.source.as_str()),
+            ("general", "b.toml:8")
+        );
+        assert!(b
+            .judge(&subject("clean-exit", "refrt:never", &layers), None)
+            .is_none());
+    }
+
+    #[test]
+    fn a_user_entry_replaces_the_built_in_one_only_for_its_cells() {
+        let b = baseline(
+            "[[expect]]\ncase = \"handler-before-load\"\nruntime = \"refrt:never\"\nexpect = \"pass\"\nreason = \"fixed here\"\n",
+        );
+        let layers = validation();
+        let builtin = |case: &str, rt: &str| baseline::builtin(case, rt, "lavapipe", "none", true);
+        let mine = subject("handler-before-load", "refrt:never", &layers);
+        let e = b.judge(&mine, builtin(mine.case, mine.runtime)).unwrap();
+        assert_eq!((e.outcome, e.source.as_str()), (Outcome::Pass, "b.toml:1"));
+        let other = subject("handler-before-load", "refrt:static-destructor", &layers);
+        let e = b.judge(&other, builtin(other.case, other.runtime)).unwrap();
+        assert_eq!(e.source, "built-in");
+        assert!(matches!(e.outcome, Outcome::Fail { .. }));
+    }
+
+    #[test]
+    fn patterns_match_every_key_and_drivers_by_name_or_manifest() {
+        let layers = validation();
+        let s = subject("clean-exit", "refrt:never", &layers);
+        let p = |case: &str, driver: &str, layers: &str| Pattern {
+            case: Some(case.into()),
+            driver: Some(driver.into()),
+            layers: Some(layers.into()),
+            ..Pattern::default()
+        };
+        assert!(p("clean-*", "lavapipe", "validation").matches(&s));
+        assert!(p("*", "/usr/share/vulkan/icd.d/lvp*", "*validation").matches(&s));
+        assert!(!p("*", "nvidia", "*").matches(&s));
+        assert!(!p("*", "*", "trace+validation").matches(&s));
+        assert!(!p("*", "*", "none").matches(&s));
+        assert!(p("*", "*", "none").matches(&Subject { layers: &[], ..s }));
+        assert!(Pattern::default().matches(&s));
+        assert!(!Pattern::default().is_exact());
+    }
+
+    fn run(verdict: RunVerdict, ids: &[&str], kept: Option<PathBuf>) -> RunRecord {
+        let mut report = VuidReport::default();
+        for id in ids {
+            report.ids.insert(
+                id.to_string(),
+                VuidStat {
+                    count: 2,
+                    severity: Severity::Error,
+                },
+            );
+        }
+        RunRecord {
+            cell: 0,
+            index: 0,
+            classification: Classification {
+                verdict,
+                reason: "r".into(),
+                signal: None,
+                vuids: ids.iter().map(|s| s.to_string()).collect(),
+                findings: vec![],
+            },
+            termination: Termination::Exited { code: 0 },
+            vuid_counts: report,
+            duration_ms: 1,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            kept,
+        }
+    }
+
+    #[test]
+    fn allow_lists_apply_per_driver_and_layer_version() {
+        let b = baseline(
+            r#"
+[[allow]]
+allow_vuids = ["UNASSIGNED-old-layer-*"]
+layer_version = "1.3.2*"
+reason = "fixed in 1.4"
+
+[[allow]]
+allow_vuids = ["VUID-only-on-nvidia-1"]
+driver = "nvidia"
+reason = "driver quirk"
+"#,
+        );
+        let layers = validation();
+        let s = subject("clean-exit", "refrt:never", &layers);
+        let on = |version| b.allowed(&s, version).len();
+        assert_eq!(on(Some("1.3.239")), 1);
+        assert_eq!(on(Some("1.4.304")), 0);
+        assert_eq!(on(None), 0, "no validation layer, no layer version");
+        let nvidia = Subject {
+            driver: "nvidia",
+            ..s
+        };
+        assert_eq!(b.allowed(&nvidia, Some("1.3.239")).len(), 2);
+    }
+
+    #[test]
+    fn allowed_ids_are_removed_before_judging() {
+        let allow = Allow {
+            vuids: vec!["UNASSIGNED-fp-*".into()],
+            driver: None,
+            layer_version: None,
+            reason: "false positive".into(),
+            source: "b.toml:2".into(),
+        };
+        let mut runs = vec![
+            run(RunVerdict::Vuid, &["UNASSIGNED-fp-1"], None),
+            run(RunVerdict::Vuid, &["UNASSIGNED-fp-1", CHILDREN], None),
+            run(RunVerdict::Crash, &["UNASSIGNED-fp-2"], None),
+            run(RunVerdict::Pass, &[], None),
+        ];
+        let removed = apply_allow(&mut runs, &[&allow], false);
+        assert_eq!(removed, ["UNASSIGNED-fp-1", "UNASSIGNED-fp-2"]);
+        // Only false positives: the run passes, and says why.
+        assert_eq!(runs[0].classification.verdict, RunVerdict::Pass);
+        assert!(runs[0].classification.reason.contains("b.toml:2"));
+        assert!(runs[0].vuid_counts.ids.is_empty());
+        // A real finding beside it: still a vuid run, without the false positive.
+        assert_eq!(runs[1].classification.verdict, RunVerdict::Vuid);
+        assert_eq!(runs[1].classification.vuids, [CHILDREN]);
+        assert_eq!(runs[1].vuid_counts.ids.len(), 1);
+        // A crash stays a crash.
+        assert_eq!(runs[2].classification.verdict, RunVerdict::Crash);
+        assert!(runs[2].classification.vuids.is_empty());
+    }
+
+    #[test]
+    fn a_run_left_with_a_leak_is_a_leak_when_leaks_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(layers::TRACE_FILE),
+            "{\"ev\":\"loaded\"}\n{\"ev\":\"alive\",\"when\":\"exit\",\"type\":\"VkDevice\",\"handle\":\"0x1\"}\n",
+        )
+        .unwrap();
+        let allow = Allow {
+            vuids: vec!["UNASSIGNED-fp".into()],
+            driver: None,
+            layer_version: None,
+            reason: "r".into(),
+            source: "b.toml:1".into(),
+        };
+        let kept = Some(dir.path().to_path_buf());
+        let mut runs = vec![run(RunVerdict::Vuid, &["UNASSIGNED-fp"], kept.clone())];
+        apply_allow(&mut runs, &[&allow], false);
+        assert_eq!(runs[0].classification.verdict, RunVerdict::Pass);
+        let mut runs = vec![run(RunVerdict::Vuid, &["UNASSIGNED-fp"], kept)];
+        apply_allow(&mut runs, &[&allow], true);
+        assert_eq!(runs[0].classification.verdict, RunVerdict::Leak);
+    }
+
+    #[test]
+    fn a_flaky_entry_keeps_the_gate_green_whatever_the_cell_did() {
+        let b =
+            baseline("[[expect]]\ncase = \"mock\"\nflaky = true\nreason = \"racy by design\"\n");
+        let layers = validation();
+        let e = b.judge(&subject("mock", "external", &layers), None);
+        let seen = |pass, crash| Observed {
+            counts: Counts {
+                pass,
+                crash,
+                ..Counts::default()
+            },
+            vuids: vec![],
+            signals: vec!["SIGSEGV".into()],
+        };
+        for (pass, crash, verdict) in [
+            (5, 0, CellVerdict::Pass),
+            (3, 2, CellVerdict::Flaky),
+            (0, 5, CellVerdict::Fail),
+        ] {
+            let (v, why) = baseline::evaluate(e.as_ref(), &seen(pass, crash));
+            assert_eq!(v, verdict, "{pass}/{crash}");
+            assert!(why.contains("known to be flaky: racy by design"), "{why}");
+            assert!(baseline::green(v, e.as_ref()), "{v}");
+        }
+        // Without the entry, flaky and fail turn the gate red.
+        assert!(!baseline::green(CellVerdict::Flaky, None));
+        assert!(!baseline::green(CellVerdict::Fail, None));
+        // An error is never green.
+        let mut s = seen(4, 0);
+        s.counts.error = 1;
+        let (v, _) = baseline::evaluate(e.as_ref(), &s);
+        assert!(!baseline::green(v, e.as_ref()));
+    }
+
+    #[test]
+    fn expected_ids_may_be_patterns() {
+        let b = baseline(
+            "[[expect]]\nexpect = \"fail\"\nvuids = [\"VUID-vkDestroyDevice-device-*\"]\nreason = \"renamed in newer layers\"\n",
+        );
+        let layers = validation();
+        let e = b.judge(&subject("x", "external", &layers), None);
+        let seen = |id: &str| Observed {
+            counts: Counts {
+                vuid: 2,
+                ..Counts::default()
+            },
+            vuids: vec![id.to_string()],
+            signals: vec![],
+        };
+        let (v, _) = baseline::evaluate(e.as_ref(), &seen("VUID-vkDestroyDevice-device-05137"));
+        assert_eq!(v, CellVerdict::ExpectedFail);
+        let (v, why) = baseline::evaluate(e.as_ref(), &seen("VUID-vkDestroyBuffer-buffer-00922"));
+        assert_eq!(v, CellVerdict::Fail);
+        assert!(why.contains("no VUID-vkDestroyDevice-device-*"), "{why}");
+    }
+}

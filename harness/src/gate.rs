@@ -1,0 +1,344 @@
+//! One gate run of a matrix: every layer set planned, each cell given its
+//! expectation (a baseline entry, else the built-in one), the runs made,
+//! the allow-listed message ids taken out, and every cell judged.
+//!
+//! A run's layers are fixed for a whole `run::execute`, so each layer set is
+//! its own plan, executed in turn. The environment a matrix adds is set in
+//! vkexit's own environment, which every run inherits; a case with variables
+//! of its own runs in an execution of its own, with them set.
+
+use crate::baseline::BUILTIN_SOURCE;
+use crate::errors::Result;
+use crate::expectations::{self, Baseline, Subject};
+use crate::layers::Chain;
+use crate::matrix::{LayerSet, Matrix};
+use crate::plan::{self, Cell, ExternalCase, Plan};
+use crate::results::CellResult;
+use crate::run::{self, RunRecord};
+use crate::shard::Shard;
+use crate::validation::{self, ValidationLayer};
+use crate::{report, run::interrupt};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How the runs are made, beyond what the matrix says.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub jobs: usize,
+    pub artifacts: PathBuf,
+    pub keep_passing: bool,
+    pub diagnostics: bool,
+    pub shard: Option<Shard>,
+}
+
+/// The planned gate: one plan per layer set.
+pub struct Gate<'a> {
+    matrix: &'a Matrix,
+    baseline: &'a Baseline,
+    settings: Settings,
+    parts: Vec<(Chain, Plan)>,
+    /// Facts to show before the table (drivers left out, the shard, …).
+    pub notes: Vec<String>,
+    // Held until the runs are over.
+    _env: ScopedEnv,
+}
+
+impl<'a> Gate<'a> {
+    /// Plans every layer set, so that a bad case or driver stops vkexit
+    /// before any run.
+    pub fn plan(matrix: &'a Matrix, baseline: &'a Baseline, settings: Settings) -> Result<Self> {
+        let env = ScopedEnv::set(&matrix.env);
+        let sets = matrix.layer_sets();
+        let validation = match sets.iter().any(|s| s.validation) {
+            true => Some(validation::find_layer()?),
+            false => None,
+        };
+        let mut parts = Vec::new();
+        let mut notes: Vec<String> = Vec::new();
+        let (mut kept, mut all) = (0, 0);
+        for set in sets {
+            let chain = chain(&set, validation.as_ref(), matrix.fail_on_leak);
+            let mut plan = plan::plan(&request(matrix, chain.clone()))?;
+            for note in plan.notes.drain(..) {
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+            all += plan.cells.len();
+            if let Some(shard) = settings.shard {
+                plan.cells.retain(|c| shard.contains(&c.id()));
+            }
+            kept += plan.cells.len();
+            for cell in &mut plan.cells {
+                let builtin = cell.expectation.take();
+                cell.expectation = baseline.judge(&Subject::of_cell(cell), builtin);
+            }
+            parts.push((chain, plan));
+        }
+        if let Some(shard) = settings.shard {
+            notes.push(format!("shard {shard}: {kept} of {all} cells"));
+        }
+        Ok(Gate {
+            matrix,
+            baseline,
+            settings,
+            parts,
+            notes,
+            _env: env,
+        })
+    }
+
+    /// The cells that will run (not skipped).
+    pub fn runnable_cells(&self) -> usize {
+        self.parts
+            .iter()
+            .flat_map(|(_, p)| &p.cells)
+            .filter(|c| c.not_run.is_none())
+            .count()
+    }
+
+    /// Makes every run and judges every cell; `on_cell_done` sees each cell
+    /// when its last run has finished.
+    pub fn run(&self, mut on_cell_done: impl FnMut(&Cell)) -> Result<Vec<CellResult>> {
+        let mut cells = Vec::new();
+        for (chain, plan) in &self.parts {
+            cells.extend(self.run_part(chain, plan, &mut on_cell_done)?);
+        }
+        Ok(cells)
+    }
+
+    fn run_part(
+        &self,
+        chain: &Chain,
+        plan: &Plan,
+        on_cell_done: &mut impl FnMut(&Cell),
+    ) -> Result<Vec<CellResult>> {
+        let options = run::Options {
+            runs: self.matrix.runs(),
+            jobs: self.settings.jobs,
+            timeout: Duration::from_secs_f64(self.matrix.timeout_secs()),
+            artifacts: self.settings.artifacts.clone(),
+            keep_passing: self.settings.keep_passing,
+            chain: chain.clone(),
+            fail_on_leak: self.matrix.fail_on_leak,
+            diagnostics: self.settings.diagnostics,
+        };
+        let mut runs: Vec<Vec<RunRecord>> = plan.cells.iter().map(|_| Vec::new()).collect();
+        for (env, members) in self.env_groups(plan) {
+            let runnable = members.iter().any(|&i| plan.cells[i].not_run.is_none());
+            if !runnable || interrupt::interrupted() {
+                continue;
+            }
+            let part = Plan {
+                cells: members.iter().map(|&i| plan.cells[i].clone()).collect(),
+                notes: Vec::new(),
+                scenario_dir: plan.scenario_dir.clone(),
+            };
+            let _env = ScopedEnv::set(&env);
+            let mut done = vec![0u32; part.cells.len()];
+            let records = run::execute(&part, &options, |cell, record| {
+                done[record.cell] += 1;
+                if done[record.cell] == options.runs {
+                    on_cell_done(cell);
+                }
+            })?;
+            let added: Vec<(String, String)> =
+                self.matrix.env.iter().chain(&env).cloned().collect();
+            for (k, cell_runs) in records.into_iter().enumerate() {
+                for kept in cell_runs.iter().filter_map(|r| r.kept.as_deref()) {
+                    note_env_in_command(kept, &added);
+                }
+                runs[members[k]] = cell_runs;
+            }
+        }
+        let layer_version = chain.validation.as_ref().map(|v| v.api_version.as_str());
+        let judged = plan.cells.iter().zip(runs).map(|(cell, mut cell_runs)| {
+            let allows = self
+                .baseline
+                .allowed(&Subject::of_cell(cell), layer_version);
+            let removed =
+                expectations::apply_allow(&mut cell_runs, &allows, self.matrix.fail_on_leak);
+            let mut result = report::summarize(cell, &cell_runs);
+            result.allowed_vuids = removed;
+            result
+        });
+        Ok(judged.collect())
+    }
+
+    /// The plan's cells by the variables their runs add: none for the
+    /// built-in cases and for external ones without `env`, and each external
+    /// case with `env` alone.
+    fn env_groups(&self, plan: &Plan) -> Vec<EnvGroup> {
+        let mut groups: Vec<EnvGroup> = vec![(Vec::new(), Vec::new())];
+        for (i, cell) in plan.cells.iter().enumerate() {
+            let env = match cell.command {
+                plan::CaseCommand::External(_) => self
+                    .matrix
+                    .externals
+                    .iter()
+                    .find(|e| e.name == cell.case)
+                    .map(|e| e.env.clone())
+                    .unwrap_or_default(),
+                plan::CaseCommand::Scenario(_) => Vec::new(),
+            };
+            match groups.iter_mut().find(|(e, _)| *e == env) {
+                Some((_, members)) => members.push(i),
+                None => groups.push((env, vec![i])),
+            }
+        }
+        groups
+    }
+}
+
+/// Variables, and the cells (indices into a plan) whose runs get them.
+type EnvGroup = (Vec<(String, String)>, Vec<usize>);
+
+/// Whether every cell of the gate's results kept it green.
+pub fn green(cells: &[CellResult]) -> bool {
+    cells.iter().all(CellResult::is_green)
+}
+
+/// Counts the cells judged by a baseline file and by the built-in baseline.
+pub fn judged_by(cells: &[CellResult]) -> (usize, usize) {
+    let builtin = cells
+        .iter()
+        .filter(|c| c.expectation.as_deref() == Some(BUILTIN_SOURCE))
+        .count();
+    let file = cells
+        .iter()
+        .filter(|c| {
+            c.expectation
+                .as_deref()
+                .is_some_and(|e| e != BUILTIN_SOURCE)
+        })
+        .count();
+    (file, builtin)
+}
+
+/// The layers of one set.
+pub fn chain(set: &LayerSet, validation: Option<&ValidationLayer>, fail_on_leak: bool) -> Chain {
+    Chain {
+        trace: set.trace || fail_on_leak,
+        validation: validation.filter(|_| set.validation).cloned(),
+        emulation: set.emulation,
+        manifests: None,
+    }
+}
+
+/// What to plan for one layer set of the matrix.
+pub fn request(matrix: &Matrix, chain: Chain) -> plan::Request {
+    plan::Request {
+        cases: matrix.cases.clone(),
+        runtimes: matrix.runtimes.clone(),
+        drivers: matrix.drivers.clone(),
+        skip_absent_drivers: matrix.skip_absent_drivers,
+        externals: matrix
+            .externals
+            .iter()
+            .map(|e| ExternalCase {
+                name: e.name.clone(),
+                argv: e.argv.clone(),
+            })
+            .collect(),
+        chain,
+    }
+}
+
+/// Variables set in vkexit's own environment for as long as this lives,
+/// then put back as they were. vkexit runs no other thread while it sets
+/// or restores them: `run::execute` joins its threads before it returns.
+struct ScopedEnv {
+    saved: Vec<(String, Option<OsString>)>,
+}
+
+impl ScopedEnv {
+    fn set(vars: &[(String, String)]) -> ScopedEnv {
+        let saved = vars
+            .iter()
+            .map(|(k, v)| {
+                let old = std::env::var_os(k);
+                std::env::set_var(k, v);
+                (k.clone(), old)
+            })
+            .collect();
+        ScopedEnv { saved }
+    }
+}
+
+impl Drop for ScopedEnv {
+    fn drop(&mut self) {
+        for (k, old) in self.saved.iter().rev() {
+            match old {
+                Some(v) => std::env::set_var(k, v),
+                None => std::env::remove_var(k),
+            }
+        }
+    }
+}
+
+/// A run's `command.txt` lists what vkexit changed in the environment, not
+/// what it inherited; the matrix's variables are inherited, so they are
+/// added after the `cwd:` line, and the replay is whole.
+fn note_env_in_command(run_dir: &Path, env: &[(String, String)]) {
+    if env.is_empty() {
+        return;
+    }
+    let path = run_dir.join("command.txt");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return;
+    };
+    let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+    let mut out = format!("{first}\n");
+    for (k, v) in env {
+        out.push_str(&format!("{k}={}\n", shell_quote(v)));
+    }
+    out.push_str(rest);
+    let _ = std::fs::write(&path, out);
+}
+
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=+,@".contains(c));
+    match plain {
+        true => s.to_string(),
+        false => format!("'{}'", s.replace('\'', r"'\''")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scoped_variables_are_put_back() {
+        let key = "VKEXIT_GATE_TEST_VARIABLE";
+        std::env::remove_var(key);
+        {
+            let _env = ScopedEnv::set(&[(key.into(), "1".into())]);
+            assert_eq!(std::env::var(key).as_deref(), Ok("1"));
+            {
+                let _inner = ScopedEnv::set(&[(key.into(), "2".into())]);
+                assert_eq!(std::env::var(key).as_deref(), Ok("2"));
+            }
+            assert_eq!(std::env::var(key).as_deref(), Ok("1"));
+        }
+        assert!(std::env::var_os(key).is_none());
+    }
+
+    #[test]
+    fn the_matrix_environment_is_written_into_the_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("command.txt");
+        std::fs::write(&file, "cwd: /r\nHOME=/r/home\n/bin/x --y\n").unwrap();
+        note_env_in_command(
+            dir.path(),
+            &[("A".into(), "1".into()), ("B".into(), "two words".into())],
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "cwd: /r\nA=1\nB='two words'\nHOME=/r/home\n/bin/x --y\n"
+        );
+    }
+}

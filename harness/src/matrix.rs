@@ -1,0 +1,717 @@
+//! Matrix files (`vkexit run --config FILE.toml`): the cells of one CI job
+//! and how they are run, so that a job is a file under review, not a long
+//! command line.
+//!
+//! ```toml
+//! cases = ["clean-exit", "handler-before-load"]  # built-in scenarios
+//! runtimes = ["refrt:never", "refrt:guarded"]     # refrt policies
+//! drivers = ["lavapipe", "/opt/icd.d/x_icd.json"] # short names or ICD manifest paths
+//! runs = 20                                      # runs per cell
+//! timeout = 60                                   # seconds before a run counts as hung
+//! jobs = 4                                       # runs at once
+//! fail_on_leak = false                           # objects alive at exit fail a run
+//!
+//! [env]                                          # added to every run
+//! MESA_SHADER_CACHE_DISABLE = "true"
+//!
+//! [[external]]                                   # any program, as one case
+//! name = "my-test"
+//! argv = ["build/my-test", "--small"]
+//! env = { MY_LOG = "1" }                         # added to its runs
+//!
+//! [[layers]]                                     # one set per [[layers]]: a dimension
+//! validation = true                              # default true
+//! trace = false                                  # default false
+//! emulation = "tegra"                            # none, tegra or tegra-racy; default none
+//! ```
+//!
+//! Every key may be left out: no `cases` means every built-in case (none
+//! when there are `[[external]]` cases), no `runtimes` every refrt policy,
+//! no `drivers` every driver that shows a device, no `[[layers]]` one set
+//! with validation only. A driver the file names that is not installed
+//! gives `skipped` cells with the reason; of several entries that name the
+//! same driver (a manifest path and its short name), the first one found is
+//! used. Command-line flags change the file as [`Matrix::apply`] says.
+
+use crate::errors::{Error, Result};
+use crate::layers::{self, Emulation};
+use crate::plan::{self, BUILTIN_CASES};
+use crate::toml_file::TomlFile;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::Path;
+use toml::Spanned;
+
+pub const DEFAULT_RUNS: u32 = 5;
+pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
+
+/// One set of layers every run of its cells gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayerSet {
+    pub validation: bool,
+    pub trace: bool,
+    pub emulation: Emulation,
+}
+
+impl Default for LayerSet {
+    fn default() -> Self {
+        LayerSet {
+            validation: true,
+            trace: false,
+            emulation: Emulation::None,
+        }
+    }
+}
+
+/// A program run as one case, by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct External {
+    pub name: String,
+    pub argv: Vec<OsString>,
+    /// Added to the environment of its runs, after the matrix's own.
+    pub env: Vec<(String, String)>,
+}
+
+impl External {
+    /// `vkexit run -- CMD ARGS`: named by the program's file name.
+    pub fn from_command(argv: Vec<OsString>) -> External {
+        External {
+            name: plan::external_name(&argv),
+            argv,
+            env: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Matrix {
+    /// Built-in cases; empty: every one, unless there are external cases.
+    pub cases: Vec<String>,
+    pub externals: Vec<External>,
+    /// Empty: every refrt policy.
+    pub runtimes: Vec<String>,
+    /// Empty: every driver that shows a device.
+    pub drivers: Vec<String>,
+    /// The drivers come from a file: one that is not installed gives skipped
+    /// cells. Named on the command line, it is an error (likely a typo).
+    pub skip_absent_drivers: bool,
+    /// Empty: one set, validation only.
+    pub layer_sets: Vec<LayerSet>,
+    pub runs: Option<u32>,
+    pub timeout: Option<f64>,
+    pub jobs: Option<u32>,
+    /// Added to the environment of vkexit and of every run.
+    pub env: Vec<(String, String)>,
+    pub fail_on_leak: bool,
+}
+
+/// What the command line says, to apply over a matrix file.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub cases: Vec<String>,
+    pub runtimes: Vec<String>,
+    pub drivers: Vec<String>,
+    /// `-- CMD ARGS`.
+    pub command: Vec<OsString>,
+    pub runs: Option<u32>,
+    pub jobs: Option<u32>,
+    pub timeout: Option<f64>,
+    pub emulate: Option<String>,
+    pub trace: bool,
+    pub no_validation: bool,
+    pub fail_on_leak: bool,
+}
+
+impl Matrix {
+    pub fn read(path: &Path) -> Result<Matrix> {
+        Matrix::parse(&TomlFile::read(path, "cannot read the matrix file")?)
+    }
+
+    pub fn parse(file: &TomlFile) -> Result<Matrix> {
+        let raw: RawMatrix = file.parse()?;
+        raw.check(file)
+    }
+
+    /// The command line over the file:
+    /// - `--case`, `--runtime` and `--driver` replace the file's list; a
+    ///   `--case` may name a built-in case or one of the file's `[[external]]`
+    ///   cases, and the cases not named are left out;
+    /// - `-- CMD ARGS` adds a case to the file's;
+    /// - `--runs`, `-j` and `--timeout` replace the file's value;
+    /// - `--emulate`, `--trace` and `--no-validation` change every layer set
+    ///   (sets that become the same are run once); `--fail-on-leak` turns it on.
+    pub fn apply(&mut self, o: Overrides) -> Result<()> {
+        if !o.cases.is_empty() {
+            self.select_cases(&o.cases)?;
+        }
+        if !o.runtimes.is_empty() {
+            self.runtimes = o.runtimes;
+        }
+        if !o.drivers.is_empty() {
+            self.drivers = o.drivers;
+            self.skip_absent_drivers = false;
+        }
+        if !o.command.is_empty() {
+            let external = External::from_command(o.command);
+            self.check_new_name(&external.name)?;
+            self.externals.push(external);
+        }
+        self.runs = o.runs.or(self.runs);
+        self.jobs = o.jobs.or(self.jobs);
+        if let Some(secs) = o.timeout {
+            if !(secs.is_finite() && secs > 0.0) {
+                return Err(Error::Usage(format!(
+                    "--timeout {secs}: expected a positive number of seconds"
+                )));
+            }
+            self.timeout = Some(secs);
+        }
+        let emulate = o.emulate.as_deref().map(Emulation::parse).transpose()?;
+        let mut sets = Vec::new();
+        for mut set in self.layer_sets() {
+            set.emulation = emulate.unwrap_or(set.emulation);
+            set.trace |= o.trace;
+            set.validation &= !o.no_validation;
+            if !sets.contains(&set) {
+                sets.push(set);
+            }
+        }
+        self.layer_sets = sets;
+        self.fail_on_leak |= o.fail_on_leak;
+        Ok(())
+    }
+
+    fn select_cases(&mut self, names: &[String]) -> Result<()> {
+        for name in names {
+            let known = BUILTIN_CASES.contains(&name.as_str())
+                || self.externals.iter().any(|e| &e.name == name);
+            if !known {
+                let mut valid: Vec<&str> = BUILTIN_CASES.to_vec();
+                valid.extend(self.externals.iter().map(|e| e.name.as_str()));
+                return Err(Error::UnknownCase {
+                    name: name.clone(),
+                    valid: valid.join(", "),
+                });
+            }
+        }
+        self.cases = names
+            .iter()
+            .filter(|n| BUILTIN_CASES.contains(&n.as_str()))
+            .cloned()
+            .collect();
+        self.externals.retain(|e| names.contains(&e.name));
+        Ok(())
+    }
+
+    fn check_new_name(&self, name: &str) -> Result<()> {
+        if BUILTIN_CASES.contains(&name) || self.externals.iter().any(|e| e.name == name) {
+            return Err(Error::Usage(format!(
+                "two cases would be named `{name}`: give the external program another file name or a [[external]] name"
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn layer_sets(&self) -> Vec<LayerSet> {
+        match self.layer_sets.is_empty() {
+            true => vec![LayerSet::default()],
+            false => self.layer_sets.clone(),
+        }
+    }
+
+    pub fn runs(&self) -> u32 {
+        self.runs.unwrap_or(DEFAULT_RUNS)
+    }
+
+    pub fn timeout_secs(&self) -> f64 {
+        self.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS)
+    }
+}
+
+/// Variables vkexit sets for every run itself: a matrix may not set them.
+pub fn is_reserved_variable(key: &str) -> bool {
+    layers::is_inherited_layer_setting(key)
+        || matches!(
+            key,
+            "HOME"
+                | "XDG_DATA_HOME"
+                | "XDG_CONFIG_HOME"
+                | "XDG_RUNTIME_DIR"
+                | "VK_ICD_FILENAMES"
+                | "VK_DRIVER_FILES"
+                | "VKEXIT_REFRT_LIB"
+                | "VKEXIT_CRASH_FILE"
+                | "VKEXIT_TIMELINE_FILE"
+                | "VKEXIT_RUN_TOKEN"
+        )
+}
+
+// ---------------------------------------------------------------------------
+// The file as written, then checked value by value, with positions.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMatrix {
+    cases: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    external: Vec<Spanned<RawExternal>>,
+    runtimes: Option<Spanned<Vec<Spanned<String>>>>,
+    drivers: Option<Spanned<Vec<Spanned<String>>>>,
+    layers: Option<Spanned<Vec<Spanned<RawLayerSet>>>>,
+    runs: Option<Spanned<u32>>,
+    timeout: Option<Spanned<f64>>,
+    jobs: Option<Spanned<u32>>,
+    #[serde(default)]
+    env: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    fail_on_leak: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExternal {
+    name: Spanned<String>,
+    argv: Spanned<Vec<String>>,
+    #[serde(default)]
+    env: BTreeMap<String, Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLayerSet {
+    validation: Option<bool>,
+    #[serde(default)]
+    trace: bool,
+    emulation: Option<EmulationName>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "kebab-case")]
+enum EmulationName {
+    None,
+    Tegra,
+    TegraRacy,
+}
+
+impl RawMatrix {
+    fn check(self, file: &TomlFile) -> Result<Matrix> {
+        let mut m = Matrix {
+            skip_absent_drivers: self.drivers.is_some(),
+            fail_on_leak: self.fail_on_leak,
+            env: check_env(file, self.env)?,
+            ..Matrix::default()
+        };
+        for raw in self.external {
+            let at = raw.span().start;
+            let e = check_external(file, raw.into_inner())?;
+            if m.externals.iter().any(|x| x.name == e.name) {
+                return Err(file.error_at(at, format!("a second [[external]] named `{}`", e.name)));
+            }
+            m.externals.push(e);
+        }
+        if let Some(cases) = self.cases {
+            m.cases = list(file, cases, "cases", "every built-in case", |name| {
+                match BUILTIN_CASES.contains(&name) {
+                    true => Ok(()),
+                    false => Err(format!(
+                        "unknown case `{name}`; built-in cases: {} (any other program is an [[external]] entry)",
+                        BUILTIN_CASES.join(", ")
+                    )),
+                }
+            })?;
+        }
+        if let Some(runtimes) = self.runtimes {
+            m.runtimes = list(file, runtimes, "runtimes", "every refrt policy", |spec| {
+                plan::check_runtime(spec).map_err(|e| e.to_string())
+            })?;
+        }
+        if let Some(drivers) = self.drivers {
+            m.drivers = list(
+                file,
+                drivers,
+                "drivers",
+                "every driver with a device",
+                |d| match d.is_empty() {
+                    true => Err("empty driver name".to_string()),
+                    false => Ok(()),
+                },
+            )?;
+        }
+        if let Some(sets) = self.layers {
+            if sets.get_ref().is_empty() {
+                return Err(file.error(
+                    &sets.span(),
+                    "`layers` is empty: leave it out for validation only",
+                ));
+            }
+            for raw in sets.into_inner() {
+                let at = raw.span().start;
+                let set = raw.into_inner().check();
+                if m.layer_sets.contains(&set) {
+                    return Err(file.error_at(at, "this layer set is given twice"));
+                }
+                m.layer_sets.push(set);
+            }
+        }
+        if let Some(runs) = self.runs {
+            if *runs.get_ref() == 0 {
+                return Err(file.error(&runs.span(), "`runs` must be at least 1"));
+            }
+            m.runs = Some(runs.into_inner());
+        }
+        if let Some(jobs) = self.jobs {
+            if *jobs.get_ref() == 0 {
+                return Err(file.error(&jobs.span(), "`jobs` must be at least 1"));
+            }
+            m.jobs = Some(jobs.into_inner());
+        }
+        if let Some(timeout) = self.timeout {
+            let secs = *timeout.get_ref();
+            if !(secs.is_finite() && secs > 0.0) {
+                return Err(file.error(
+                    &timeout.span(),
+                    "`timeout` must be a positive number of seconds",
+                ));
+            }
+            m.timeout = Some(secs);
+        }
+        Ok(m)
+    }
+}
+
+impl RawLayerSet {
+    fn check(self) -> LayerSet {
+        LayerSet {
+            validation: self.validation.unwrap_or(true),
+            trace: self.trace,
+            emulation: match self.emulation.unwrap_or(EmulationName::None) {
+                EmulationName::None => Emulation::None,
+                EmulationName::Tegra => Emulation::Tegra,
+                EmulationName::TegraRacy => Emulation::TegraRacy,
+            },
+        }
+    }
+}
+
+/// A list of names, each checked, without repeats; an empty list is refused
+/// since leaving the key out means `all`.
+fn list(
+    file: &TomlFile,
+    items: Spanned<Vec<Spanned<String>>>,
+    key: &str,
+    all: &str,
+    check: impl Fn(&str) -> std::result::Result<(), String>,
+) -> Result<Vec<String>> {
+    let span = items.span();
+    let items = items.into_inner();
+    if items.is_empty() {
+        return Err(file.error(&span, format!("`{key}` is empty: leave it out for {all}")));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        check(item.get_ref()).map_err(|why| file.error(&item.span(), why))?;
+        if !out.contains(item.get_ref()) {
+            out.push(item.into_inner());
+        }
+    }
+    Ok(out)
+}
+
+fn check_env(
+    file: &TomlFile,
+    env: BTreeMap<String, Spanned<String>>,
+) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for (key, value) in env {
+        let bad_name = key.is_empty() || key.contains(['=', '\0']);
+        if bad_name {
+            return Err(file.error(
+                &value.span(),
+                format!("`{key}` is not an environment variable name"),
+            ));
+        }
+        if is_reserved_variable(&key) {
+            return Err(file.error(
+                &value.span(),
+                format!("{key} is set by vkexit for every run (layers, driver, run directory); choose them with `drivers` and [[layers]]"),
+            ));
+        }
+        if value.get_ref().contains('\0') {
+            return Err(file.error(&value.span(), format!("the value of {key} holds a NUL")));
+        }
+        out.push((key, value.into_inner()));
+    }
+    Ok(out)
+}
+
+fn check_external(file: &TomlFile, raw: RawExternal) -> Result<External> {
+    let name = raw.name.get_ref();
+    if name.trim().is_empty() {
+        return Err(file.error(&raw.name.span(), "`name` is empty"));
+    }
+    if BUILTIN_CASES.contains(&name.as_str()) {
+        return Err(file.error(
+            &raw.name.span(),
+            format!("`{name}` is a built-in case: give the program another name"),
+        ));
+    }
+    let argv_span = raw.argv.span();
+    let argv = raw.argv.into_inner();
+    if !matches!(argv.first(), Some(program) if !program.is_empty()) {
+        return Err(file.error(
+            &argv_span,
+            "`argv` needs the program, then its arguments: [\"path/to/program\", \"--arg\"]",
+        ));
+    }
+    Ok(External {
+        name: raw.name.into_inner(),
+        argv: argv.into_iter().map(OsString::from).collect(),
+        env: check_env(file, raw.env)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Matrix, String> {
+        let file = TomlFile {
+            path: "ci/matrix/m.toml".into(),
+            text: text.into(),
+        };
+        Matrix::parse(&file).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_full_matrix_reads_back_as_written() {
+        let m = parse(
+            r#"
+cases = ["clean-exit", "handler-before-load", "clean-exit"]
+runtimes = ["refrt:never", "refrt:release-children"]
+drivers = ["/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json", "nvidia"]
+runs = 20
+timeout = 30
+jobs = 4
+fail_on_leak = true
+
+[env]
+MESA_SHADER_CACHE_DISABLE = "true"
+
+[[external]]
+name = "my-test"
+argv = ["build/my-test", "--small"]
+env = { MY_LOG = "1" }
+
+[[layers]]
+emulation = "none"
+
+[[layers]]
+validation = true
+trace = true
+emulation = "tegra-racy"
+"#,
+        )
+        .unwrap();
+        assert_eq!(m.cases, ["clean-exit", "handler-before-load"]);
+        assert_eq!(m.runtimes.len(), 2);
+        assert_eq!(m.drivers.len(), 2);
+        assert!(m.skip_absent_drivers);
+        assert_eq!((m.runs(), m.timeout_secs(), m.jobs), (20, 30.0, Some(4)));
+        assert!(m.fail_on_leak);
+        assert_eq!(m.env, [("MESA_SHADER_CACHE_DISABLE".into(), "true".into())]);
+        assert_eq!(m.externals[0].name, "my-test");
+        assert_eq!(m.externals[0].env, [("MY_LOG".into(), "1".into())]);
+        assert_eq!(
+            m.layer_sets,
+            [
+                LayerSet::default(),
+                LayerSet {
+                    validation: true,
+                    trace: true,
+                    emulation: Emulation::TegraRacy
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn an_empty_file_is_the_default_job() {
+        let m = parse("").unwrap();
+        assert!(m.cases.is_empty() && m.runtimes.is_empty() && m.drivers.is_empty());
+        assert_eq!(m.layer_sets(), [LayerSet::default()]);
+        assert_eq!((m.runs(), m.timeout_secs()), (DEFAULT_RUNS, 60.0));
+        assert!(!m.skip_absent_drivers);
+    }
+
+    #[test]
+    fn errors_name_the_file_line_and_column_and_what_was_expected() {
+        let cases: [(&str, &str); 13] = [
+            ("runs = 5\nrnus = 3\n", "ci/matrix/m.toml:2:1: unknown field `rnus`, expected one of"),
+            ("cases = [\"clean-exit\", \"clean-exti\"]\n", "ci/matrix/m.toml:1:24: unknown case `clean-exti`; built-in cases: clean-exit"),
+            ("runtimes = [\n  \"refrt:sometimes\",\n]\n", "ci/matrix/m.toml:2:3: bad runtime spec `refrt:sometimes`"),
+            ("runs = 0\n", "ci/matrix/m.toml:1:8: `runs` must be at least 1"),
+            ("runs = -2\n", "ci/matrix/m.toml:1:8: invalid value: integer `-2`, expected u32"),
+            ("timeout = \"60s\"\n", "ci/matrix/m.toml:1:11: invalid type: string \"60s\", expected f64"),
+            ("timeout = 0\n", "ci/matrix/m.toml:1:11: `timeout` must be a positive number"),
+            ("cases = []\n", "ci/matrix/m.toml:1:9: `cases` is empty: leave it out for every built-in case"),
+            ("[[layers]]\nemulation = \"jetson\"\n", "ci/matrix/m.toml:2:13: unknown variant `jetson`, expected one of `none`, `tegra`, `tegra-racy`"),
+            ("[[layers]]\nvalidaton = false\n", "ci/matrix/m.toml:2:1: unknown field `validaton`"),
+            ("[env]\nVK_INSTANCE_LAYERS = \"x\"\n", "ci/matrix/m.toml:2:22: VK_INSTANCE_LAYERS is set by vkexit"),
+            ("[[external]]\nname = \"clean-exit\"\nargv = [\"x\"]\n", "ci/matrix/m.toml:2:8: `clean-exit` is a built-in case"),
+            ("[[external]]\nname = \"t\"\nargv = []\n", "ci/matrix/m.toml:3:8: `argv` needs the program"),
+        ];
+        for (text, want) in cases {
+            let e = parse(text).unwrap_err();
+            assert!(e.starts_with(want), "{text:?}\n  got:  {e}\n  want: {want}");
+        }
+        let e = parse("[[external]]\nname = \"t\"\nargv = [\"a\"]\n[[external]]\nname = \"t\"\nargv = [\"b\"]\n")
+            .unwrap_err();
+        assert!(
+            e.starts_with("ci/matrix/m.toml:4:1: a second [[external]] named `t`"),
+            "{e}"
+        );
+        let e = parse("[[layers]]\n[[layers]]\nvalidation = true\n").unwrap_err();
+        assert!(
+            e.starts_with("ci/matrix/m.toml:2:1: this layer set is given twice"),
+            "{e}"
+        );
+    }
+
+    fn file() -> Matrix {
+        parse(
+            r#"
+cases = ["clean-exit", "buffer-kept-at-exit"]
+runtimes = ["refrt:never"]
+drivers = ["lavapipe"]
+runs = 20
+[[external]]
+name = "my-test"
+argv = ["/bin/true"]
+[[layers]]
+emulation = "none"
+[[layers]]
+emulation = "tegra"
+"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn list_flags_replace_the_files_lists() {
+        let mut m = file();
+        m.apply(Overrides {
+            cases: vec!["my-test".into()],
+            runtimes: vec!["refrt:guarded".into()],
+            drivers: vec!["radv".into()],
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert!(m.cases.is_empty());
+        assert_eq!(m.externals.len(), 1);
+        assert_eq!(m.runtimes, ["refrt:guarded"]);
+        assert_eq!(m.drivers, ["radv"]);
+        assert!(!m.skip_absent_drivers, "a --driver typo is an error");
+
+        let mut m = file();
+        m.apply(Overrides {
+            cases: vec!["clean-exit".into()],
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(m.cases, ["clean-exit"]);
+        assert!(m.externals.is_empty());
+
+        let e = file()
+            .apply(Overrides {
+                cases: vec!["nope".into()],
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown case `nope`") && e.contains("my-test"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_command_adds_a_case_and_numbers_replace() {
+        let mut m = file();
+        m.apply(Overrides {
+            command: vec!["/usr/bin/env".into(), "true".into()],
+            runs: Some(3),
+            jobs: Some(1),
+            timeout: Some(5.0),
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(m.cases.len(), 2);
+        assert_eq!(m.externals.len(), 2);
+        assert_eq!(m.externals[1].name, "env");
+        assert_eq!((m.runs(), m.jobs, m.timeout_secs()), (3, Some(1), 5.0));
+        let e = file()
+            .apply(Overrides {
+                command: vec!["/x/my-test".into()],
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("two cases would be named `my-test`"), "{e}");
+        let e = file()
+            .apply(Overrides {
+                timeout: Some(0.0),
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--timeout"), "{e}");
+    }
+
+    #[test]
+    fn layer_flags_change_every_set() {
+        let mut m = file();
+        m.apply(Overrides {
+            trace: true,
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert!(m.layer_sets.iter().all(|s| s.trace && s.validation));
+        assert_eq!(m.layer_sets.len(), 2);
+
+        // Both sets become validation-less and tegra: one set is left.
+        let mut m = file();
+        m.apply(Overrides {
+            emulate: Some("tegra".into()),
+            no_validation: true,
+            fail_on_leak: true,
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(
+            m.layer_sets,
+            [LayerSet {
+                validation: false,
+                trace: false,
+                emulation: Emulation::Tegra
+            }]
+        );
+        assert!(m.fail_on_leak);
+
+        let mut m = Matrix::default();
+        m.apply(Overrides {
+            emulate: Some("tegra-racy".into()),
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(m.layer_sets[0].emulation, Emulation::TegraRacy);
+        let e = Matrix::default()
+            .apply(Overrides {
+                emulate: Some("jetson".into()),
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("none, tegra, tegra-racy"), "{e}");
+    }
+}

@@ -1,0 +1,214 @@
+//! `vkexit repro`: runs one cell until it fails, or until enough clean runs
+//! say its failure rate is below a bound, as one would rerun a flaky test by
+//! hand, but with every failing run's evidence kept and a number at the end.
+//!
+//! Runs go in batches of `-j` through `run::execute`; the first batch with a
+//! failure is the last. With no failure in n runs, the 95 % Wilson upper
+//! bound of the failure rate is z²/(n + z²), so the number of clean runs that
+//! proves "below r" is known before the first run, and the last batch is cut
+//! to end exactly there.
+
+use crate::errors::{Error, Result};
+use crate::plan::{Cell, Plan};
+use crate::run::{self, interrupt, RunRecord};
+use crate::stats::wilson95;
+use crate::verdict::RunVerdict;
+use std::path::PathBuf;
+
+pub const DEFAULT_MAX_RUNS: u64 = 1000;
+pub const DEFAULT_MAX_RATE: f64 = 0.01;
+
+/// Parses `1%`, `0.5%` or a fraction such as `0.01`.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    let bad = || {
+        format!(
+            "`{text}`: expected a failure rate such as 1% or 0.5% (or a fraction below 1, 0.01)"
+        )
+    };
+    let (number, percent) = match text.trim().strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (text.trim(), false),
+    };
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    let rate = if percent { value / 100.0 } else { value };
+    if !(rate.is_finite() && rate > 0.0 && rate < 1.0) {
+        return Err(bad());
+    }
+    Ok(rate)
+}
+
+/// The 95 % Wilson upper bound of the failure rate.
+pub fn upper_bound(failures: u64, runs: u64) -> f64 {
+    wilson95(failures, runs).1
+}
+
+/// The fewest clean runs whose failure-rate bound is below `rate`.
+pub fn clean_runs_needed(rate: f64) -> u64 {
+    // z²(1 − r)/r from the closed form, then checked against the interval
+    // the reports use, so both agree to the last run.
+    const Z2: f64 = 1.959_963_984_540_054 * 1.959_963_984_540_054;
+    let mut n = (Z2 * (1.0 - rate) / rate).floor().max(0.0) as u64;
+    while n > 1 && upper_bound(0, n - 1) < rate {
+        n -= 1;
+    }
+    while upper_bound(0, n) >= rate {
+        n += 1;
+    }
+    n
+}
+
+/// One failing run, with where its evidence is.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// Counted from 1 over the whole repro.
+    pub run: u64,
+    pub verdict: RunVerdict,
+    pub reason: String,
+    pub evidence: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub runs: u64,
+    pub failures: Vec<Failure>,
+    /// The bound was reached with no failure.
+    pub bound_reached: bool,
+    pub interrupted: bool,
+}
+
+impl Outcome {
+    pub fn upper_bound(&self) -> f64 {
+        upper_bound(self.failures.len() as u64, self.runs)
+    }
+}
+
+/// Runs the plan's one cell in batches of `options.jobs` until a batch has
+/// a failure, `clean_runs_needed(max_rate)` runs passed, or vkexit is
+/// interrupted. `on_batch` sees the runs so far after each clean batch.
+pub fn repro(
+    plan: &Plan,
+    options: &run::Options,
+    max_rate: f64,
+    max_runs: u64,
+    mut on_batch: impl FnMut(u64),
+) -> Result<Outcome> {
+    only_cell(plan)?;
+    let needed = clean_runs_needed(max_rate);
+    if needed > max_runs {
+        return Err(Error::Usage(format!(
+            "--max-rate {}: showing it takes {needed} runs without a failure, more than --max-runs {max_runs}",
+            percent(max_rate)
+        )));
+    }
+    let mut outcome = Outcome {
+        runs: 0,
+        failures: Vec::new(),
+        bound_reached: false,
+        interrupted: false,
+    };
+    while outcome.runs < needed {
+        if interrupt::interrupted() {
+            outcome.interrupted = true;
+            break;
+        }
+        let batch = (options.jobs.max(1) as u64).min(needed - outcome.runs);
+        let batch_options = run::Options {
+            runs: batch as u32,
+            ..options.clone()
+        };
+        let records = run::execute(plan, &batch_options, |_, _| {})?;
+        let finished: Vec<&RunRecord> = records.iter().flatten().collect();
+        if interrupt::interrupted() {
+            outcome.interrupted = true;
+            // Runs cut short say nothing about the cell.
+            break;
+        }
+        for r in &finished {
+            if !r.classification.verdict.is_success() {
+                outcome.failures.push(Failure {
+                    run: outcome.runs + u64::from(r.index) + 1,
+                    verdict: r.classification.verdict,
+                    reason: r.classification.reason.clone(),
+                    evidence: r.kept.clone(),
+                });
+            }
+        }
+        outcome.runs += finished.len() as u64;
+        if !outcome.failures.is_empty() {
+            return Ok(outcome);
+        }
+        on_batch(outcome.runs);
+    }
+    outcome.bound_reached = !outcome.interrupted && outcome.failures.is_empty();
+    Ok(outcome)
+}
+
+/// Repro runs exactly one cell that can run here.
+fn only_cell(plan: &Plan) -> Result<&Cell> {
+    match plan.cells.as_slice() {
+        [cell] => match &cell.not_run {
+            None => Ok(cell),
+            Some(crate::plan::NotRun::Skipped(why) | crate::plan::NotRun::Broken(why)) => Err(
+                Error::Usage(format!("{} cannot run here: {why}", cell.label())),
+            ),
+        },
+        cells => {
+            let some: Vec<String> = cells.iter().take(4).map(Cell::label).collect();
+            Err(Error::Usage(format!(
+                "repro runs one cell; this selection has {} ({}{}): choose one with --case, --runtime and --driver, or give -- CMD",
+                cells.len(),
+                some.join(", "),
+                if cells.len() > 4 { ", …" } else { "" }
+            )))
+        }
+    }
+}
+
+/// "1 %", "0.5 %", "9.89 %".
+pub fn percent(rate: f64) -> String {
+    let p = rate * 100.0;
+    let text = format!("{p:.2}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} %")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_are_percentages_or_fractions() {
+        assert_eq!(parse_rate("1%").unwrap(), 0.01);
+        assert_eq!(parse_rate("10 %").unwrap(), 0.1);
+        assert_eq!(parse_rate("0.5%").unwrap(), 0.005);
+        assert_eq!(parse_rate("0.02").unwrap(), 0.02);
+        for bad in ["0%", "100%", "1", "-1%", "x", "", "5%%", "NaN"] {
+            let e = parse_rate(bad).unwrap_err();
+            assert!(e.contains("such as 1%"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn clean_runs_needed_matches_the_wilson_bound() {
+        // 0 failures in n runs: the upper bound z²/(n + z²) drops below 10 % at n = 35.
+        assert_eq!(clean_runs_needed(0.10), 35);
+        assert!(upper_bound(0, 35) < 0.10 && upper_bound(0, 34) >= 0.10);
+        // The default 1 %: 381 runs.
+        assert_eq!(clean_runs_needed(0.01), 381);
+        assert!(upper_bound(0, 381) < 0.01 && upper_bound(0, 380) >= 0.01);
+        for rate in [0.5, 0.2, 0.05, 0.003] {
+            let n = clean_runs_needed(rate);
+            assert!(
+                upper_bound(0, n) < rate && upper_bound(0, n - 1) >= rate,
+                "{rate}"
+            );
+        }
+    }
+
+    #[test]
+    fn percentages_read_short() {
+        assert_eq!(percent(0.01), "1 %");
+        assert_eq!(percent(0.005), "0.5 %");
+        assert_eq!(percent(0.0989), "9.89 %");
+    }
+}
