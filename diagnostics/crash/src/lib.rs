@@ -22,7 +22,8 @@
 //! signal again. The exit status is the one the program would have had. See [`disposition`].
 //!
 //! [`install`] is for programs that link this crate; the preloaded `libvkexit_preload.so`
-//! installs the same handler into any program, and then `install` does nothing.
+//! installs the same handler into any program, and then `install` does nothing. The schemas,
+//! costs and limits are in `diagnostics/preload/README.md`.
 
 mod context;
 pub mod disposition;

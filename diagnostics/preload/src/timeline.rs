@@ -23,7 +23,9 @@ pub(crate) fn get() -> Option<&'static EvidenceLog> {
     LOG.get().and_then(Option::as_ref)
 }
 
-/// Appends `record` if the timeline is open. Async-signal-safe (one `write`).
+/// Appends `record` if the timeline is open. Async-signal-safe (one `write`). Inlined: a
+/// record is 4 KiB, and each move of it by value is a copy.
+#[inline(always)]
 pub(crate) fn write(record: Record) {
     if let Some(log) = get() {
         let _ = log.write(record);
