@@ -1,0 +1,468 @@
+//! Matrix files and baseline files on lavapipe, with real scenario runs
+//! under the real validation layer: a matrix selecting cells, a baseline
+//! judging them, and `vkexit baseline update` writing one from results.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use predicates::str::contains;
+use serde_json::Value;
+use std::path::Path;
+
+const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
+
+fn write(sb: &Sandbox, name: &str, text: &str) {
+    std::fs::write(sb.path().join(name), text).unwrap();
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `vkexit SUBCOMMAND --json r.json ARGS` in the sandbox; the exit code, the results
+/// and stdout.
+fn vkexit(sb: &Sandbox, args: &[&str]) -> (i32, Value, String) {
+    // `--json` goes before any `-- CMD`.
+    let out = sb
+        .vkexit()
+        .arg(args[0])
+        .arg("--json")
+        .arg(sb.results())
+        .args(&args[1..])
+        .output()
+        .unwrap();
+    let code = out.status.code().expect("vkexit exits normally");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        sb.results().exists(),
+        "no results; exit {code}\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (code, read(&sb.results()), stdout)
+}
+
+fn argv(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+fn cell<'a>(results: &'a Value, case: &str, runtime: &str) -> &'a Value {
+    results["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"] == case && c["runtime"] == runtime)
+        .unwrap_or_else(|| panic!("no cell {case} × {runtime} in {results:#}"))
+}
+
+#[test]
+fn a_matrix_file_selects_its_cells_and_their_runs() {
+    let sb = Sandbox::new();
+    write(
+        &sb,
+        "m.toml",
+        r#"
+cases = ["buffer-kept-at-exit"]
+runtimes = ["refrt:guarded", "refrt:release-children"]
+drivers = ["lavapipe"]
+runs = 2
+"#,
+    );
+    let (code, r, _) = vkexit(&sb, &["run", "--config", "m.toml"]);
+    assert_eq!(code, 0, "{r:#}");
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{r:#}");
+    let kept = cell(&r, "buffer-kept-at-exit", "refrt:guarded");
+    assert_eq!(kept["runs"], 2);
+    assert_eq!(kept["verdict"], "expected-fail");
+    assert_eq!(kept["expectation"], "built-in");
+    assert_eq!(strings(&kept["vuids"]), [CHILDREN]);
+    let fixed = cell(&r, "buffer-kept-at-exit", "refrt:release-children");
+    assert_eq!(fixed["verdict"], "pass");
+    assert_eq!(fixed["layers"], serde_json::json!(["validation"]));
+
+    // Flags replace the file's lists and numbers.
+    let (code, r, _) = vkexit(
+        &sb,
+        &[
+            "run",
+            "--config",
+            "m.toml",
+            "--runtime",
+            "refrt:release-children",
+            "--runs",
+            "1",
+            "--emulate",
+            "tegra",
+        ],
+    );
+    assert_eq!(code, 0, "{r:#}");
+    let c = only_cell(&r);
+    assert_eq!(
+        (c["runs"].as_u64(), c["emulation"].as_str()),
+        (Some(1), Some("tegra"))
+    );
+}
+
+#[test]
+fn layer_sets_and_environments_of_a_matrix_reach_the_runs() {
+    let sb = Sandbox::new();
+    // Without validation, a program that exits 0 passes: the shell checks
+    // what its environment holds.
+    write(
+        &sb,
+        "env.toml",
+        r#"
+runs = 1
+drivers = ["lavapipe"]
+
+[env]
+FROM_MATRIX = "m"
+
+[[external]]
+name = "sees-both"
+argv = ["/bin/sh", "-c", "test \"$FROM_MATRIX$FROM_CASE\" = mc"]
+env = { FROM_CASE = "c" }
+
+[[external]]
+name = "sees-matrix-only"
+argv = ["/bin/sh", "-c", "test \"$FROM_MATRIX\" = m && test -z \"$FROM_CASE\""]
+
+[[external]]
+name = "fails"
+argv = ["/bin/sh", "-c", "exit 3"]
+
+[[layers]]
+validation = false
+
+[[layers]]
+validation = false
+trace = false
+emulation = "tegra"
+"#,
+    );
+    let (code, r, _) = vkexit(&sb, &["run", "--config", "env.toml"]);
+    assert_eq!(code, 1, "{r:#}");
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 6, "two layer sets × three cases: {r:#}");
+    for c in cells {
+        assert_eq!(c["layers"], serde_json::json!([]));
+        let want = if c["case"] == "fails" { "fail" } else { "pass" };
+        // Under emulation the tegra-exit layer must prove it loaded, and a
+        // shell never loads it: those cells are errors, never green.
+        let want = if c["emulation"] == "tegra" && want == "pass" {
+            "error"
+        } else {
+            want
+        };
+        assert_eq!(c["verdict"], want, "{c:#}");
+    }
+    // The replay of a kept run holds the matrix's variables.
+    let failing = cells
+        .iter()
+        .find(|c| c["case"] == "fails" && c["emulation"] == "none")
+        .unwrap();
+    let run_dir = strings(&failing["artifacts"]).remove(0);
+    let command = std::fs::read_to_string(Path::new(&run_dir).join("command.txt")).unwrap();
+    assert!(command.contains("\nFROM_MATRIX=m\n"), "{command}");
+}
+
+#[test]
+fn errors_in_a_matrix_file_name_the_line_and_column() {
+    let sb = Sandbox::new();
+    write(
+        &sb,
+        "bad.toml",
+        "runs = 2\ncases = [\"clean-exit\"]\nrnus = 3\n",
+    );
+    sb.vkexit()
+        .args(["run", "--config", "bad.toml"])
+        .assert()
+        .code(2)
+        .stderr(
+            contains("bad.toml:3:1: unknown field `rnus`, expected one of")
+                .and(contains("panicked").not()),
+        );
+    write(&sb, "bad.toml", "[[layers]]\nemulation = \"jetson\"\n");
+    sb.vkexit()
+        .args(["run", "--config", "bad.toml"])
+        .assert()
+        .code(2)
+        .stderr(contains("bad.toml:2:13: unknown variant `jetson`"));
+    sb.vkexit()
+        .args(["run", "--config", "missing.toml"])
+        .assert()
+        .code(2)
+        .stderr(contains("missing.toml"));
+}
+
+#[test]
+fn a_baseline_turns_a_known_failure_into_expected_fail_and_a_wrong_one_into_fail() {
+    let sb = Sandbox::new();
+    let mock = mock();
+    let mock = mock.to_str().unwrap();
+    let args = |baseline: &str| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "run",
+            "--driver",
+            "lavapipe",
+            "--runs",
+            "2",
+            "--case",
+            "buffer-kept-at-exit",
+            "--runtime",
+            "refrt:guarded",
+        ]
+        .map(String::from)
+        .to_vec();
+        if !baseline.is_empty() {
+            a.extend(["--baseline".into(), baseline.into()]);
+        }
+        a.extend(["--".into(), mock.into(), "--vuid".into()]);
+        a
+    };
+
+    // No baseline: the mock's VUID is a failure; the built-in cell is known.
+    let (code, r, _) = vkexit(&sb, &argv(&args("")));
+    assert_eq!(code, 1, "{r:#}");
+    assert_eq!(cell(&r, "mock", "external")["verdict"], "fail");
+    assert!(cell(&r, "mock", "external").get("expectation").is_none());
+
+    write(
+        &sb,
+        "b.toml",
+        r#"# The mock's --vuid is a known failure.
+[[expect]]
+case = "mock"
+runtime = "external"
+expect = "fail"
+run_verdicts = ["vuid"]
+vuids = ["VUID-vkDestroyDevice-device-*"]
+reason = "mock --vuid destroys the device with a buffer alive"
+
+# Wrong on purpose: this cell logs a VUID, it does not crash.
+[[expect]]
+case = "buffer-kept-at-exit"
+runtime = "refrt:guarded"
+expect = "fail"
+run_verdicts = ["crash"]
+signals = ["SIGSEGV"]
+reason = "wrong"
+"#,
+    );
+    let (code, r, stdout) = vkexit(&sb, &argv(&args("b.toml")));
+    assert_eq!(code, 1, "{r:#}");
+    let known = cell(&r, "mock", "external");
+    assert_eq!(known["verdict"], "expected-fail", "{known:#}");
+    assert_eq!(known["expectation"], "b.toml:2");
+    assert_eq!(
+        known["reason"],
+        "mock --vuid destroys the device with a buffer alive"
+    );
+    let wrong = cell(&r, "buffer-kept-at-exit", "refrt:guarded");
+    assert_eq!(wrong["verdict"], "fail", "{wrong:#}");
+    assert_eq!(wrong["expectation"], "b.toml:11");
+    let why = wrong["reason"].as_str().unwrap();
+    assert!(
+        why.contains("failed, but not as known (wrong)") && why.contains("2 vuid runs"),
+        "{why}"
+    );
+    assert!(
+        stdout.contains("2 cells judged by the baseline files"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn allow_lists_and_flaky_entries_keep_the_gate_green() {
+    let sb = Sandbox::new();
+    let mock = mock();
+    let run = |baseline: &str, mock_args: &[&str]| {
+        let mut a = vec![
+            "run",
+            "--driver",
+            "lavapipe",
+            "--runs",
+            "4",
+            "--baseline",
+            baseline,
+            "--",
+            mock.to_str().unwrap(),
+        ];
+        a.extend_from_slice(mock_args);
+        vkexit(&sb, &a)
+    };
+    // An allow-list for this layer version takes the VUID out: the runs pass.
+    write(
+        &sb,
+        "allow.toml",
+        &format!(
+            "[[allow]]\nallow_vuids = [\"{CHILDREN}\"]\ndriver = \"lavapipe\"\nlayer_version = \"1.*\"\nreason = \"pretend false positive\"\n"
+        ),
+    );
+    let (code, r, _) = run("allow.toml", &["--vuid"]);
+    let c = only_cell(&r);
+    assert_eq!(code, 0, "{c:#}");
+    assert_eq!(c["verdict"], "pass");
+    assert_eq!(count(c, "pass"), 4);
+    assert_eq!(strings(&c["allowed_vuids"]), [CHILDREN]);
+    assert!(strings(&c["vuids"]).is_empty());
+
+    // For another layer version it does not apply.
+    write(
+        &sb,
+        "other.toml",
+        &format!(
+            "[[allow]]\nallow_vuids = [\"{CHILDREN}\"]\nlayer_version = \"0.9.*\"\nreason = \"another layer\"\n"
+        ),
+    );
+    let (code, r, _) = run("other.toml", &["--vuid"]);
+    assert_eq!(code, 1);
+    assert_eq!(only_cell(&r)["verdict"], "fail");
+
+    // A flaky entry: whatever the crash coin does, the gate stays green.
+    write(
+        &sb,
+        "flaky.toml",
+        "[[expect]]\ncase = \"mock\"\nflaky = true\nreason = \"crashes at exit half of the time\"\n",
+    );
+    let (code, r, _) = run("flaky.toml", &["--crash-probability", "0.5"]);
+    let c = only_cell(&r);
+    assert_eq!(code, 0, "{c:#}");
+    assert_eq!(c["flaky_expected"], true);
+    let verdict = c["verdict"].as_str().unwrap();
+    assert!(["pass", "flaky", "fail"].contains(&verdict), "{c:#}");
+}
+
+#[test]
+fn errors_in_a_baseline_file_name_the_line_and_column() {
+    let sb = Sandbox::new();
+    write(
+        &sb,
+        "b.toml",
+        "[[expect]]\ncase = \"mock\"\nexpect = \"fail\"\nsignals = [\"SEGV\"]\nreason = \"r\"\n",
+    );
+    sb.vkexit()
+        .args(["run", "--baseline", "b.toml", "--"])
+        .arg(mock())
+        .assert()
+        .code(2)
+        .stderr(
+            contains("b.toml:4:12: `SEGV` is not a signal name").and(contains("panicked").not()),
+        );
+    write(
+        &sb,
+        "b.toml",
+        "[[expect]]\ncase = \"mock\"\nexpect = \"pass\"\n",
+    );
+    sb.vkexit()
+        .args(["run", "--baseline", "b.toml", "--"])
+        .arg(mock())
+        .assert()
+        .code(2)
+        .stderr(contains("b.toml:1:1: missing field `reason`"));
+}
+
+#[test]
+fn baseline_update_from_a_real_run_then_a_run_with_it_is_green() {
+    let sb = Sandbox::new();
+    let mock = mock();
+    let args = [
+        "run",
+        "--driver",
+        "lavapipe",
+        "--runs",
+        "2",
+        "--case",
+        "handler-before-load",
+        "--case",
+        "clean-exit",
+        "--runtime",
+        "refrt:guarded",
+        "--runtime",
+        "refrt:release-children",
+        "--",
+        mock.to_str().unwrap(),
+        "--vuid",
+    ];
+    let (code, r, _) = vkexit(&sb, &args);
+    assert_eq!(code, 1, "the mock fails without a baseline: {r:#}");
+    std::fs::rename(sb.results(), sb.path().join("first.json")).unwrap();
+
+    let update = |prune: bool| {
+        let mut cmd = sb.vkexit();
+        cmd.args([
+            "baseline",
+            "update",
+            "--results",
+            "first.json",
+            "--baseline",
+            "ci.toml",
+        ]);
+        if prune {
+            cmd.arg("--prune");
+        }
+        cmd.assert().code(0)
+    };
+    update(false).stdout(contains(
+        "0 entries kept, 2 added, 0 removed; 1 need a reason",
+    ));
+    let text = std::fs::read_to_string(sb.path().join("ci.toml")).unwrap();
+    assert!(text.starts_with("# vkexit baseline"), "{text}");
+    // The built-in failure, with the built-in reason; the mock, to explain.
+    assert!(
+        text.contains("teardown destroys the device with the retained children alive"),
+        "{text}"
+    );
+    assert!(
+        text.contains("case = \"mock\"") && text.contains("reason = \"TODO: explain\""),
+        "{text}"
+    );
+
+    let mut with = args.to_vec();
+    with.splice(1..1, ["--baseline", "ci.toml"]);
+    let (code, r, _) = vkexit(&sb, &with);
+    assert_eq!(code, 0, "{r:#}");
+    let mock_cell = cell(&r, "mock", "external");
+    assert_eq!(mock_cell["verdict"], "expected-fail");
+    assert!(mock_cell["expectation"]
+        .as_str()
+        .unwrap()
+        .starts_with("ci.toml:"));
+    assert_eq!(
+        cell(&r, "handler-before-load", "refrt:guarded")["verdict"],
+        "expected-fail"
+    );
+
+    // A second update keeps everything, byte for byte, reasons included.
+    let edited = text.replace(
+        "reason = \"TODO: explain\"",
+        "reason = \"mock --vuid leaves a buffer alive\"",
+    );
+    std::fs::write(sb.path().join("ci.toml"), &edited).unwrap();
+    update(true).stdout(contains(
+        "2 entries kept, 0 added, 0 removed; 0 need a reason",
+    ));
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("ci.toml")).unwrap(),
+        edited
+    );
+
+    // A bad results file is named with its position.
+    write(
+        &sb,
+        "bad.json",
+        "{\n  \"schema\": \"vkexit.results/1\",\n  x\n}",
+    );
+    sb.vkexit()
+        .args([
+            "baseline",
+            "update",
+            "--results",
+            "bad.json",
+            "--baseline",
+            "ci.toml",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("bad.json").and(contains("line 3 column 3")));
+}

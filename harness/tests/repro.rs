@@ -1,0 +1,128 @@
+//! `vkexit repro` on lavapipe: stops at the first failure with its evidence
+//! kept, or after exactly the clean runs the Wilson bound needs.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use predicates::str::contains;
+use std::path::Path;
+
+/// 0 failures in n runs: the 95 % Wilson upper bound of the failure rate.
+fn upper_bound_of_no_failure(n: u64) -> f64 {
+    let z2 = 1.959_963_984_540_054_f64.powi(2);
+    z2 / (n as f64 + z2)
+}
+
+#[test]
+fn a_flaky_crash_is_caught_with_its_evidence() {
+    let sb = Sandbox::new();
+    let out = sb
+        .vkexit()
+        .args(["repro", "--driver", "lavapipe", "-j", "2", "--"])
+        .arg(mock())
+        .args(["--crash-probability", "0.3"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with("repro: mock × external × lavapipe [validation, emulation none]"),
+        "{stdout}"
+    );
+    // "run N failed: crash: killed by SIGSEGV …" then its evidence directory.
+    let failed = stdout
+        .lines()
+        .find(|l| l.starts_with("run ") && l.contains(" failed: crash: killed by SIGSEGV"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let run: u64 = failed["run ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{failed}"));
+    assert!(run >= 1, "{failed}");
+    let evidence = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("  evidence: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let dir = Path::new(evidence);
+    let result = std::fs::read_to_string(dir.join("result.json")).unwrap();
+    assert!(result.contains("\"verdict\": \"crash\""), "{result}");
+    assert!(dir.join("validation.log").exists() && dir.join("command.txt").exists());
+    // The summary: how many runs it took, the failures, the interval.
+    let last = stdout.lines().last().unwrap();
+    assert!(
+        last.starts_with("failed: ")
+            && last.contains(" runs; failure rate ")
+            && last.contains("95 % interval"),
+        "{last}"
+    );
+}
+
+#[test]
+fn a_clean_program_stops_when_the_bound_is_below_the_rate() {
+    let needed = (1..)
+        .find(|&n| upper_bound_of_no_failure(n) < 0.10)
+        .unwrap();
+    assert_eq!(needed, 35);
+    let sb = Sandbox::new();
+    let out = sb
+        .vkexit()
+        .args([
+            "repro",
+            "--driver",
+            "lavapipe",
+            "-j",
+            "2",
+            "--max-rate",
+            "10%",
+            "--",
+        ])
+        .arg(mock())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let last = stdout.lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!(
+            "no failure in {needed} runs: the failure rate is below 10 % (95 % upper bound 9."
+        )),
+        "{last}"
+    );
+}
+
+#[test]
+fn bad_input_is_refused_before_any_run() {
+    let sb = Sandbox::new();
+    // Many cells: repro runs one.
+    sb.vkexit()
+        .args(["repro", "--driver", "lavapipe", "--case", "clean-exit"])
+        .assert()
+        .code(2)
+        .stderr(
+            contains("repro runs one cell; this selection has 5").and(contains("panicked").not()),
+        );
+    // A bound that the cap cannot reach.
+    sb.vkexit()
+        .args(["repro", "--max-rate", "0.1%", "--max-runs", "100", "--"])
+        .arg(mock())
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "takes 3838 runs without a failure, more than --max-runs 100",
+        ));
+    for bad in ["1", "0%", "ten"] {
+        sb.vkexit()
+            .args(["repro", "--max-rate", bad, "--"])
+            .arg(mock())
+            .assert()
+            .code(2)
+            .stderr(contains("such as 1%"));
+    }
+    assert!(!sb.path().join("vkexit-artifacts").exists());
+}
