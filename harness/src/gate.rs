@@ -238,11 +238,26 @@ pub fn request(matrix: &Matrix, chain: Chain) -> plan::Request {
             .iter()
             .map(|e| ExternalCase {
                 name: e.name.clone(),
-                argv: e.argv.clone(),
+                argv: from_here(&e.argv),
             })
             .collect(),
         chain,
     }
+}
+
+/// Runs start in their own directory, so a relative program path (one with
+/// a `/`) is made absolute from the directory vkexit runs in; a bare name
+/// is still looked up in `PATH`.
+fn from_here(argv: &[OsString]) -> Vec<OsString> {
+    let mut argv = argv.to_vec();
+    if let Some(program) = argv.first_mut() {
+        let path = Path::new(program.as_os_str());
+        let relative_path = path.is_relative() && path.components().count() > 1;
+        if let (true, Ok(here)) = (relative_path, std::env::current_dir()) {
+            *program = here.join(path).into_os_string();
+        }
+    }
+    argv
 }
 
 /// Variables set in vkexit's own environment for as long as this lives,
@@ -310,6 +325,22 @@ fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_program_paths_are_taken_from_here() {
+        let here = std::env::current_dir().unwrap();
+        let argv = |args: &[&str]| args.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            from_here(&argv(&["build/t", "x/y"])),
+            [here.join("build/t").into_os_string(), "x/y".into()]
+        );
+        assert_eq!(
+            from_here(&argv(&["./t"]))[0],
+            here.join("./t").into_os_string()
+        );
+        assert_eq!(from_here(&argv(&["sh", "-c"])), argv(&["sh", "-c"]));
+        assert_eq!(from_here(&argv(&["/bin/sh"])), argv(&["/bin/sh"]));
+    }
 
     #[test]
     fn scoped_variables_are_put_back() {
