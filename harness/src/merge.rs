@@ -316,6 +316,7 @@ mod tests {
         a.vuid_counts.insert(id.into(), 8);
         a.artifacts = vec!["/m1/run-0".into(), "/m1/run-1".into()];
         a.findings = vec!["f1".into()];
+        a.expectation = Some("b.toml:3".into());
         let mut b = a.clone();
         b.artifacts = vec!["/m2/run-0".into()];
         b.findings = vec!["f1".into(), "f2".into()];
@@ -327,6 +328,8 @@ mod tests {
         assert_eq!(c.counts.vuid, 4);
         assert_eq!(c.vuid_counts[id], 16);
         assert_eq!(c.verdict, CellVerdict::ExpectedFail);
+        // Judged again by the built-in baseline, whatever judged the parts.
+        assert_eq!(c.expectation.as_deref(), Some("built-in"));
         assert_eq!(c.artifacts, ["/m1/run-0", "/m1/run-1", "/m2/run-0"]);
         assert_eq!(c.findings, ["f1", "f2"]);
         assert_eq!(c.device.as_deref(), Some("llvmpipe; other GPU"));

@@ -421,6 +421,27 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_known_flaky_cell_that_failed_is_a_passed_test_with_its_failures() {
+        let mut c = cell("f", "refrt:never", CellVerdict::Fail, counts(0, 2, 0));
+        c.flaky_expected = true;
+        let mut r = results(vec![c]);
+        assert!(crate::report::gate_green(&r));
+        let xml = render(&r);
+        let doc = parse(&xml);
+        assert_eq!(doc.root_element().attribute("failures"), Some("0"));
+        let tc = &testcases(&doc)[0];
+        let kids: Vec<&str> = tc
+            .children()
+            .filter(|n| n.is_element())
+            .map(|n| n.tag_name().name())
+            .collect();
+        assert_eq!(kids, ["flakyFailure", "system-out"], "{xml}");
+        assert!(xml.contains("known to be flaky, so it keeps the vkexit gate green"));
+        r.cells[0].flaky_expected = false;
+        assert!(!crate::report::gate_green(&r));
+    }
+
+    #[test]
     fn each_verdict_maps_to_its_junit_form() {
         let mut flaky = cell("f", "refrt:never", CellVerdict::Flaky, counts(3, 1, 1));
         flaky.signals = vec!["SIGSEGV".into()];
