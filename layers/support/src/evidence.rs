@@ -6,7 +6,6 @@
 //! threads or processes append to the same file.
 
 use std::ffi::CString;
-use std::fmt::Write as _;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -125,12 +124,12 @@ impl Record {
 
     /// Adds an unsigned number.
     pub fn u64(&mut self, key: &str, value: u64) -> &mut Self {
-        self.field(key, |r| r.push_fmt(format_args!("{value}")))
+        self.field(key, |r| r.push_decimal(false, value))
     }
 
     /// Adds a signed number.
     pub fn i64(&mut self, key: &str, value: i64) -> &mut Self {
-        self.field(key, |r| r.push_fmt(format_args!("{value}")))
+        self.field(key, |r| r.push_decimal(value < 0, value.unsigned_abs()))
     }
 
     /// Adds a boolean.
@@ -140,7 +139,7 @@ impl Record {
 
     /// Adds a number as a hexadecimal string, `"0x7f12…"`: handles and addresses.
     pub fn hex(&mut self, key: &str, value: u64) -> &mut Self {
-        self.field(key, |r| r.push_fmt(format_args!("\"{value:#x}\"")))
+        self.field(key, |r| r.push_hex(value))
     }
 
     /// Adds a field whose value is already JSON text (an array, an object, `null`); the caller
@@ -195,30 +194,78 @@ impl Record {
         self.len += bytes.len();
     }
 
-    fn push_fmt(&mut self, args: std::fmt::Arguments<'_>) {
-        struct Sink<'a>(&'a mut Record);
-        impl std::fmt::Write for Sink<'_> {
-            fn write_str(&mut self, s: &str) -> std::fmt::Result {
-                self.0.push(s.as_bytes());
-                Ok(())
+    /// Digits without `core::fmt`: records are built on hot paths.
+    fn push_decimal(&mut self, negative: bool, mut value: u64) {
+        let mut digits = [0u8; 21];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (value % 10) as u8;
+            value /= 10;
+            if value == 0 {
+                break;
             }
         }
-        let _ = Sink(self).write_fmt(args);
+        if negative {
+            at -= 1;
+            digits[at] = b'-';
+        }
+        self.push(&digits[at..]);
     }
 
+    fn push_hex(&mut self, value: u64) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut text = [0u8; 20];
+        let mut at = text.len() - 1;
+        text[at] = b'"';
+        let mut rest = value;
+        loop {
+            at -= 1;
+            text[at] = HEX[(rest & 0xf) as usize];
+            rest >>= 4;
+            if rest == 0 {
+                break;
+            }
+        }
+        at -= 3;
+        text[at..at + 3].copy_from_slice(b"\"0x");
+        self.push(&text[at..]);
+    }
+
+    /// Copies runs of bytes that need no escape in one go; only quotes,
+    /// backslashes, control characters and invalid UTF-8 are handled one by one.
     fn push_json_str(&mut self, value: &[u8]) {
         self.push(b"\"");
         for chunk in value.utf8_chunks() {
-            for c in chunk.valid().chars() {
-                match c {
-                    '"' => self.push(b"\\\""),
-                    '\\' => self.push(b"\\\\"),
-                    '\n' => self.push(b"\\n"),
-                    '\r' => self.push(b"\\r"),
-                    '\t' => self.push(b"\\t"),
-                    c if (c as u32) < 0x20 => self.push_fmt(format_args!("\\u{:04x}", c as u32)),
-                    c => self.push(c.encode_utf8(&mut [0; 4]).as_bytes()),
+            let mut rest = chunk.valid().as_bytes();
+            while !rest.is_empty() {
+                let plain = rest
+                    .iter()
+                    .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                    .unwrap_or(rest.len());
+                self.push(&rest[..plain]);
+                let Some(&special) = rest.get(plain) else {
+                    break;
+                };
+                match special {
+                    b'"' => self.push(b"\\\""),
+                    b'\\' => self.push(b"\\\\"),
+                    b'\n' => self.push(b"\\n"),
+                    b'\r' => self.push(b"\\r"),
+                    b'\t' => self.push(b"\\t"),
+                    c => {
+                        const HEX: &[u8; 16] = b"0123456789abcdef";
+                        self.push(&[
+                            b'\\',
+                            b'u',
+                            b'0',
+                            b'0',
+                            HEX[(c >> 4) as usize],
+                            HEX[(c & 0xf) as usize],
+                        ]);
+                    }
                 }
+                rest = &rest[plain + 1..];
             }
             if !chunk.invalid().is_empty() {
                 self.push("\u{fffd}".as_bytes());
