@@ -63,7 +63,7 @@ impl Handler {
 fn kind_name(kind: &str) -> &str {
     match kind {
         "atexit" => "atexit",
-        "cxa-atexit" => "C++ static destructor",
+        "cxa-atexit" | "cxa-atexit-untimed" => "C++ static destructor",
         other => other,
     }
 }
@@ -168,6 +168,33 @@ impl Story {
                 self.push_grouped(r, source, text, group);
                 return;
             }
+            ("exit", "handlers-registered") => {
+                let (first, last) = (n("first_id") as u64, n("last_id") as u64);
+                for id in first..=last.min(first + 100_000) {
+                    self.handlers.insert(
+                        id,
+                        Handler {
+                            kind: "cxa-atexit-untimed".into(),
+                            registrant: s("registrant"),
+                            ..Handler::default()
+                        },
+                    );
+                }
+                let text = format!(
+                    "exit handlers #{first}–#{last} registered: {} C++ static destructors of {} (not timed)",
+                    n("count"),
+                    short(&s("registrant"))
+                );
+                // Written when the run ended: placed where it began.
+                let t_ns = r.get("first_t_ns").and_then(Value::as_u64).unwrap_or(0);
+                self.events.push(Event {
+                    t_ns,
+                    source,
+                    text,
+                    group: None,
+                });
+                return;
+            }
             ("exit", "handler-start") | ("exit", "handler-end") => {
                 let id = n("id") as u64;
                 let h = self.handlers.entry(id).or_default();
@@ -264,10 +291,11 @@ impl Story {
     fn never_ran(&self) -> Vec<String> {
         let mut lines = Vec::new();
         let mut destructors: BTreeMap<&str, u64> = BTreeMap::new();
+        let untimed = |h: &Handler| h.kind == "cxa-atexit-untimed";
         for (id, h) in self
             .handlers
             .iter()
-            .filter(|(_, h)| !h.started && !h.registrant.is_empty())
+            .filter(|(_, h)| !h.started && !h.registrant.is_empty() && !untimed(h))
         {
             if h.kind == "cxa-atexit" {
                 *destructors.entry(short(&h.registrant)).or_insert(0) += 1;
@@ -506,6 +534,44 @@ not json at all
         assert!(lines[1].ends_with("exit handler #501 (atexit, registered by libx.so) registered"));
         assert!(lines[2]
             .ends_with("exit handlers #500–#499 ran: 2 C++ static destructors of libLLVM-15.so.1"));
+    }
+
+    #[test]
+    fn untimed_destructor_runs_are_one_line_placed_where_they_began() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(TIMELINE_FILE),
+            r#"{"ev":"main-start","t_ns":10}
+{"ev":"handler-registered","t_ns":30,"id":3,"kind":"atexit","registrant":"/l/libx.so"}
+{"ev":"handlers-registered","t_ns":40,"first_t_ns":20,"first_id":1,"last_id":2,"count":2,"kind":"cxa-atexit","registrant":"/l/libLLVM-15.so.1"}
+"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join(CRASH_FILE),
+            r#"{"ev":"crash","t_ns":50,"signal":"SIGSEGV","thread":"main","pc":"0x1","pc_mapping":"unmapped"}
+"#,
+        )
+        .unwrap();
+        let text = Story::read(dir.path()).render();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[1].ends_with("exit handlers #1–#2 registered: 2 C++ static destructors of libLLVM-15.so.1 (not timed)"),
+            "{text}"
+        );
+        assert!(
+            lines[2].ends_with("exit handler #3 (atexit, registered by libx.so) registered"),
+            "{text}"
+        );
+        // Destructors that were not timed are not claimed to have been cut off.
+        assert!(
+            text.contains("never ran, cut off by the crash:\n  exit handler #3 (atexit"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("C++ static destructor(s) of libLLVM"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub struct Settings {
     pub artifacts: PathBuf,
     pub keep_passing: bool,
     pub diagnostics: bool,
+    pub time_destructors: bool,
     pub shard: Option<Shard>,
 }
 
@@ -123,6 +124,7 @@ impl<'a> Gate<'a> {
             chain: chain.clone(),
             fail_on_leak: self.matrix.fail_on_leak,
             diagnostics: self.settings.diagnostics,
+            time_destructors: self.settings.time_destructors,
         };
         let mut runs: Vec<Vec<RunRecord>> = plan.cells.iter().map(|_| Vec::new()).collect();
         for (env, members) in self.env_groups(plan) {

@@ -125,6 +125,9 @@ struct Execution {
     /// Do not preload the crash report and exit timeline into the runs.
     #[arg(long)]
     no_diagnostics: bool,
+    /// Time every C++ static destructor in the exit timeline too (slower exit: can change races).
+    #[arg(long)]
+    time_destructors: bool,
 }
 
 impl Selection {
@@ -280,6 +283,7 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
         artifacts: args.exec.artifacts,
         keep_passing: args.keep_passing,
         diagnostics: !args.exec.no_diagnostics,
+        time_destructors: args.exec.time_destructors,
         shard: args.shard,
     };
     let gate = Gate::plan(&matrix, &baseline, settings)?;
@@ -341,6 +345,7 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
         chain,
         fail_on_leak: matrix.fail_on_leak,
         diagnostics: !args.exec.no_diagnostics,
+        time_destructors: args.exec.time_destructors,
     };
     let needed = vkexit::repro::clean_runs_needed(args.max_rate);
     if let Some(cell) = plan.cells.first().filter(|_| plan.cells.len() == 1) {

@@ -24,6 +24,7 @@ pub unsafe extern "C" fn exit(_status: c_int) -> ! {
 
 unsafe extern "C" fn exit_from(status: c_int, caller: usize) -> ! {
     exit_state::note_exit_called();
+    crate::handlers::flush_registrations();
     if timeline::get().is_some() {
         let mut record = Record::new("exit-called");
         record.i64("status", status.into());

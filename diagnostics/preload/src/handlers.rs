@@ -9,8 +9,10 @@
 //! `handler-end` around the real call.
 //!
 //! Without a timeline file nothing is recorded and registrations pass through untouched. With
-//! `VKEXIT_TIMELINE_HANDLERS=atexit`, C++ static destructors are recorded when registered but
-//! not wrapped (`wrapped: false`), which keeps the exit path as fast as without the library.
+//! `VKEXIT_TIMELINE_HANDLERS=atexit`, C++ static destructors are not wrapped, and their
+//! registrations are recorded one `handlers-registered` record per run of consecutive ones by one
+//! object (`first_id`, `last_id`, `count`, `registrant`, `first_t_ns`). That keeps both the
+//! start-up and the exit path about as fast as without the library.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -72,7 +74,12 @@ unsafe extern "C" fn register(
     };
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let wrapped = arg.is_null() || WRAP_CXX_DESTRUCTORS.load(Ordering::Relaxed);
-    record_registration(id, f, arg, dso_handle, caller, wrapped);
+    if wrapped {
+        flush_registrations();
+        record_registration(id, f, arg, dso_handle, caller, wrapped);
+    } else {
+        note_unwrapped_destructor(id, dso_handle, caller);
+    }
     if !wrapped {
         // SAFETY: the caller's own arguments.
         return unsafe { real(Some(f), arg, dso_handle) };
@@ -91,6 +98,64 @@ unsafe extern "C" fn register(
         slot.release();
     }
     result
+}
+
+/// Consecutive C++ static destructors registered by one object and not
+/// wrapped: they come by the thousand (LLVM alone registers over 3000), so
+/// they are written as one `handlers-registered` record per run instead of
+/// one record each.
+struct Run {
+    dso: usize,
+    first_id: u64,
+    last_id: u64,
+    first_t_ns: u64,
+    caller: usize,
+}
+
+static PENDING: std::sync::Mutex<Option<Run>> = std::sync::Mutex::new(None);
+
+fn note_unwrapped_destructor(id: u64, dso_handle: *mut c_void, caller: usize) {
+    let dso = dso_handle as usize;
+    let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    match pending.as_mut() {
+        Some(run) if dso != 0 && run.dso == dso && run.last_id + 1 == id => run.last_id = id,
+        _ => {
+            if let Some(done) = pending.take() {
+                write_run(&done);
+            }
+            *pending = Some(Run {
+                dso,
+                first_id: id,
+                last_id: id,
+                first_t_ns: vkexit_layer_support::monotonic_ns(),
+                caller,
+            });
+        }
+    }
+}
+
+/// Writes the run of unwrapped registrations still pending. Called before
+/// any other registration record, and when main returns or `exit` is
+/// called, so that every registration is on record before exit begins.
+pub(crate) fn flush_registrations() {
+    let done = PENDING.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(run) = done {
+        write_run(&run);
+    }
+}
+
+fn write_run(run: &Run) {
+    let registrant = objects::object_of(if run.dso == 0 { run.caller } else { run.dso });
+    let mut record = Record::new("handlers-registered");
+    record
+        .u64("first_id", run.first_id)
+        .u64("last_id", run.last_id)
+        .u64("count", run.last_id - run.first_id + 1)
+        .str("kind", "cxa-atexit")
+        .u64("first_t_ns", run.first_t_ns)
+        .bool("wrapped", false);
+    timeline::c_str_field(&mut record, "registrant", registrant.and_then(|o| o.name));
+    timeline::write(record);
 }
 
 fn record_registration(

@@ -69,6 +69,7 @@ unsafe extern "C" fn wrapped_main(
     // SAFETY: main's own arguments.
     let status = unsafe { main(argc, argv, envp) };
     exit_state::note_main_returned();
+    crate::handlers::flush_registrations();
     let mut returned = Record::new("main-returned");
     returned.i64("status", status.into());
     timeline::write(returned);

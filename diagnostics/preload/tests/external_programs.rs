@@ -364,8 +364,9 @@ fn dlopen_keeps_the_callers_library_search() {
     }
 }
 
-/// `VKEXIT_TIMELINE_HANDLERS=atexit`: C++ static destructors are recorded when registered but
-/// run unwrapped (no records at exit), while `atexit` handlers keep their start and end.
+/// `VKEXIT_TIMELINE_HANDLERS=atexit`: C++ static destructors run unwrapped (no records at exit)
+/// and their registrations are recorded as runs, one `handlers-registered` record per run of
+/// consecutive ones by one object; `atexit` handlers keep their own records, start and end.
 #[test]
 fn cxx_static_destructors_can_be_left_unwrapped() {
     let exe = compile("g++", CXX_PROGRAM, "cxx-story", &["-rdynamic"]);
@@ -373,10 +374,26 @@ fn cxx_static_destructors_can_be_left_unwrapped() {
     assert!(run.status.success(), "{}", run.describe());
     assert_eq!(run.stdout, "cleanup\nstatic destructor\n");
     let own = format!("/{}", file_name(&exe));
-    let destructor = run.registered_by(&own, "cxa-atexit")[0];
+    assert!(
+        run.registered_by(&own, "cxa-atexit").is_empty(),
+        "{}",
+        run.describe()
+    );
+    let runs: Vec<&Value> = run
+        .all("handlers-registered")
+        .into_iter()
+        .filter(|r| r["registrant"].as_str().is_some_and(|p| p.ends_with(&own)))
+        .collect();
+    assert_eq!(runs.len(), 1, "{}", run.describe());
+    let destructors = runs[0];
+    assert_eq!(destructors["wrapped"], false);
+    assert_eq!(destructors["count"], 1);
+    assert_eq!(destructors["first_id"], destructors["last_id"]);
+    assert!(destructors["first_t_ns"].as_u64().unwrap() <= destructors["t_ns"].as_u64().unwrap());
     let cleanup = run.registered_by(&own, "atexit")[0];
-    assert_eq!(destructor["wrapped"], false);
     assert_eq!(cleanup["wrapped"], true);
-    assert!(run.of_handler("handler-start", &destructor["id"]).is_none());
+    assert!(run
+        .of_handler("handler-start", &destructors["first_id"])
+        .is_none());
     assert!(run.of_handler("handler-end", &cleanup["id"]).is_some());
 }

@@ -36,6 +36,8 @@ pub struct Options {
     pub fail_on_leak: bool,
     /// Preload the crash report and exit timeline into every run.
     pub diagnostics: bool,
+    /// Time every C++ static destructor in the exit timeline (slower exit).
+    pub time_destructors: bool,
 }
 
 /// What one run came to, and where its evidence is.
@@ -259,7 +261,11 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix
     ];
     env_set.extend(chain.env(dir));
     if options.diagnostics {
-        env_set.extend(diagnostics_env(&plan.scenario_dir, dir));
+        env_set.extend(diagnostics_env(
+            &plan.scenario_dir,
+            dir,
+            options.time_destructors,
+        ));
     }
     let env_remove: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
@@ -307,14 +313,18 @@ pub const PRELOAD_LIBRARY: &str = "libvkexit_preload.so";
 
 /// The preloaded crash report and exit timeline, ahead of any preload the
 /// caller set: it must see the program's own interposers as the program.
-fn diagnostics_env(library_dir: &Path, dir: &Path) -> Vec<(String, String)> {
+fn diagnostics_env(
+    library_dir: &Path,
+    dir: &Path,
+    time_destructors: bool,
+) -> Vec<(String, String)> {
     let mut preload = library_dir.join(PRELOAD_LIBRARY).display().to_string();
     if let Ok(user) = std::env::var("LD_PRELOAD") {
         if !user.trim().is_empty() {
             preload = format!("{preload}:{user}");
         }
     }
-    vec![
+    let mut env: Vec<(String, String)> = vec![
         ("LD_PRELOAD".into(), preload),
         (
             "VKEXIT_CRASH_FILE".into(),
@@ -324,7 +334,13 @@ fn diagnostics_env(library_dir: &Path, dir: &Path) -> Vec<(String, String)> {
             "VKEXIT_TIMELINE_FILE".into(),
             dir.join(explain::TIMELINE_FILE).display().to_string(),
         ),
-    ]
+    ];
+    if !time_destructors {
+        // Wrapping thousands of C++ static destructors costs tens of ms at
+        // exit, enough to change the outcome of exit-time races.
+        env.push(("VKEXIT_TIMELINE_HANDLERS".into(), "atexit".into()));
+    }
+    env
 }
 
 /// A missing or unreadable file reads as a layer that never loaded: the
