@@ -189,8 +189,8 @@ impl Chain {
     }
 }
 
-/// Variables a run never inherits: they would change which layers load or
-/// what they report.
+/// Variables a run never inherits: they would change which layers load,
+/// what they report, or where the diagnostics write.
 pub fn is_inherited_layer_setting(key: &str) -> bool {
     matches!(
         key,
@@ -200,6 +200,9 @@ pub fn is_inherited_layer_setting(key: &str) -> bool {
             | "VKEXIT_TRACE_FILE"
             | "VKEXIT_TEGRA_MODE"
             | "VKEXIT_TEGRA_LOG"
+            | "VKEXIT_CRASH_FILE"
+            | "VKEXIT_TIMELINE_FILE"
+            | "VKEXIT_TIMELINE_HANDLERS"
     ) || validation::is_stray_setting(key)
 }
 
