@@ -13,11 +13,11 @@ use crate::expectations::{self, Baseline, Subject};
 use crate::layers::Chain;
 use crate::matrix::{LayerSet, Matrix};
 use crate::plan::{self, Cell, ExternalCase, Plan};
+use crate::report;
 use crate::results::CellResult;
-use crate::run::{self, RunRecord};
+use crate::run;
 use crate::shard::Shard;
 use crate::validation::{self, ValidationLayer};
-use crate::{report, run::interrupt};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -41,15 +41,12 @@ pub struct Gate<'a> {
     parts: Vec<(Chain, Plan)>,
     /// Facts to show before the table (drivers left out, the shard, …).
     pub notes: Vec<String>,
-    // Held until the runs are over.
-    _env: ScopedEnv,
 }
 
 impl<'a> Gate<'a> {
     /// Plans every layer set, so that a bad case or driver stops vkexit
     /// before any run.
     pub fn plan(matrix: &'a Matrix, baseline: &'a Baseline, settings: Settings) -> Result<Self> {
-        let env = ScopedEnv::set(&matrix.env);
         let sets = matrix.layer_sets();
         let validation = match sets.iter().any(|s| s.validation) {
             true => Some(validation::find_layer()?),
@@ -74,6 +71,7 @@ impl<'a> Gate<'a> {
             for cell in &mut plan.cells {
                 let builtin = cell.expectation.take();
                 cell.expectation = baseline.judge(&Subject::of_cell(cell), builtin);
+                cell.env = cell_env(matrix, cell);
             }
             parts.push((chain, plan));
         }
@@ -86,7 +84,6 @@ impl<'a> Gate<'a> {
             settings,
             parts,
             notes,
-            _env: env,
         })
     }
 
@@ -126,34 +123,13 @@ impl<'a> Gate<'a> {
             diagnostics: self.settings.diagnostics,
             time_destructors: self.settings.time_destructors,
         };
-        let mut runs: Vec<Vec<RunRecord>> = plan.cells.iter().map(|_| Vec::new()).collect();
-        for (env, members) in self.env_groups(plan) {
-            let runnable = members.iter().any(|&i| plan.cells[i].not_run.is_none());
-            if !runnable || interrupt::interrupted() {
-                continue;
+        let mut done = vec![0u32; plan.cells.len()];
+        let runs = run::execute(plan, &options, |cell, record| {
+            done[record.cell] += 1;
+            if done[record.cell] == options.runs {
+                on_cell_done(cell);
             }
-            let part = Plan {
-                cells: members.iter().map(|&i| plan.cells[i].clone()).collect(),
-                notes: Vec::new(),
-                scenario_dir: plan.scenario_dir.clone(),
-            };
-            let _env = ScopedEnv::set(&env);
-            let mut done = vec![0u32; part.cells.len()];
-            let records = run::execute(&part, &options, |cell, record| {
-                done[record.cell] += 1;
-                if done[record.cell] == options.runs {
-                    on_cell_done(cell);
-                }
-            })?;
-            let added: Vec<(String, String)> =
-                self.matrix.env.iter().chain(&env).cloned().collect();
-            for (k, cell_runs) in records.into_iter().enumerate() {
-                for kept in cell_runs.iter().filter_map(|r| r.kept.as_deref()) {
-                    note_env_in_command(kept, &added);
-                }
-                runs[members[k]] = cell_runs;
-            }
-        }
+        })?;
         let layer_version = chain.validation.as_ref().map(|v| v.api_version.as_str());
         let judged = plan.cells.iter().zip(runs).map(|(cell, mut cell_runs)| {
             let allows = self
@@ -167,34 +143,18 @@ impl<'a> Gate<'a> {
         });
         Ok(judged.collect())
     }
-
-    /// The plan's cells by the variables their runs add: none for the
-    /// built-in cases and for external ones without `env`, and each external
-    /// case with `env` alone.
-    fn env_groups(&self, plan: &Plan) -> Vec<EnvGroup> {
-        let mut groups: Vec<EnvGroup> = vec![(Vec::new(), Vec::new())];
-        for (i, cell) in plan.cells.iter().enumerate() {
-            let env = match cell.command {
-                plan::CaseCommand::External(_) => self
-                    .matrix
-                    .externals
-                    .iter()
-                    .find(|e| e.name == cell.case)
-                    .map(|e| e.env.clone())
-                    .unwrap_or_default(),
-                plan::CaseCommand::Scenario(_) => Vec::new(),
-            };
-            match groups.iter_mut().find(|(e, _)| *e == env) {
-                Some((_, members)) => members.push(i),
-                None => groups.push((env, vec![i])),
-            }
-        }
-        groups
-    }
 }
 
-/// Variables, and the cells (indices into a plan) whose runs get them.
-type EnvGroup = (Vec<(String, String)>, Vec<usize>);
+/// The matrix's variables, then an external case's own.
+fn cell_env(matrix: &Matrix, cell: &Cell) -> Vec<(String, String)> {
+    let mut env = matrix.env.clone();
+    if let plan::CaseCommand::External(_) = cell.command {
+        if let Some(case) = matrix.externals.iter().find(|e| e.name == cell.case) {
+            env.extend(case.env.iter().cloned());
+        }
+    }
+    env
+}
 
 /// Whether every cell of the gate's results kept it green.
 pub fn green(cells: &[CellResult]) -> bool {
@@ -262,68 +222,6 @@ fn from_here(argv: &[OsString]) -> Vec<OsString> {
     argv
 }
 
-/// Variables set in vkexit's own environment for as long as this lives,
-/// then put back as they were. vkexit runs no other thread while it sets
-/// or restores them: `run::execute` joins its threads before it returns.
-struct ScopedEnv {
-    saved: Vec<(String, Option<OsString>)>,
-}
-
-impl ScopedEnv {
-    fn set(vars: &[(String, String)]) -> ScopedEnv {
-        let saved = vars
-            .iter()
-            .map(|(k, v)| {
-                let old = std::env::var_os(k);
-                std::env::set_var(k, v);
-                (k.clone(), old)
-            })
-            .collect();
-        ScopedEnv { saved }
-    }
-}
-
-impl Drop for ScopedEnv {
-    fn drop(&mut self) {
-        for (k, old) in self.saved.iter().rev() {
-            match old {
-                Some(v) => std::env::set_var(k, v),
-                None => std::env::remove_var(k),
-            }
-        }
-    }
-}
-
-/// A run's `command.txt` lists what vkexit changed in the environment, not
-/// what it inherited; the matrix's variables are inherited, so they are
-/// added after the `cwd:` line, and the replay is whole.
-fn note_env_in_command(run_dir: &Path, env: &[(String, String)]) {
-    if env.is_empty() {
-        return;
-    }
-    let path = run_dir.join("command.txt");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return;
-    };
-    let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
-    let mut out = format!("{first}\n");
-    for (k, v) in env {
-        out.push_str(&format!("{k}={}\n", shell_quote(v)));
-    }
-    out.push_str(rest);
-    let _ = std::fs::write(&path, out);
-}
-
-fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=+,@".contains(c));
-    match plain {
-        true => s.to_string(),
-        false => format!("'{}'", s.replace('\'', r"'\''")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,36 +240,5 @@ mod tests {
         );
         assert_eq!(from_here(&argv(&["sh", "-c"])), argv(&["sh", "-c"]));
         assert_eq!(from_here(&argv(&["/bin/sh"])), argv(&["/bin/sh"]));
-    }
-
-    #[test]
-    fn scoped_variables_are_put_back() {
-        let key = "VKEXIT_GATE_TEST_VARIABLE";
-        std::env::remove_var(key);
-        {
-            let _env = ScopedEnv::set(&[(key.into(), "1".into())]);
-            assert_eq!(std::env::var(key).as_deref(), Ok("1"));
-            {
-                let _inner = ScopedEnv::set(&[(key.into(), "2".into())]);
-                assert_eq!(std::env::var(key).as_deref(), Ok("2"));
-            }
-            assert_eq!(std::env::var(key).as_deref(), Ok("1"));
-        }
-        assert!(std::env::var_os(key).is_none());
-    }
-
-    #[test]
-    fn the_matrix_environment_is_written_into_the_replay() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("command.txt");
-        std::fs::write(&file, "cwd: /r\nHOME=/r/home\n/bin/x --y\n").unwrap();
-        note_env_in_command(
-            dir.path(),
-            &[("A".into(), "1".into()), ("B".into(), "two words".into())],
-        );
-        assert_eq!(
-            std::fs::read_to_string(&file).unwrap(),
-            "cwd: /r\nA=1\nB='two words'\nHOME=/r/home\n/bin/x --y\n"
-        );
     }
 }

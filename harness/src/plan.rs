@@ -58,6 +58,9 @@ pub struct Cell {
     pub command: CaseCommand,
     /// Set when the cell cannot run here.
     pub not_run: Option<NotRun>,
+    /// Variables added to every run of the cell (a matrix's `env`, an
+    /// external case's own).
+    pub env: Vec<(String, String)>,
     pub expectation: Option<Expectation>,
 }
 
@@ -213,6 +216,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
                 emulation: emulation.clone(),
                 command: CaseCommand::External(external.argv.clone()),
                 not_run: not_run.clone(),
+                env: Vec::new(),
                 expectation: None,
             });
         }
@@ -231,6 +235,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
                     emulation: emulation.clone(),
                     command: CaseCommand::Scenario(binary.clone()),
                     not_run: not_run.clone(),
+                    env: Vec::new(),
                     expectation: baseline::builtin(
                         case,
                         runtime,
@@ -576,6 +581,7 @@ mod tests {
             emulation: "none".into(),
             command: CaseCommand::External(vec![]),
             not_run: None,
+            env: Vec::new(),
             expectation: None,
         };
         assert_eq!(

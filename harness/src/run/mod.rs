@@ -260,6 +260,7 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix
         ),
     ];
     env_set.extend(chain.env(dir));
+    env_set.extend(cell.env.iter().cloned());
     if options.diagnostics {
         env_set.extend(diagnostics_env(
             &plan.scenario_dir,
