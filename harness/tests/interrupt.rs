@@ -8,27 +8,6 @@ use common::*;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Mock processes whose command line holds every one of `words` (vkexit's
-/// own command line holds them too, so it is left out).
-fn processes_with(words: &[&str]) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let args: Vec<String> = cmdline
-            .split(|&b| b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let is_mock = args[0].ends_with("/mock");
-        if is_mock && words.iter().all(|w| args.iter().any(|a| a == w)) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
 fn start_hanging_runs(sb: &Sandbox, marker: &str) -> Child {
     let xdg = sb.path().join("xdg");
     std::fs::create_dir_all(&xdg).unwrap();
@@ -81,11 +60,11 @@ fn ctrl_c_stops_every_run_writes_partial_results_and_leaves_nothing() {
     let sb = Sandbox::new();
     let mut vkexit = start_hanging_runs(&sb, marker);
     wait_for("two hanging runs", Duration::from_secs(30), || {
-        processes_with(&["--hang", marker]).len() >= 2
+        mock_processes_with(&["--hang", marker]).len() >= 2
     });
     interrupt(&vkexit);
     assert_eq!(wait_exit(&mut vkexit), 130);
-    assert!(processes_with(&[marker]).is_empty(), "left behind");
+    assert!(mock_processes_with(&[marker]).is_empty(), "left behind");
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.results()).unwrap()).unwrap();
     assert_eq!(r["interrupted"], true, "{r:#}");
@@ -105,13 +84,13 @@ fn a_second_ctrl_c_exits_at_once_and_still_leaves_nothing() {
     let sb = Sandbox::new();
     let mut vkexit = start_hanging_runs(&sb, marker);
     wait_for("two hanging runs", Duration::from_secs(30), || {
-        processes_with(&["--hang", marker]).len() >= 2
+        mock_processes_with(&["--hang", marker]).len() >= 2
     });
     interrupt(&vkexit);
     interrupt(&vkexit);
     assert_eq!(wait_exit(&mut vkexit), 130);
     // Killed processes vanish once reaped; give init a moment for that.
     wait_for("the runs to be gone", Duration::from_secs(5), || {
-        processes_with(&[marker]).is_empty()
+        mock_processes_with(&[marker]).is_empty()
     });
 }

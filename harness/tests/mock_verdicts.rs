@@ -157,25 +157,6 @@ fn without_validation_a_vuid_cannot_be_seen_and_no_proof_is_needed() {
     assert_eq!(code, 0);
 }
 
-/// Processes whose command line holds every one of `words`.
-fn processes_with(words: &[&str]) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let args: Vec<String> = cmdline
-            .split(|&b| b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        if words.iter().all(|w| args.iter().any(|a| a == w)) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
 #[test]
 fn a_detached_grandchild_is_killed_when_its_run_ends() {
     // The grandchild calls setsid, so it leaves the run's process group, and
@@ -183,6 +164,6 @@ fn a_detached_grandchild_is_killed_when_its_run_ends() {
     let sb = Sandbox::new();
     let (_, r) = sb.run_mock(2, &["--timeout", "30"], &["--grandchild-holds-pipes", "97"]);
     assert_eq!(count(only_cell(&r), "pass"), 2, "{r:#}");
-    let left = processes_with(&["--grandchild-holds-pipes", "97"]);
+    let left = mock_processes_with(&["--grandchild-holds-pipes", "97"]);
     assert!(left.is_empty(), "processes left behind: {left:?}");
 }

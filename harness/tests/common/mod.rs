@@ -108,3 +108,24 @@ pub fn strings(v: &Value) -> Vec<String> {
         .map(|s| s.as_str().unwrap().to_string())
         .collect()
 }
+
+/// Mock processes whose command line holds every one of `words` (vkexit's
+/// own command line may hold them too, so only programs named `mock` count).
+pub fn mock_processes_with(words: &[&str]) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let is_mock = args[0].ends_with("/mock");
+        if is_mock && words.iter().all(|w| args.iter().any(|a| a == w)) {
+            found.push(pid);
+        }
+    }
+    found
+}
