@@ -20,6 +20,7 @@ pub mod matrix;
 pub mod merge;
 pub mod plan;
 pub mod probe;
+pub mod provenance;
 pub mod report;
 pub mod repro;
 pub mod results;

@@ -58,6 +58,8 @@ pub struct Cell {
     pub command: CaseCommand,
     /// Set when the cell cannot run here.
     pub not_run: Option<NotRun>,
+    /// The validation layer's version, when the runs use it.
+    pub validation_layer: Option<String>,
     /// Variables added to every run of the cell (a matrix's `env`, an
     /// external case's own).
     pub env: Vec<(String, String)>,
@@ -203,6 +205,11 @@ pub fn plan(request: &Request) -> Result<Plan> {
     let layers = request.chain.names();
     let emulation = request.chain.emulation.name().to_string();
     let validation = request.chain.validation.is_some();
+    let validation_layer = request
+        .chain
+        .validation
+        .as_ref()
+        .map(|v| v.api_version.clone());
 
     let mut cells = Vec::new();
     for (driver, device, not_run) in &drivers {
@@ -217,6 +224,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
                 command: CaseCommand::External(external.argv.clone()),
                 not_run: not_run.clone(),
                 env: Vec::new(),
+                validation_layer: validation_layer.clone(),
                 expectation: None,
             });
         }
@@ -236,6 +244,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
                     command: CaseCommand::Scenario(binary.clone()),
                     not_run: not_run.clone(),
                     env: Vec::new(),
+                    validation_layer: validation_layer.clone(),
                     expectation: baseline::builtin(
                         case,
                         runtime,
@@ -324,7 +333,12 @@ fn choose_drivers(request: &Request, notes: &mut Vec<String>) -> Result<Vec<Chos
         }
         let not_run = match probe::probe_driver(&driver, &[], &cwd) {
             Ok(r) if !r.devices.is_empty() => {
-                chosen.push((driver, r.devices.into_iter().next(), None));
+                let loader = r.loader_version.clone();
+                let device = r.devices.into_iter().next().map(|mut d| {
+                    d.loader_version = Some(loader);
+                    d
+                });
+                chosen.push((driver, device, None));
                 continue;
             }
             Ok(_) => NotRun::Skipped(format!(
@@ -582,6 +596,7 @@ mod tests {
             command: CaseCommand::External(vec![]),
             not_run: None,
             env: Vec::new(),
+            validation_layer: None,
             expectation: None,
         };
         assert_eq!(

@@ -20,6 +20,9 @@ pub struct DeviceInfo {
     /// `VkPhysicalDeviceDriverProperties`, when the device has Vulkan 1.2.
     pub driver_name: Option<String>,
     pub driver_info: Option<String>,
+    /// The loader's version, filled in by the planner from the probe.
+    #[serde(default)]
+    pub loader_version: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -103,6 +106,7 @@ fn describe_devices(instance: &ash::Instance) -> Result<Vec<DeviceInfo>, String>
             driver_version: props.driver_version,
             driver_name,
             driver_info,
+            loader_version: None,
         });
     }
     Ok(out)

@@ -101,6 +101,9 @@ pub struct CellResult {
     /// The physical device the runs used, when the driver was probed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// Device, driver, loader, validation layer, kernel and glibc of the runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::provenance::Provenance>,
     /// The ICD manifest of the driver.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_manifest: Option<String>,

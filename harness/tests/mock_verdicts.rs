@@ -15,6 +15,13 @@ fn a_clean_vulkan_program_passes() {
     assert_eq!(cell["runtime"], "external");
     assert_eq!(cell["driver"], "lavapipe");
     assert_eq!(code, 0);
+    // Where the runs came from, for a result read on another machine.
+    let from = &cell["provenance"];
+    assert_eq!(from["driver_name"], "llvmpipe", "{from:#}");
+    assert!(from["loader"].as_str().unwrap().starts_with("1."), "{from:#}");
+    assert!(from["validation_layer"].as_str().unwrap().starts_with("1."), "{from:#}");
+    assert!(from["glibc"].as_str().unwrap().starts_with("2."), "{from:#}");
+    assert!(!from["kernel"].as_str().unwrap().is_empty(), "{from:#}");
 }
 
 #[test]

@@ -366,6 +366,7 @@ pub(crate) mod tests {
             duration_ms: 1234,
             reason: Some(format!("{verdict} because")),
             device: Some("llvmpipe".into()),
+            provenance: None,
             driver_manifest: None,
             expectation: None,
             flaky_expected: false,
