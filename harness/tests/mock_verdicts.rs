@@ -18,9 +18,18 @@ fn a_clean_vulkan_program_passes() {
     // Where the runs came from, for a result read on another machine.
     let from = &cell["provenance"];
     assert_eq!(from["driver_name"], "llvmpipe", "{from:#}");
-    assert!(from["loader"].as_str().unwrap().starts_with("1."), "{from:#}");
-    assert!(from["validation_layer"].as_str().unwrap().starts_with("1."), "{from:#}");
-    assert!(from["glibc"].as_str().unwrap().starts_with("2."), "{from:#}");
+    assert!(
+        from["loader"].as_str().unwrap().starts_with("1."),
+        "{from:#}"
+    );
+    assert!(
+        from["validation_layer"].as_str().unwrap().starts_with("1."),
+        "{from:#}"
+    );
+    assert!(
+        from["glibc"].as_str().unwrap().starts_with("2."),
+        "{from:#}"
+    );
     assert!(!from["kernel"].as_str().unwrap().is_empty(), "{from:#}");
 }
 
