@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn long_paths_are_cut_with_an_ellipsis() {
         let mut line = b"1000-2000 r--p 00000000 08:01 7 /".to_vec();
-        line.extend(std::iter::repeat(b'x').take(2 * PATH_CAPACITY));
+        line.extend(std::iter::repeat_n(b'x', 2 * PATH_CAPACITY));
         let m = parse_line(&line).unwrap();
         assert_eq!(m.path().len(), PATH_CAPACITY);
         assert!(m.path().ends_with("…".as_bytes()));
@@ -245,7 +245,7 @@ mod tests {
         let mut text = Vec::new();
         text.extend_from_slice(b"1000-2000 r--p 00000000 08:01 7 /short\n");
         text.extend_from_slice(b"3000-4000 r--p 00000000 08:01 7 /");
-        text.extend(std::iter::repeat(b'y').take(100));
+        text.extend(std::iter::repeat_n(b'y', 100));
         text.extend_from_slice(b"\n5000-6000 r--p 00000000 08:01 7 /last");
         let mut fds = [0; 2];
         // SAFETY: a two-element array for pipe's output.
