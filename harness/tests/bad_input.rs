@@ -132,8 +132,7 @@ fn a_named_driver_that_cannot_load_gives_error_cells_never_green() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(sb.results()).unwrap()).unwrap();
+    let r: serde_json::Value = sb.read_results();
     let cell = only_cell(&r);
     assert_eq!(cell["verdict"], "error", "{cell:#}");
     assert_eq!(cell["runs"], 0);

@@ -156,7 +156,7 @@ fn an_impostor_trace_layer_never_lets_a_run_pass() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(sb.results()).unwrap()).unwrap();
+    let r: Value = sb.read_results();
     let c = only_cell(&r);
     assert_eq!(count(c, "error"), 2, "{c:#}");
     assert!(

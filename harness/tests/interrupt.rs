@@ -65,8 +65,7 @@ fn ctrl_c_stops_every_run_writes_partial_results_and_leaves_nothing() {
     interrupt(&vkexit);
     assert_eq!(wait_exit(&mut vkexit), 130);
     assert!(mock_processes_with(&[marker]).is_empty(), "left behind");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(sb.results()).unwrap()).unwrap();
+    let r: serde_json::Value = sb.read_results();
     assert_eq!(r["interrupted"], true, "{r:#}");
     let cell = only_cell(&r);
     assert_eq!(

@@ -78,8 +78,7 @@ fn an_impostor_validation_layer_is_caught_per_run() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(sb.results()).unwrap()).unwrap();
+    let r: serde_json::Value = sb.read_results();
     let cell = only_cell(&r);
     assert_eq!(count(cell, "error"), 2, "{cell:#}");
     assert_eq!(count(cell, "pass"), 0);

@@ -56,6 +56,12 @@ impl Sandbox {
         self.path().join("r.json")
     }
 
+    /// The results file a command run in this sandbox wrote.
+    pub fn read_results(&self) -> Value {
+        let text = std::fs::read_to_string(self.results()).expect("a results file");
+        serde_json::from_str(&text).expect("results are JSON")
+    }
+
     /// `vkexit run --driver lavapipe --json r.json ARGS`; returns the exit
     /// code and the results.
     pub fn run(&self, args: &[&str]) -> (i32, Value) {
