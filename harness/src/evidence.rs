@@ -135,7 +135,7 @@ impl TegraSummary {
 
 /// Reads JSON lines, handing each object to `add`; returns the number of
 /// lines that were not JSON objects.
-fn read_lines(reader: impl Read, mut add: impl FnMut(&Value)) -> std::io::Result<u64> {
+pub(crate) fn read_lines(reader: impl Read, mut add: impl FnMut(&Value)) -> std::io::Result<u64> {
     const MAX_LINE: u64 = 1 << 20;
     let mut reader = BufReader::new(reader);
     let mut bad = 0;

@@ -8,7 +8,6 @@
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 pub const TIMELINE_FILE: &str = "timeline.jsonl";
@@ -98,9 +97,13 @@ impl Story {
             (CRASH_FILE, "crash"),
         ] {
             if let Ok(f) = std::fs::File::open(dir.join(file)) {
-                for record in records(f) {
-                    story.add(source, &record);
-                }
+                let mut taken = 0;
+                let _ = crate::evidence::read_lines(f, |record| {
+                    if taken < MAX_RECORDS {
+                        taken += 1;
+                        story.add(source, record);
+                    }
+                });
             }
         }
         // Stable: records of one source keep their file order at equal times.
@@ -420,23 +423,6 @@ fn frames(r: &Value) -> Vec<String> {
             format!("{} {symbol} ({})", s("ip"), short(&s("object")))
         })
         .collect()
-}
-
-fn records(reader: impl Read) -> Vec<Value> {
-    let mut out = Vec::new();
-    let mut reader = BufReader::new(reader);
-    let mut line = Vec::new();
-    while out.len() < MAX_RECORDS {
-        line.clear();
-        match (&mut reader).take(1 << 20).read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        if let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(&line) {
-            out.push(v);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
