@@ -30,3 +30,5 @@ if ! command -v cargo >/dev/null; then
 fi
 
 cargo build --release --workspace --locked
+
+ci/setup-runtimes.sh   # the real runtimes (ggml, Halide) into vkexit's runtime cache; never fails setup
