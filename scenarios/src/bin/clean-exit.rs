@@ -4,8 +4,9 @@
 use vkexit_fixtures::{step, ScenarioArgs, Session};
 use vkexit_scenarios::BUFFER_SIZE;
 
-const ABOUT: &str = "Allocates a device buffer, a pinned host buffer and an event, runs work, \
-                     frees everything and the backend, then returns 0.";
+const ABOUT: &str = "Allocates a device buffer, a pinned host buffer and an event (when the \
+                     runtime has events), runs work, frees everything and the backend, then \
+                     returns 0.";
 
 fn main() {
     let args = ScenarioArgs::from_env("clean-exit", ABOUT);
@@ -13,12 +14,16 @@ fn main() {
     let backend = session.backend_init();
     let buffer = session.alloc_device_buffer(BUFFER_SIZE);
     let host = session.alloc_host_buffer(BUFFER_SIZE);
-    let event = session.new_event();
+    let event = session.new_event_if_any();
     session.submit(&backend, &buffer);
-    session.record_event(&event, &backend);
-    session.synchronize_event(&event);
+    if let Some(event) = &event {
+        session.record_event(event, &backend);
+        session.synchronize_event(event);
+    }
     session.synchronize(&backend);
-    session.free_event(event);
+    if let Some(event) = event {
+        session.free_event(event);
+    }
     session.free_host_buffer(host);
     session.free_device_buffer(buffer);
     session.free_backend(backend);

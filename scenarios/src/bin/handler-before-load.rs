@@ -17,7 +17,8 @@ const HANDLER: &str = "free-retained";
 /// What main leaves for the cleanup handler.
 struct Retained {
     session: Session,
-    event: Event,
+    /// `None` for a runtime without events.
+    event: Option<Event>,
     buffer: DeviceBuffer,
     host: HostBuffer,
     backend: Backend,
@@ -35,7 +36,9 @@ extern "C" fn free_retained() {
         return;
     };
     let session = retained.session;
-    session.free_event(retained.event);
+    if let Some(event) = retained.event {
+        session.free_event(event);
+    }
     session.free_device_buffer(retained.buffer);
     session.free_host_buffer(retained.host);
     session.free_backend(retained.backend);
@@ -49,10 +52,12 @@ fn main() {
     let backend = session.backend_init();
     let buffer = session.alloc_device_buffer(BUFFER_SIZE);
     let host = session.alloc_host_buffer(BUFFER_SIZE);
-    let event = session.new_event();
+    let event = session.new_event_if_any();
     session.submit(&backend, &buffer);
-    session.record_event(&event, &backend);
-    session.synchronize_event(&event);
+    if let Some(event) = &event {
+        session.record_event(event, &backend);
+        session.synchronize_event(event);
+    }
     RETAINED.keep(Retained {
         session,
         event,
