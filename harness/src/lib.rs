@@ -4,6 +4,7 @@
 
 pub mod baseline;
 pub mod baseline_update;
+pub mod bundle;
 pub mod capture;
 pub mod classify;
 pub mod doctor;

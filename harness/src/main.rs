@@ -1,5 +1,7 @@
 //! The `vkexit` command line: a thin layer over the `vkexit` library.
 
+mod bench;
+
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -45,6 +47,11 @@ enum Command {
         /// A run directory under the artifacts directory.
         run_dir: PathBuf,
     },
+    /// Pack vkexit, its scenarios, refrt, layers and the CI files into one tarball that runs on
+    /// another Linux machine of the same architecture without a Rust toolchain.
+    Bundle(BundleArgs),
+    /// Time vkexit against a plain loop and CTest on the same runs; layer cost per call; peak memory.
+    Bench(Box<bench::BenchArgs>),
     /// Print the devices the driver selected by the environment shows (JSON).
     #[command(hide = true)]
     ProbeDriver,
@@ -218,6 +225,30 @@ struct MergeArgs {
     reports: ReportArgs,
 }
 
+#[derive(clap::Args)]
+struct BundleArgs {
+    /// The tarball to write [default: vkexit-VERSION-ARCH.tar.gz].
+    #[arg(short, long, value_name = "FILE.tar.gz")]
+    output: Option<PathBuf>,
+    /// Carry the Vulkan loader and the validation layer: `apt-get download` them
+    /// (libvulkan1, vulkan-validationlayers) and unpack them into the bundle.
+    #[arg(long)]
+    with_vulkan: bool,
+    /// A .deb file, or a directory of them, to unpack into the bundle too (repeatable).
+    #[arg(long = "deb", value_name = "PATH")]
+    debs: Vec<PathBuf>,
+    /// A file or directory to carry under share/ (repeatable)
+    /// [default: ci/matrix and ci/baselines of the current directory].
+    #[arg(long, value_name = "PATH")]
+    include: Vec<PathBuf>,
+    /// A real-runtime cache directory to carry under runtimes/.
+    #[arg(long, value_name = "DIR")]
+    runtimes: Option<PathBuf>,
+    /// Drop the debug info of the binaries (function names stay for backtraces).
+    #[arg(long)]
+    strip_debug: bool,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
@@ -237,6 +268,8 @@ fn main() -> ExitCode {
                 },
         } => baseline_update(&results, &baseline, prune),
         Command::Explain { run_dir } => explain(&run_dir),
+        Command::Bundle(args) => bundle(args),
+        Command::Bench(args) => bench::bench(*args).map(Outcome::from),
         Command::ProbeDriver => probe_driver().map(Outcome::from),
     };
     match outcome {
@@ -316,6 +349,40 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
         return Ok(Outcome::Interrupted);
     }
     Ok(Outcome::from(gate::green(&results.cells)))
+}
+
+fn bundle(args: BundleArgs) -> Result<Outcome> {
+    let built = vkexit::bundle::build(&vkexit::bundle::Options {
+        output: args.output,
+        with_vulkan: args.with_vulkan,
+        debs: args.debs,
+        include: args.include,
+        runtimes: args.runtimes,
+        strip_debug: args.strip_debug,
+    })?;
+    let m = &built.manifest;
+    println!(
+        "{}: {:.1} MiB, {} programs and libraries for {} (glibc {} or newer)",
+        built.tarball.display(),
+        built.bytes as f64 / (1024.0 * 1024.0),
+        m.binaries.len(),
+        m.arch,
+        m.glibc_min
+    );
+    if !m.share.is_empty() {
+        println!("  share/: {}", m.share.join(", "));
+    }
+    for p in &m.packages {
+        println!("  sysroot/: {} {}", p.name, p.version);
+    }
+    if m.runtimes {
+        println!("  runtimes/: the real-runtime cache");
+    }
+    println!(
+        "  unpack it anywhere and run: {}/vkexit doctor",
+        vkexit::bundle::top_dir_name()
+    );
+    Ok(Outcome::Green)
 }
 
 fn install_interrupt() -> Result<()> {

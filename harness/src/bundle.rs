@@ -1,0 +1,513 @@
+//! `vkexit bundle`: one relocatable tarball with vkexit, its scenarios, refrt, layers and
+//! diagnostics, the CI matrices and baselines, and optionally a Vulkan loader and validation
+//! layer unpacked from Debian packages, so that a GPU machine without a Rust toolchain (and
+//! without Vulkan packages of its own) can run one shard of a matrix.
+//!
+//! Layout of `vkexit-VERSION-ARCH/`:
+//! - `vkexit`: a POSIX shell wrapper that puts the bundle's own loader and layers first when the
+//!   bundle carries them, then runs `bin/vkexit`;
+//! - `bin/`: every program and shared library vkexit runs or loads (they find each other by
+//!   directory, as in cargo's `target/release`);
+//! - `share/<dir>/`: matrices, baselines and whatever `--include` named;
+//! - `sysroot/`: the unpacked `.deb` packages, when any were asked for;
+//! - `runtimes/`: a copy of a real-runtime cache, when `--runtimes` named one;
+//! - `bundle.json`: what is inside and what it needs (architecture, glibc).
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::errors::{Error, Result};
+use crate::plan::{scenario_dir, BUILTIN_CASES, REFRT_LIBRARY};
+
+/// The Debian packages `--with-vulkan` downloads: the loader and the validation layer.
+pub const VULKAN_PACKAGES: [&str; 2] = ["libvulkan1", "vulkan-validationlayers"];
+
+/// Files the bundle cannot do without: a bundle missing one would fail on the other machine,
+/// after the copy, so building it fails here instead.
+const REQUIRED: [&str; 5] = [
+    "vkexit",
+    REFRT_LIBRARY,
+    "libvkexit_preload.so",
+    "libVkLayer_vkexit_trace.so",
+    "libVkLayer_vkexit_tegra_exit.so",
+];
+
+/// What `vkexit bundle` was asked to pack.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// The tarball to write (`.tar.gz`); its parent directory must exist.
+    pub output: Option<PathBuf>,
+    /// Download the loader and validation layer with `apt-get download` and carry them.
+    pub with_vulkan: bool,
+    /// More `.deb` files, or directories of them, to unpack into `sysroot/`.
+    pub debs: Vec<PathBuf>,
+    /// Directories or files to carry under `share/` (default: `ci/matrix`, `ci/baselines`).
+    pub include: Vec<PathBuf>,
+    /// A real-runtime cache to carry under `runtimes/`.
+    pub runtimes: Option<PathBuf>,
+    /// Drop DWARF debug info from the binaries (symbol tables stay, so backtraces keep names).
+    pub strip_debug: bool,
+}
+
+/// What went into a bundle, as written to `bundle.json`.
+#[derive(Debug, Serialize)]
+pub struct Manifest {
+    pub schema: &'static str,
+    pub vkexit_version: &'static str,
+    pub arch: &'static str,
+    /// The glibc it was built against: the other machine needs this version or newer.
+    pub glibc_min: String,
+    pub binaries: Vec<String>,
+    pub share: Vec<String>,
+    pub packages: Vec<Package>,
+    pub runtimes: bool,
+    pub debug_info: bool,
+}
+
+/// A Debian package unpacked into `sysroot/`.
+#[derive(Debug, Serialize)]
+pub struct Package {
+    pub name: String,
+    pub version: String,
+    pub arch: String,
+}
+
+/// Where the bundle was written and what is in it.
+#[derive(Debug)]
+pub struct Built {
+    pub tarball: PathBuf,
+    pub bytes: u64,
+    pub manifest: Manifest,
+}
+
+/// `vkexit-0.1.0-x86_64`: the top directory of the tarball.
+pub fn top_dir_name() -> String {
+    format!(
+        "vkexit-{}-{}",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH
+    )
+}
+
+/// Builds the tarball. Nothing is written at `output` unless every part was found and packed.
+pub fn build(options: &Options) -> Result<Built> {
+    let tarball = options
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.tar.gz", top_dir_name())));
+    let parent = match tarball.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !parent.is_dir() {
+        return Err(Error::Usage(format!(
+            "--output {}: directory {} does not exist",
+            tarball.display(),
+            parent.display()
+        )));
+    }
+    let staging = tempfile::Builder::new()
+        .prefix(".vkexit-bundle-")
+        .tempdir_in(&parent)
+        .map_err(|e| Error::io("cannot create a staging directory in", &parent, e))?;
+    let root = staging.path().join(top_dir_name());
+
+    let binaries = copy_binaries(&scenario_dir(), &root.join("bin"), options.strip_debug)?;
+    let share = copy_includes(&include_list(options)?, &root.join("share"))?;
+    let packages = unpack_packages(options, &root.join("sysroot"), staging.path())?;
+    if let Some(cache) = &options.runtimes {
+        if !cache.is_dir() {
+            return Err(Error::Usage(format!(
+                "--runtimes {}: not a directory",
+                cache.display()
+            )));
+        }
+        copy_tree(cache, &root.join("runtimes"))?;
+    }
+    let manifest = Manifest {
+        schema: "vkexit.bundle/1",
+        vkexit_version: env!("CARGO_PKG_VERSION"),
+        arch: std::env::consts::ARCH,
+        glibc_min: glibc_version(),
+        binaries,
+        share,
+        packages,
+        runtimes: options.runtimes.is_some(),
+        debug_info: !options.strip_debug,
+    };
+    write_file(&root.join("vkexit"), WRAPPER.as_bytes(), 0o755)?;
+    let json = serde_json::to_string_pretty(&manifest).expect("a manifest always serializes");
+    write_file(
+        &root.join("bundle.json"),
+        format!("{json}\n").as_bytes(),
+        0o644,
+    )?;
+    write_file(
+        &root.join("README.txt"),
+        readme(&manifest).as_bytes(),
+        0o644,
+    )?;
+
+    let partial = staging.path().join("bundle.tar.gz");
+    write_tarball(&root, &partial)?;
+    fs::rename(&partial, &tarball)
+        .map_err(|e| Error::io("cannot move the bundle to", &tarball, e))?;
+    let bytes = fs::metadata(&tarball).map(|m| m.len()).unwrap_or(0);
+    Ok(Built {
+        tarball,
+        bytes,
+        manifest,
+    })
+}
+
+/// Copies every ELF program and shared library beside vkexit (not cargo's `.rlib`s and `.d`
+/// files), so that scenarios added to the workspace travel without a list to update.
+fn copy_binaries(from: &Path, to: &Path, strip_debug: bool) -> Result<Vec<String>> {
+    for name in REQUIRED
+        .iter()
+        .copied()
+        .chain(BUILTIN_CASES.iter().copied())
+    {
+        let path = from.join(name);
+        if !path.is_file() {
+            return Err(Error::ScenarioMissing { path });
+        }
+    }
+    fs::create_dir_all(to).map_err(|e| Error::io("cannot create", to, e))?;
+    let mut names = Vec::new();
+    let entries = fs::read_dir(from).map_err(|e| Error::io("cannot list", from, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("cannot list", from, e))?;
+        let path = entry.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+            continue;
+        };
+        if !is_shippable(&path, &name) {
+            continue;
+        }
+        let dest = to.join(&name);
+        if strip_debug {
+            strip(&path, &dest)?;
+        } else {
+            fs::copy(&path, &dest).map_err(|e| Error::io("cannot copy", &path, e))?;
+        }
+        names.push(name);
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// A regular ELF file that is either executable or a `.so`.
+fn is_shippable(path: &Path, name: &str) -> bool {
+    let Ok(meta) = fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() || name.starts_with('.') {
+        return false;
+    }
+    let executable = meta.permissions().mode() & 0o111 != 0;
+    if !executable && !name.ends_with(".so") {
+        return false;
+    }
+    let mut magic = [0u8; 4];
+    fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .map(|()| magic == *b"\x7fELF")
+        .unwrap_or(false)
+}
+
+fn strip(from: &Path, to: &Path) -> Result<()> {
+    let output = Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(from)
+        .arg(to)
+        .output()
+        .map_err(|e| {
+            Error::Usage(format!(
+                "--strip-debug needs objcopy (apt-get install binutils): {e}"
+            ))
+        })?;
+    if !output.status.success() {
+        return Err(Error::Usage(format!(
+            "objcopy --strip-debug {} failed: {}",
+            from.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// `--include` as given, or the CI files of the source tree vkexit runs from.
+fn include_list(options: &Options) -> Result<Vec<PathBuf>> {
+    if !options.include.is_empty() {
+        for path in &options.include {
+            if !path.exists() {
+                return Err(Error::Usage(format!(
+                    "--include {}: no such file or directory",
+                    path.display()
+                )));
+            }
+        }
+        return Ok(options.include.clone());
+    }
+    Ok(["ci/matrix", "ci/baselines"]
+        .iter()
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .collect())
+}
+
+fn copy_includes(paths: &[PathBuf], share: &Path) -> Result<Vec<String>> {
+    fs::create_dir_all(share).map_err(|e| Error::io("cannot create", share, e))?;
+    let mut names = Vec::new();
+    for path in paths {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| Error::Usage(format!("--include {}: no file name", path.display())))?;
+        let dest = share.join(name);
+        if dest.exists() {
+            return Err(Error::Usage(format!(
+                "--include {}: share/{name} is already taken by another --include",
+                path.display()
+            )));
+        }
+        copy_tree(path, &dest)?;
+        names.push(name.to_string());
+    }
+    Ok(names)
+}
+
+/// Copies a file, or a directory with everything in it (symlinks are followed).
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    if from.is_dir() {
+        fs::create_dir_all(to).map_err(|e| Error::io("cannot create", to, e))?;
+        let entries = fs::read_dir(from).map_err(|e| Error::io("cannot list", from, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("cannot list", from, e))?;
+            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        Ok(())
+    } else {
+        fs::copy(from, to)
+            .map(drop)
+            .map_err(|e| Error::io("cannot copy", from, e))
+    }
+}
+
+/// Downloads (`--with-vulkan`) and collects (`--deb`) packages, then unpacks each into `sysroot`.
+fn unpack_packages(options: &Options, sysroot: &Path, scratch: &Path) -> Result<Vec<Package>> {
+    let mut debs = Vec::new();
+    if options.with_vulkan {
+        debs.extend(download(&VULKAN_PACKAGES, &scratch.join("downloads"))?);
+    }
+    for path in &options.debs {
+        debs.extend(debs_at(path)?);
+    }
+    let mut packages = Vec::new();
+    for deb in debs {
+        let fields = dpkg_deb(
+            &[
+                "-f".as_ref(),
+                deb.as_os_str(),
+                "Package".as_ref(),
+                "Version".as_ref(),
+                "Architecture".as_ref(),
+            ],
+            &deb,
+        )?;
+        let field = |key: &str| {
+            fields
+                .lines()
+                .find_map(|l| l.strip_prefix(key).and_then(|v| v.strip_prefix(": ")))
+                .unwrap_or("")
+                .to_string()
+        };
+        dpkg_deb(&["-x".as_ref(), deb.as_os_str(), sysroot.as_os_str()], &deb)?;
+        packages.push(Package {
+            name: field("Package"),
+            version: field("Version"),
+            arch: field("Architecture"),
+        });
+    }
+    Ok(packages)
+}
+
+fn debs_at(path: &Path) -> Result<Vec<PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let entries = fs::read_dir(path).map_err(|e| Error::io("--deb: cannot read", path, e))?;
+    let mut debs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
+        .collect();
+    if debs.is_empty() {
+        return Err(Error::Usage(format!(
+            "--deb {}: no .deb file in this directory",
+            path.display()
+        )));
+    }
+    debs.sort();
+    Ok(debs)
+}
+
+fn download(packages: &[&str], dir: &Path) -> Result<Vec<PathBuf>> {
+    fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
+    let output = Command::new("apt-get")
+        .arg("download")
+        .args(packages)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| {
+            Error::Usage(format!(
+                "--with-vulkan needs apt-get (Debian or Ubuntu), or pass the packages with --deb: {e}"
+            ))
+        })?;
+    if !output.status.success() {
+        return Err(Error::Usage(format!(
+            "apt-get download {} failed: {}\n  download them elsewhere and pass them with --deb",
+            packages.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    debs_at(dir)
+}
+
+fn dpkg_deb(args: &[&std::ffi::OsStr], deb: &Path) -> Result<String> {
+    let output = Command::new("dpkg-deb").args(args).output().map_err(|e| {
+        Error::Usage(format!(
+            "unpacking {} needs dpkg-deb (Debian's dpkg): {e}",
+            deb.display()
+        ))
+    })?;
+    if !output.status.success() {
+        return Err(Error::Usage(format!(
+            "{} is not a Debian package dpkg-deb can read: {}",
+            deb.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let mut file = fs::File::create(path).map_err(|e| Error::io("cannot write", path, e))?;
+    file.write_all(bytes)
+        .and_then(|()| file.set_permissions(fs::Permissions::from_mode(mode)))
+        .map_err(|e| Error::io("cannot write", path, e))
+}
+
+/// gzip'd tar of `root` under its own name, files in a stable order.
+fn write_tarball(root: &Path, to: &Path) -> Result<()> {
+    let file = fs::File::create(to).map_err(|e| Error::io("cannot write", to, e))?;
+    let gz = flate2::write::GzEncoder::new(io::BufWriter::new(file), flate2::Compression::new(6));
+    let mut tar = tar::Builder::new(gz);
+    tar.follow_symlinks(false);
+    let name = root.file_name().expect("the staging root has a name");
+    let packed = tar
+        .append_dir_all(name, root)
+        .and_then(|()| tar.into_inner())
+        .and_then(|gz| gz.finish())
+        .and_then(|mut w| w.flush());
+    packed.map_err(|e| Error::io("cannot write the bundle", to, e))
+}
+
+fn glibc_version() -> String {
+    // SAFETY: gnu_get_libc_version returns a pointer to a static NUL-terminated string.
+    let version = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
+    version.to_string_lossy().into_owned()
+}
+
+/// The bundle's entry point. `bin/vkexit` finds its scenarios and layers beside itself; this
+/// only adds the carried loader and validation layer in front of the machine's own, and the
+/// carried runtime cache.
+const WRAPPER: &str = r#"#!/bin/sh
+# vkexit, from a bundle: runs bin/vkexit with the Vulkan loader and layers this bundle
+# carries (sysroot/) in front of the machine's own, and its runtime cache (runtimes/).
+here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd) || exit 2
+sysroot="$here/sysroot"
+if [ -d "$sysroot" ]; then
+    for lib in "$sysroot"/usr/lib "$sysroot"/usr/lib/*-linux-gnu "$sysroot"/lib/*-linux-gnu; do
+        [ -d "$lib" ] && LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    done
+    export LD_LIBRARY_PATH
+    if [ -d "$sysroot/usr/share/vulkan/explicit_layer.d" ]; then
+        VK_LAYER_PATH="$sysroot/usr/share/vulkan/explicit_layer.d${VK_LAYER_PATH:+:$VK_LAYER_PATH}"
+        export VK_LAYER_PATH
+    fi
+fi
+if [ -d "$here/runtimes" ] && [ -z "${VKEXIT_RUNTIME_CACHE:-}" ]; then
+    VKEXIT_RUNTIME_CACHE="$here/runtimes"
+    export VKEXIT_RUNTIME_CACHE
+fi
+exec "$here/bin/vkexit" "$@"
+"#;
+
+fn readme(manifest: &Manifest) -> String {
+    let packages = if manifest.packages.is_empty() {
+        "none: the machine's own Vulkan loader and validation layer are used".to_string()
+    } else {
+        manifest
+            .packages
+            .iter()
+            .map(|p| format!("{} {} ({})", p.name, p.version, p.arch))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "vkexit {version} for {arch} Linux, glibc {glibc} or newer; no Rust toolchain needed.\n\
+         \n\
+         Run it through the wrapper, from anywhere:\n\
+         \n\
+         \x20   ./vkexit doctor\n\
+         \x20   ./vkexit run --config share/matrix/default.toml --shard 1/2 --json shard-1.json\n\
+         \x20   ./vkexit run --driver /usr/share/vulkan/icd.d/nvidia_icd.json --json nvidia.json\n\
+         \n\
+         Carried Debian packages (in sysroot/, put first by the wrapper): {packages}.\n\
+         What is inside: bundle.json.\n",
+        version = manifest.vkexit_version,
+        arch = manifest.arch,
+        glibc = manifest.glibc_min,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_elf_programs_and_libraries_are_shipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |name: &str, bytes: &[u8], mode: u32| {
+            let path = dir.path().join(name);
+            fs::write(&path, bytes).unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            path
+        };
+        let elf = b"\x7fELF\x02\x01\x01rest";
+        assert!(is_shippable(&put("prog", elf, 0o755), "prog"));
+        assert!(is_shippable(&put("libx.so", elf, 0o644), "libx.so"));
+        assert!(!is_shippable(&put("liby.rlib", elf, 0o644), "liby.rlib"));
+        assert!(!is_shippable(
+            &put("script", b"#!/bin/sh\n", 0o755),
+            "script"
+        ));
+        assert!(!is_shippable(
+            &put(".cargo-lock", elf, 0o755),
+            ".cargo-lock"
+        ));
+    }
+
+    #[test]
+    fn the_top_directory_names_version_and_architecture() {
+        let name = top_dir_name();
+        assert!(name.starts_with("vkexit-"));
+        assert!(name.ends_with(std::env::consts::ARCH));
+    }
+}

@@ -1,0 +1,187 @@
+//! `vkexit bundle`: the tarball unpacks anywhere and runs a matrix on lavapipe with nothing
+//! from the source tree, its Debian packages put in front of the machine's own.
+
+mod common;
+
+use common::Sandbox;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const MATRIX: &str = r#"
+cases = ["clean-exit", "buffer-kept-at-exit"]
+runtimes = ["refrt:guarded", "refrt:release-children"]
+drivers = ["lavapipe"]
+runs = 2
+"#;
+
+/// The system's validation layer (manifest and library) repackaged as a .deb of its own,
+/// so the test proves the bundle's copy is the one used without needing a package mirror.
+fn validation_layer_deb(sb: &Sandbox) -> PathBuf {
+    let manifest = Path::new("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json");
+    let library = Path::new("/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so");
+    assert!(
+        manifest.is_file() && library.is_file(),
+        "the validation layer is not installed: run ci/setup.sh"
+    );
+    let pkg = sb.path().join("pkg");
+    let layer_dir = pkg.join("usr/share/vulkan/explicit_layer.d");
+    let lib_dir = pkg.join("usr/lib/x86_64-linux-gnu");
+    for dir in [&layer_dir, &lib_dir, &pkg.join("DEBIAN")] {
+        fs::create_dir_all(dir).unwrap();
+    }
+    fs::copy(manifest, layer_dir.join(manifest.file_name().unwrap())).unwrap();
+    fs::copy(library, lib_dir.join(library.file_name().unwrap())).unwrap();
+    fs::write(
+        pkg.join("DEBIAN/control"),
+        "Package: vkexit-test-validation\nVersion: 1.0\nArchitecture: amd64\n\
+         Maintainer: vkexit tests <tests@vkexit.invalid>\nDescription: the validation layer, repackaged\n",
+    )
+    .unwrap();
+    let deb = sb.path().join("validation.deb");
+    let out = Command::new("dpkg-deb")
+        .args(["-Znone", "--root-owner-group", "--build"])
+        .arg(&pkg)
+        .arg(&deb)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "dpkg-deb: {}", text(&out));
+    deb
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The bundle's wrapper with a minimal environment: no cargo, no source tree, no VK_* variables.
+fn bundled(dir: &Path, xdg: &Path, args: &[&str]) -> Output {
+    Command::new(dir.join("vkexit"))
+        .args(args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", dir)
+        .env("XDG_RUNTIME_DIR", xdg)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_bundle_unpacked_elsewhere_runs_a_matrix_with_its_own_validation_layer() {
+    let sb = Sandbox::new();
+    let ci = sb.path().join("ci-files/matrix");
+    fs::create_dir_all(&ci).unwrap();
+    fs::write(ci.join("small.toml"), MATRIX).unwrap();
+    let deb = validation_layer_deb(&sb);
+    let tarball = sb.path().join("b.tar.gz");
+
+    let out = sb
+        .vkexit()
+        .args(["bundle", "--strip-debug", "-o"])
+        .arg(&tarball)
+        .arg("--deb")
+        .arg(&deb)
+        .arg("--include")
+        .arg(&ci)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "bundle: {}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("vkexit-test-validation 1.0"));
+
+    // Unpack, then move it: nothing may depend on where it was unpacked first.
+    let unpack = sb.path().join("unpack");
+    fs::create_dir_all(&unpack).unwrap();
+    let out = Command::new("tar")
+        .arg("xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&unpack)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "tar: {}", text(&out));
+    let top = fs::read_dir(&unpack).unwrap().next().unwrap().unwrap().path();
+    let moved = sb.path().join("elsewhere");
+    fs::rename(&top, &moved).unwrap();
+
+    let manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(moved.join("bundle.json")).unwrap()).unwrap();
+    let binaries = common::strings(&manifest["binaries"]);
+    for name in ["vkexit", "clean-exit", "mock", "libvkexit_refrt.so", "libvkexit_preload.so"] {
+        assert!(binaries.iter().any(|b| b == name), "{name} not in {binaries:?}");
+    }
+    assert_eq!(manifest["packages"][0]["name"], "vkexit-test-validation");
+    assert_eq!(manifest["debug_info"], false);
+
+    let xdg = sb.path().join("xdg");
+    let doctor = bundled(&moved, &xdg, &["doctor"]);
+    let carried = moved.join("sysroot/usr/share/vulkan/explicit_layer.d");
+    assert!(
+        String::from_utf8_lossy(&doctor.stdout).contains(carried.to_str().unwrap()),
+        "doctor does not use the carried validation layer: {}",
+        text(&doctor)
+    );
+
+    let run = bundled(
+        &moved,
+        &xdg,
+        &[
+            "run",
+            "--config",
+            "share/matrix/small.toml",
+            "--json",
+            "r.json",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let results: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(moved.join("r.json")).unwrap()).unwrap();
+    let cells = results["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    for cell in cells {
+        assert_eq!(cell["runs"], 2);
+        let artifacts = common::strings(&cell["artifacts"]);
+        assert!(artifacts.iter().all(|a| a.starts_with(moved.to_str().unwrap())));
+    }
+    let kept = cells
+        .iter()
+        .find(|c| c["case"] == "buffer-kept-at-exit" && c["runtime"] == "refrt:guarded")
+        .unwrap();
+    assert_eq!(kept["verdict"], "expected-fail");
+    assert_eq!(kept["counts"]["vuid"], 2, "validation ran from the bundle");
+}
+
+#[test]
+fn a_file_that_is_not_a_debian_package_is_refused_by_name() {
+    let sb = Sandbox::new();
+    let bogus = sb.path().join("not-a-package.deb");
+    fs::write(&bogus, "hello").unwrap();
+    let out = sb
+        .vkexit()
+        .args(["bundle", "-o", "b.tar.gz", "--deb"])
+        .arg(&bogus)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not-a-package.deb"), "{stderr}");
+    assert!(stderr.contains("not a Debian package"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!sb.path().join("b.tar.gz").exists(), "no bundle from a failed build");
+}
+
+#[test]
+fn an_output_in_a_missing_directory_is_refused() {
+    let sb = Sandbox::new();
+    let out = sb
+        .vkexit()
+        .args(["bundle", "-o", "no/such/dir/b.tar.gz"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/dir"));
+}
