@@ -65,6 +65,11 @@ def start(ncnn):
     loader keeps ncnn on it: the loader still honours the variables, and loads the layers.
     """
     ncnn.create_gpu_instance(LOADER)
+    if not loader_mapped():
+        sys.stderr.write(
+            f"{LOADER} was not found, so ncnn opened the driver itself: no layer can be active "
+            "(put the Vulkan loader on LD_LIBRARY_PATH)\n"
+        )
     if ncnn.get_gpu_count() == 0:
         sys.stderr.write("ncnn sees no Vulkan device\n")
         sys.exit(3)
@@ -72,6 +77,11 @@ def start(ncnn):
     device = ncnn.get_gpu_device(index)
     step(f"create_gpu_instance: device {index} {device.info().device_name()}")
     return device
+
+
+def loader_mapped():
+    with open("/proc/self/maps") as maps:
+        return any(line.rstrip().split("/")[-1].startswith(LOADER) for line in maps)
 
 
 def gpu_net(ncnn, device):
