@@ -49,6 +49,8 @@ fn on_signal(write_end: RawFd) {
         unsafe { libc::write(write_end, b"!".as_ptr().cast(), 1) };
         return;
     }
+    // Every process of every run, even one that left its process group.
+    super::cgroup::kill_all_from_signal_handler();
     for slot in &GROUPS {
         let pgid = slot.load(Ordering::SeqCst);
         if pgid > 0 {

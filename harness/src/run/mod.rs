@@ -2,6 +2,7 @@
 //! own private directory, `jobs` at a time. What a run leaves behind is read
 //! back from files and handed to `classify`.
 
+pub mod cgroup;
 pub mod interrupt;
 pub mod reaper;
 pub mod unix;
@@ -113,6 +114,7 @@ pub fn execute(
     });
     // Every run has ended: whatever is left of any of them goes now.
     reaper::sweep();
+    cgroup::release();
     for runs in &mut results {
         runs.sort_by_key(|r| r.index);
     }
@@ -122,7 +124,12 @@ pub fn execute(
 /// Creates the artifacts root and clears the evidence of earlier runs of the
 /// same cells, so every path in the results is from this run.
 fn prepare_artifacts(plan: &Plan, root: &Path) -> Result<PathBuf> {
-    std::fs::create_dir_all(root)
+    use std::os::unix::fs::DirBuilderExt;
+    // Private when vkexit makes it; a directory the caller named is left as it is.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(root)
         .map_err(|e| Error::io("cannot create the artifacts directory", root, e))?;
     let root = &root
         .canonicalize()
@@ -166,6 +173,7 @@ fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> Run
             stdout: Capture::new(0),
             stderr: Capture::new(0),
             duration: Duration::ZERO,
+            faults: Vec::new(),
         },
     };
     let validation = read_validation(&dir, validation);
@@ -193,6 +201,9 @@ fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> Run
         stderr_bytes: outcome.stderr.total(),
         kept: None,
     };
+    for fault in &outcome.faults {
+        distrust(&mut record.classification, fault);
+    }
     if !record.classification.verdict.is_success() {
         if let Some(summary) = explain::Story::read(&dir).summary() {
             record
@@ -215,6 +226,18 @@ fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> Run
     record
 }
 
+/// A fault around the run: a would-be pass becomes an `error`, any other
+/// verdict keeps its class and says it too.
+fn distrust(c: &mut Classification, fault: &str) {
+    if c.verdict.is_success() {
+        c.verdict = crate::verdict::RunVerdict::Error;
+        c.reason = fault.to_string();
+    } else {
+        c.reason.push_str(&format!("; {fault}"));
+    }
+    c.findings.push(fault.to_string());
+}
+
 fn limits(options: &Options) -> unix::Limits {
     unix::Limits {
         timeout: options.timeout,
@@ -224,9 +247,14 @@ fn limits(options: &Options) -> unix::Limits {
     }
 }
 
+/// The cell's and the run's directories are private (0700): a run's
+/// evidence and settings are read and written by vkexit and its run only.
 fn prepare_run_dir(dir: &Path, validation: bool) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    std::fs::create_dir_all(dir.join("home"))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir.join("home"))?;
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(dir.join("xdg-runtime"))?;
@@ -293,6 +321,19 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix
         env_set,
         env_remove,
     }
+}
+
+/// Prepares `dir` as a run directory and gives the command a run of `cell`
+/// makes in it, as `execute` makes it: for timing the same runs outside
+/// vkexit (`vkexit bench`). `options.chain` must have its manifests written.
+pub fn command_in(
+    plan: &Plan,
+    cell: &Cell,
+    dir: &Path,
+    options: &Options,
+) -> std::io::Result<unix::CommandSpec> {
+    prepare_run_dir(dir, options.chain.validation.is_some())?;
+    Ok(command_spec(plan, cell, dir, options))
 }
 
 fn read_validation(dir: &Path, requested: bool) -> Validation {

@@ -1,5 +1,5 @@
 //! Platform code of the runner, and the only place that knows it: process
-//! groups, pidfds, poll, signals, rlimits.
+//! groups, pidfds, poll, signals, rlimits, cgroups (in `cgroup`).
 
 use crate::capture::Capture;
 use crate::classify::Termination;
@@ -36,6 +36,9 @@ pub struct Outcome {
     pub stdout: Capture,
     pub stderr: Capture,
     pub duration: Duration,
+    /// What went wrong around the program that makes its own result
+    /// untrustworthy: the process limit was hit, the disk filled up.
+    pub faults: Vec<String>,
 }
 
 /// Runs `spec` in its own process group and waits for it, within limits.
@@ -60,10 +63,28 @@ pub fn run(
     for (key, value) in &spec.env_set {
         command.env(key, value);
     }
+    let not_started = |reason: String| Outcome {
+        termination: Termination::NotStarted { reason },
+        stdout: Capture::new(limits.capture_keep),
+        stderr: Capture::new(limits.capture_keep),
+        duration: start.elapsed(),
+        faults: Vec::new(),
+    };
+    if let Some(full) = disk_full(&spec.cwd) {
+        return not_started(full);
+    }
+    let token = super::reaper::new_token();
+    command.env(super::reaper::TOKEN_VAR, &token);
+    let bound = match super::cgroup::RunBound::new(&token) {
+        Ok(b) => b,
+        Err(reason) => return not_started(reason),
+    };
+    let setup = bound.child_setup();
     // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe functions (setpgid, prctl, setrlimit, sigprocmask).
+    // async-signal-safe functions (setpgid, prctl, setrlimit, sigprocmask,
+    // write).
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             libc::setpgid(0, 0);
             // If vkexit itself dies, its runs die with it.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -76,23 +97,14 @@ pub fn run(
             let mut empty: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut empty);
             libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-            Ok(())
+            // Into the run's cgroups, under its process limit: from here
+            // on, everything this program starts is counted and killable.
+            setup.apply()
         });
     }
-    let token = super::reaper::new_token();
-    command.env(super::reaper::TOKEN_VAR, &token);
     let mut child = match super::reaper::spawn(&token, || command.spawn()) {
         Ok(c) => c,
-        Err(e) => {
-            return Outcome {
-                termination: Termination::NotStarted {
-                    reason: format!("{}: {e}", spec.program.display()),
-                },
-                stdout: Capture::new(limits.capture_keep),
-                stderr: Capture::new(limits.capture_keep),
-                duration: start.elapsed(),
-            }
-        }
+        Err(e) => return not_started(format!("{}: {e}", spec.program.display())),
     };
     let pid = child.id() as libc::pid_t;
     let _group = super::interrupt::GroupSlot::new(pid);
@@ -112,7 +124,9 @@ pub fn run(
     };
     let termination = watch.supervise(start, limits, on_hang);
     kill_group(pid, libc::SIGKILL);
+    let mut faults = bound.finish();
     super::reaper::finished(&token, pid);
+    faults.extend(disk_full(&spec.cwd));
     // The Child handle is not used to wait: `supervise` reaped the process.
     drop(child);
     let [stdout, stderr] = watch.captures;
@@ -121,7 +135,35 @@ pub fn run(
         stdout,
         stderr,
         duration: start.elapsed(),
+        faults,
     }
+}
+
+/// Below this much free space in the run directory, the evidence of a run
+/// (the validation log first) may have been cut short without a trace.
+pub const MIN_FREE_BYTES: u64 = 1 << 20;
+
+/// Says so when the file system of `dir` is full or nearly: a run whose
+/// validation log could not be written must not pass.
+pub fn disk_full(dir: &std::path::Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct; the path is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    // Root may write into the blocks ext4 reserves; others may not.
+    let blocks = if root { st.f_bfree } else { st.f_bavail };
+    let free = (blocks as u64).saturating_mul(st.f_frsize as u64);
+    (free < MIN_FREE_BYTES).then(|| {
+        format!(
+            "the artifacts file system is full ({free} bytes free at {}): the run's evidence may be incomplete",
+            dir.display()
+        )
+    })
 }
 
 struct Watch {

@@ -1,0 +1,537 @@
+//! Bounds on what one run may start, and a kill that reaches all of it. Each
+//! run gets its own cgroup below one cgroup of this vkexit process:
+//!
+//! - `pids.max` bounds the processes and threads of a run together, so a
+//!   fork bomb stops at the limit. RLIMIT_NPROC does not bind root (CI
+//!   usually runs as root); a cgroup does.
+//! - `cgroup.kill` (cgroup v2, Linux 5.14) kills every member at once, even
+//!   one that left the process group and the session. With cgroup v1 only,
+//!   the members are killed one by one until none is left.
+//!
+//! The program moves itself into its cgroups between fork and exec, so every
+//! descendant starts inside. Where no cgroup can be made (a container whose
+//! cgroup file system is read-only), a vkexit that is not root falls back to
+//! RLIMIT_NPROC; root then has no bound, and `bound_here` says so.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Overrides the limit on processes and threads of one run.
+pub const MAX_PROCESSES_VAR: &str = "VKEXIT_MAX_PROCESSES";
+/// Far above what a Vulkan program needs (lavapipe starts one thread per
+/// core, up to 32, the validation layer a few), far below a full pid table.
+pub const DEFAULT_MAX_PROCESSES: u64 = 1024;
+
+const PREFIX: &str = "vkexit-";
+
+/// The cgroup mounts of this machine.
+#[derive(Debug, Default, Clone)]
+struct Mounts {
+    /// The cgroup v2 (unified) hierarchy.
+    unified: Option<PathBuf>,
+    /// A cgroup v1 hierarchy holding the pids controller.
+    pids_v1: Option<PathBuf>,
+}
+
+/// This vkexit's own cgroups, parents of the runs' ones.
+struct Invocation {
+    limit: Result<u64, String>,
+    /// In the unified hierarchy: runs are killed through it.
+    unified: Option<PathBuf>,
+    /// Where `pids.max` is: `unified` when v2 has the pids controller, else
+    /// a cgroup in the v1 pids hierarchy.
+    pids: Option<PathBuf>,
+    /// Write end of this invocation's `cgroup.kill`, for the signal handler.
+    kill: Option<OwnedFd>,
+}
+
+static INVOCATION: Mutex<Option<Invocation>> = Mutex::new(None);
+/// The raw descriptor of `Invocation::kill`, readable from a signal handler.
+static KILL_FD: AtomicI32 = AtomicI32::new(-1);
+
+fn invocation() -> std::sync::MutexGuard<'static, Option<Invocation>> {
+    INVOCATION.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How the runs of a vkexit started now would be bounded, in words, or why
+/// they would not be. Makes and removes a probe cgroup; starts nothing.
+pub fn bound_here() -> Result<String, String> {
+    let limit = max_processes()?;
+    let mounts = find_mounts();
+    let name = format!("{PREFIX}probe-{}", std::process::id());
+    if let Some(unified) = &mounts.unified {
+        if let Some(dir) = make_dir(&unified.join(&name)) {
+            let pids = enable_pids(unified, &dir);
+            let _ = std::fs::remove_dir(&dir);
+            if pids {
+                return Ok(format!(
+                    "cgroup v2 pids.max = {limit} per run under {}",
+                    unified.display()
+                ));
+            }
+        }
+    }
+    if let Some(v1) = &mounts.pids_v1 {
+        if let Some(dir) = make_dir(&v1.join(&name)) {
+            let _ = std::fs::remove_dir(&dir);
+            return Ok(format!(
+                "cgroup v1 pids.max = {limit} per run under {}",
+                v1.display()
+            ));
+        }
+    }
+    if !is_root() {
+        return Ok(format!(
+            "RLIMIT_NPROC: this user's processes now + {limit} per run"
+        ));
+    }
+    Err(format!(
+        "no cgroup with the pids controller can be made here (cgroup v2: {}, cgroup v1 pids: {}) and RLIMIT_NPROC does not bind root",
+        show(&mounts.unified),
+        show(&mounts.pids_v1)
+    ))
+}
+
+fn show(p: &Option<PathBuf>) -> String {
+    p.as_ref().map_or("not mounted".into(), |p| {
+        format!("{} not writable", p.display())
+    })
+}
+
+fn max_processes() -> Result<u64, String> {
+    match std::env::var(MAX_PROCESSES_VAR) {
+        Err(_) => Ok(DEFAULT_MAX_PROCESSES),
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "{MAX_PROCESSES_VAR}={v:?} is not a positive number of processes"
+            )),
+        },
+    }
+}
+
+/// What one run is placed in and bounded by.
+pub struct RunBound {
+    dirs: Vec<PathBuf>,
+    /// `cgroup.procs` of each of `dirs`, written by the child before exec.
+    procs: Vec<OwnedFd>,
+    pids: Option<PathBuf>,
+    limit: u64,
+    nproc: Option<u64>,
+}
+
+/// What the forked child does before exec; plain data, so that it can be
+/// used there.
+#[derive(Clone, Copy)]
+pub struct ChildSetup {
+    procs: [RawFd; 2],
+    nproc: Option<u64>,
+}
+
+impl RunBound {
+    /// Makes the cgroups of the run `token`. An error is a reason the run
+    /// cannot start.
+    pub fn new(token: &str) -> Result<RunBound, String> {
+        let mut guard = invocation();
+        let inv = guard.get_or_insert_with(Invocation::start);
+        let limit = inv.limit.clone()?;
+        let name = format!("run-{token}");
+        let mut bound = RunBound {
+            dirs: Vec::new(),
+            procs: Vec::new(),
+            pids: None,
+            limit,
+            nproc: None,
+        };
+        for parent in [&inv.unified, &inv.pids].into_iter().flatten() {
+            if bound.dirs.iter().any(|d| d.parent() == Some(parent)) {
+                continue;
+            }
+            let dir = parent.join(&name);
+            std::fs::create_dir(&dir)
+                .map_err(|e| format!("cannot make the run's cgroup {}: {e}", dir.display()))?;
+            bound.dirs.push(dir.clone());
+            if inv.pids.as_ref() == Some(parent) {
+                std::fs::write(dir.join("pids.max"), limit.to_string())
+                    .map_err(|e| format!("cannot set pids.max of {}: {e}", dir.display()))?;
+                bound.pids = Some(dir.clone());
+            }
+            let procs = open_write(&dir.join("cgroup.procs"))
+                .map_err(|e| format!("cannot open {}/cgroup.procs: {e}", dir.display()))?;
+            bound.procs.push(procs);
+        }
+        if bound.pids.is_none() && !is_root() {
+            bound.nproc = Some(tasks_of_this_user() + limit);
+        }
+        Ok(bound)
+    }
+
+    pub fn child_setup(&self) -> ChildSetup {
+        let mut procs = [-1; 2];
+        for (slot, fd) in procs.iter_mut().zip(&self.procs) {
+            *slot = fd.as_raw_fd();
+        }
+        ChildSetup {
+            procs,
+            nproc: self.nproc,
+        }
+    }
+
+    /// Kills what is left of the run and removes its cgroups. Returns what
+    /// makes the run's own result untrustworthy: the process limit was hit.
+    pub fn finish(mut self) -> Vec<String> {
+        let mut faults = Vec::new();
+        if let Some(hits) = self.pids.as_deref().and_then(limit_hits) {
+            faults.push(format!(
+                "the program hit vkexit's limit of {} processes and threads {hits} time(s) (a fork bomb?); raise it with {MAX_PROCESSES_VAR}",
+                self.limit
+            ));
+        }
+        self.kill_and_remove();
+        faults
+    }
+
+    fn kill_and_remove(&mut self) {
+        self.procs.clear();
+        let dirs = std::mem::take(&mut self.dirs);
+        if dirs.is_empty() {
+            return;
+        }
+        for dir in &dirs {
+            if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+                kill_members(dir);
+            }
+        }
+        // Killed processes leave their cgroup as they exit; a fork that was
+        // under way may still add one, so kill again until all are gone.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut left = dirs.clone();
+        while !left.is_empty() && Instant::now() < deadline {
+            left.retain(|dir| {
+                if std::fs::remove_dir(dir).is_ok() {
+                    return false;
+                }
+                kill_members(dir);
+                true
+            });
+            if !left.is_empty() {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+}
+
+impl Drop for RunBound {
+    fn drop(&mut self) {
+        self.kill_and_remove();
+    }
+}
+
+impl ChildSetup {
+    /// Runs in the forked child before exec: async-signal-safe only.
+    ///
+    /// # Safety
+    /// Call only between fork and exec; the descriptors are those of
+    /// `RunBound::child_setup`, still open.
+    pub unsafe fn apply(&self) -> io::Result<()> {
+        for fd in self.procs.iter().copied().filter(|&fd| fd >= 0) {
+            // "0" moves the writing process itself into the cgroup.
+            // SAFETY: writes one byte from a static buffer to an open fd.
+            if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        if let Some(n) = self.nproc {
+            let limit = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            // SAFETY: setrlimit on this process with a valid struct.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &limit) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Invocation {
+    fn start() -> Invocation {
+        let limit = max_processes();
+        let mounts = find_mounts();
+        let name = format!("{PREFIX}{}", std::process::id());
+        let mut inv = Invocation {
+            limit,
+            unified: None,
+            pids: None,
+            kill: None,
+        };
+        if let Some(root) = &mounts.unified {
+            remove_stale(root);
+            inv.unified = make_dir(&root.join(&name));
+            if let Some(dir) = &inv.unified {
+                if enable_pids(root, dir) {
+                    inv.pids = Some(dir.clone());
+                }
+                inv.kill = open_write(&dir.join("cgroup.kill")).ok();
+                if let Some(fd) = &inv.kill {
+                    KILL_FD.store(fd.as_raw_fd(), Ordering::SeqCst);
+                }
+            }
+        }
+        if inv.pids.is_none() {
+            if let Some(root) = &mounts.pids_v1 {
+                remove_stale(root);
+                inv.pids = make_dir(&root.join(&name));
+            }
+        }
+        inv
+    }
+
+    fn remove(self) {
+        KILL_FD.store(-1, Ordering::SeqCst);
+        drop(self.kill);
+        for dir in [self.unified, self.pids].into_iter().flatten() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Removes this vkexit's own cgroups once no run is left; the next run
+/// makes them again.
+pub fn release() {
+    if let Some(inv) = invocation().take() {
+        inv.remove();
+    }
+}
+
+/// Runs inside the second Ctrl-C's signal handler: async-signal-safe only.
+/// Kills every process of every run, wherever it went.
+pub fn kill_all_from_signal_handler() {
+    let fd = KILL_FD.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: writes one byte from a static buffer to an open fd.
+        unsafe { libc::write(fd, b"1".as_ptr().cast(), 1) };
+    }
+}
+
+/// Lets the pids controller reach the invocation's cgroup and, through it,
+/// the runs' cgroups. The root of a v2 hierarchy may take no processes of
+/// its own, so enabling a controller there is allowed.
+fn enable_pids(root: &Path, dir: &Path) -> bool {
+    let has = |file: &Path| {
+        std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .any(|c| c == "pids")
+    };
+    if !has(&dir.join("cgroup.controllers")) {
+        if !has(&root.join("cgroup.controllers")) {
+            return false;
+        }
+        let _ = std::fs::write(root.join("cgroup.subtree_control"), "+pids");
+        if !has(&dir.join("cgroup.controllers")) {
+            return false;
+        }
+    }
+    std::fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok()
+}
+
+/// Cgroups of vkexit processes that are gone (killed before they could
+/// clean up): empty by now, since their runs died with them.
+fn remove_stale(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(PREFIX) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_err() || Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        if let Ok(runs) = std::fs::read_dir(entry.path()) {
+            for run in runs.flatten().filter(|r| r.path().is_dir()) {
+                let _ = std::fs::remove_dir(run.path());
+            }
+        }
+        let _ = std::fs::remove_dir(entry.path());
+    }
+}
+
+fn make_dir(dir: &Path) -> Option<PathBuf> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Some(dir.to_path_buf()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Some(dir.to_path_buf()),
+        Err(_) => None,
+    }
+}
+
+/// How many times a fork or clone failed at the limit: `max N` in
+/// `pids.events`.
+fn limit_hits(dir: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join("pids.events")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("max "))
+        .and_then(|n| n.trim().parse().ok())
+        .filter(|&n| n > 0)
+}
+
+fn kill_members(dir: &Path) {
+    let text = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    for pid in text
+        .lines()
+        .filter_map(|l| l.trim().parse::<libc::pid_t>().ok())
+    {
+        if pid > 0 {
+            // SAFETY: kill of a process that is a member of this run's cgroup.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+fn open_write(path: &Path) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: open with a NUL-terminated path; a non-negative result is a
+    // descriptor nobody else owns.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: see above.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Threads of every process of this user: what RLIMIT_NPROC counts.
+fn tasks_of_this_user() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    procs
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| e.metadata().is_ok_and(|m| m.uid() == uid))
+        .map(|e| {
+            std::fs::read_to_string(e.path().join("stat"))
+                .ok()
+                .and_then(|s| {
+                    let (_, rest) = s.rsplit_once(')')?;
+                    rest.split_whitespace().nth(17)?.parse::<u64>().ok()
+                })
+                .unwrap_or(1)
+        })
+        .sum()
+}
+
+fn find_mounts() -> Mounts {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    parse_mountinfo(&text)
+}
+
+/// `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS…] - FSTYPE SOURCE SUPER`
+fn parse_mountinfo(text: &str) -> Mounts {
+    let mut mounts = Mounts::default();
+    for line in text.lines() {
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let Some(point) = left.split(' ').nth(4) else {
+            continue;
+        };
+        let mut right = right.split(' ');
+        let fstype = right.next().unwrap_or("");
+        let options = right.nth(1).unwrap_or("");
+        let point = PathBuf::from(unescape(point));
+        if fstype == "cgroup2" && mounts.unified.is_none() {
+            mounts.unified = Some(point);
+        } else if fstype == "cgroup"
+            && options.split(',').any(|o| o == "pids")
+            && mounts.pids_v1.is_none()
+        {
+            mounts.pids_v1 = Some(point);
+        }
+    }
+    mounts
+}
+
+/// mountinfo writes space, tab, newline and backslash as `\ooo`.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn mountinfo_finds_the_unified_and_the_v1_pids_hierarchies() {
+        let text = "\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw
+";
+        let m = parse_mountinfo(text);
+        assert_eq!(m.unified.unwrap(), Path::new("/sys/fs/cgroup/unified"));
+        assert_eq!(m.pids_v1.unwrap(), Path::new("/sys/fs/cgroup/pids"));
+        let pure_v2 = "29 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n";
+        let m = parse_mountinfo(pure_v2);
+        assert_eq!(m.unified.unwrap(), Path::new("/sys/fs/cgroup"));
+        assert!(m.pids_v1.is_none());
+        assert!(parse_mountinfo("garbage\n\n- -\n").unified.is_none());
+    }
+
+    #[test]
+    fn mount_points_with_escaped_spaces() {
+        assert_eq!(unescape(r"/a\040b"), "/a b");
+        assert_eq!(unescape(r"/a\\"), r"/a\\");
+        assert_eq!(unescape(r"/a\04"), r"/a\04");
+    }
+
+    #[test]
+    fn the_limit_hits_are_read_from_pids_events() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("pids.events"), "max 0\n").unwrap();
+        assert_eq!(limit_hits(dir.path()), None);
+        std::fs::write(dir.path().join("pids.events"), "max 17\n").unwrap();
+        assert_eq!(limit_hits(dir.path()), Some(17));
+        let mut f = std::fs::File::create(dir.path().join("pids.events")).unwrap();
+        writeln!(f, "max 3").unwrap();
+        assert_eq!(limit_hits(dir.path()), Some(3));
+    }
+}
