@@ -114,3 +114,41 @@ fn bad_options_exit_2_with_usage() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("unknown option `--segfault`") && stderr.contains("usage: mock"));
 }
+
+#[test]
+fn quiet_writes_nothing_to_either_stream() {
+    let output = mock(&[
+        "--quiet",
+        "--no-vulkan",
+        "--flood",
+        "4K",
+        "--exit-code",
+        "5",
+    ]);
+    assert_eq!(output.status.code(), Some(5));
+    assert!(output.stdout.is_empty(), "{}", stdout(&output));
+    assert!(output.stderr.is_empty());
+}
+
+#[test]
+fn an_invalid_device_at_exit_is_aborted_by_the_loader() {
+    // The loader's trampoline checks the handle; it says why only with VK_LOADER_DEBUG.
+    let output = Command::new(env!("CARGO_BIN_EXE_mock"))
+        .args(["--no-vulkan", "--invalid-device-at-exit"])
+        .env("VK_LOADER_DEBUG", "error")
+        .output()
+        .expect("mock runs");
+    assert_eq!(output.status.signal(), Some(libc::SIGABRT));
+    let log = stdout(&output);
+    let returned = log.find("main returns").expect("main returned");
+    assert!(
+        log[returned..].contains("exit handler invalid-device-at-exit starts"),
+        "{log}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr
+            .contains("vkDeviceWaitIdle: Invalid device [VUID-vkDeviceWaitIdle-device-parameter]"),
+        "{stderr}"
+    );
+}

@@ -13,6 +13,9 @@ fn main() {
         Ok(Parsed::Help) => exit_help(USAGE),
         Err(err) => exit_usage("mock", &err, USAGE),
     };
+    if options.quiet {
+        actions::quiet();
+    }
     if let Some(runtime) = &options.runtime {
         step!("mock does not load a runtime; ignoring --runtime {runtime}");
     }
@@ -25,7 +28,14 @@ fn main() {
             step!("skip the Vulkan setup (--no-vulkan)");
             None
         }
-        VulkanPlan::Create { keep, vuid } => Some((MockVulkan::create(options.device, vuid), keep)),
+        VulkanPlan::Create {
+            keep,
+            live_buffers,
+            silent_messenger,
+        } => Some((
+            MockVulkan::create(options.device, live_buffers, silent_messenger),
+            keep,
+        )),
     };
     if let Some(bytes) = options.flood {
         actions::flood(bytes);
@@ -41,6 +51,9 @@ fn main() {
     }
     if let Some(p) = options.crash_probability {
         actions::crash_at_exit_with_probability(p);
+    }
+    if options.invalid_device_at_exit {
+        actions::invalid_device_at_exit();
     }
     if options.hang_at_exit {
         actions::hang_at_exit();

@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use ash::vk;
+use ash::vk::Handle;
+
 use super::Signal;
 use vkexit_fixtures::step::write_all;
 use vkexit_fixtures::{exit_handler_starts, register_exit_handler, setup_failed, step};
@@ -62,6 +65,28 @@ pub fn flood(bytes: u64) {
     step!("flood done");
 }
 
+/// Points stdout and stderr at /dev/null for the rest of the process, children and exit
+/// handlers included, so whatever goes wrong can only be seen in the files the layers write.
+pub fn quiet() {
+    // SAFETY: open takes a NUL-terminated path; dup2 and close take plain descriptors, and the
+    // new descriptor is closed only after it has been duplicated onto 1 and 2.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if null < 0 {
+            setup_failed(format_args!(
+                "open /dev/null: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+            if libc::dup2(null, fd) < 0 {
+                setup_failed(format_args!("dup2: {}", std::io::Error::last_os_error()));
+            }
+        }
+        libc::close(null);
+    }
+}
+
 /// Sleeps until killed; `place` (in main, in an exit handler) is for the log.
 pub fn hang(place: &str) -> ! {
     step!("hang {place}: sleep until killed");
@@ -87,6 +112,11 @@ pub fn crash_at_exit_with_probability(p: f64) {
     }
 }
 
+/// Registers the exit handler that hands the loader a VkDevice that is not one.
+pub fn invalid_device_at_exit() {
+    register_exit_handler("invalid-device-at-exit", invalid_device_at_exit_handler);
+}
+
 /// Registers the exit handler that never returns.
 pub fn hang_at_exit() {
     register_exit_handler("hang-at-exit", hang_at_exit_handler);
@@ -105,6 +135,37 @@ extern "C" fn crash_at_exit_handler() {
     unsafe { std::ptr::write_volatile(field, 0xdead) };
     // Only reached if page zero is mapped; a raised SIGSEGV is the same verdict.
     Signal::SEGV.raise_with_default_action();
+}
+
+/// What a VkDevice handle points at: the loader's dispatch table pointer first. Zeroed, like
+/// device memory the allocator cleared after vkDestroyDevice, so the loader finds no table.
+static NOT_A_DEVICE: [u64; 8] = [0; 8];
+
+/// Runs as an exit handler, after main returned: calls vkDeviceWaitIdle through the loader's
+/// exported trampoline with a handle that is not a device, as a runtime's teardown does with a
+/// device freed before it. The loader reads the handle's dispatch table, finds none, logs
+/// `vkDeviceWaitIdle: Invalid device [VUID-vkDeviceWaitIdle-device-parameter]` and aborts.
+extern "C" fn invalid_device_at_exit_handler() {
+    exit_handler_starts("invalid-device-at-exit");
+    // Opened again: the mock's own handle on the loader may be closed by now.
+    // SAFETY: dlopen takes a NUL-terminated name; the loader's initialisers are its own.
+    let loader = unsafe { libc::dlopen(c"libvulkan.so.1".as_ptr(), libc::RTLD_NOW) };
+    if loader.is_null() {
+        setup_failed("dlopen libvulkan.so.1 failed in the exit handler");
+    }
+    // SAFETY: `loader` is a live handle from dlopen and the name is NUL-terminated.
+    let symbol = unsafe { libc::dlsym(loader, c"vkDeviceWaitIdle".as_ptr()) };
+    if symbol.is_null() {
+        setup_failed("the loader exports no vkDeviceWaitIdle");
+    }
+    // SAFETY: the loader exports vkDeviceWaitIdle with exactly this signature.
+    let device_wait_idle: vk::PFN_vkDeviceWaitIdle = unsafe { std::mem::transmute(symbol) };
+    let device = vk::Device::from_raw(NOT_A_DEVICE.as_ptr() as u64);
+    step!("vkDeviceWaitIdle through the loader on a VkDevice that is not one");
+    // SAFETY: none by design: the handle is invalid. The loader only reads the first word of the
+    // zeroed static it points at before it decides to abort.
+    let result = unsafe { device_wait_idle(device) };
+    step!("the loader returned {result:?} instead of aborting: it has no invalid-handle check");
 }
 
 /// Runs as an exit handler, after main returned: sleeps until killed, like a teardown that

@@ -13,17 +13,27 @@ Provokes each verdict of the vkexit harness on demand. By default it creates a V
 VkDevice (so the validation layer loads), destroys them cleanly and returns 0 from main.
 
 options, in the order they take effect:
+  --quiet                        write nothing to stdout or stderr: both point at /dev/null
+                                 from the start, so a failure shows only in the layer's log
   --grandchild-holds-pipes SECS  double-fork a grandchild (setsid) that keeps stdout and stderr
                                  open for SECS seconds; mock does not wait for it
   --no-vulkan                    skip the Vulkan setup (validation asked for, never loaded)
   --device N                     the physical device to use (default 0)
+  --silent-messenger             install a VK_EXT_debug_utils messenger for every severity and
+                                 type that swallows each message (returns VK_FALSE, prints
+                                 nothing), as an application that hides validation does
   --flood BYTES                  write BYTES to stdout and to stderr, in big chunks
                                  (suffixes K, M, G: powers of 1024)
   --vuid                         destroy the VkDevice while a VkBuffer is alive
                                  (VUID-vkDestroyDevice-device-00378)
+  --vuids N                      the same with N live VkBuffers: N duplicates of that VUID
+                                 in one run, N in 1..=100000
   --keep-vulkan                  leave the instance and device alive at exit
   --crash-at-exit                SIGSEGV from an atexit handler, after main returned
   --crash-probability P          the same with probability P in [0, 1]
+  --invalid-device-at-exit       from an atexit handler, call vkDeviceWaitIdle through the
+                                 loader with a VkDevice that is not one: the loader's handle
+                                 check logs `Invalid device` and aborts (SIGABRT)
   --hang-at-exit                 sleep forever inside an atexit handler
   --signal NAME                  raise the signal (SIGSEGV, SEGV or 11; default action)
   --hang                         sleep forever in main
@@ -37,10 +47,19 @@ options, in the order they take effect:
 pub enum VulkanPlan {
     /// No instance at all: `--no-vulkan`.
     Skip,
-    /// Create instance and device; `keep` leaves them alive at exit, `vuid` destroys the device
-    /// with a live buffer.
-    Create { keep: bool, vuid: bool },
+    /// Create instance and device; `keep` leaves them alive at exit; `live_buffers` buffers are
+    /// still alive when the device is destroyed (one VUID each); `silent_messenger` installs an
+    /// application debug messenger that swallows every message.
+    Create {
+        keep: bool,
+        live_buffers: u32,
+        silent_messenger: bool,
+    },
 }
+
+/// Most live buffers `--vuids` accepts: enough to flood any duplicate-message limit, few enough
+/// to stay a fast run.
+pub const MAX_LIVE_BUFFERS: u32 = 100_000;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct MockOptions {
@@ -55,6 +74,8 @@ pub struct MockOptions {
     pub grandchild_holds_pipes: Option<u64>,
     pub crash_at_exit: bool,
     pub crash_probability: Option<f64>,
+    pub invalid_device_at_exit: bool,
+    pub quiet: bool,
 }
 
 impl MockOptions {
@@ -65,7 +86,8 @@ impl MockOptions {
         let mut options = MockOptions {
             vulkan: VulkanPlan::Create {
                 keep: false,
-                vuid: false,
+                live_buffers: 0,
+                silent_messenger: false,
             },
             device: 0,
             runtime: None,
@@ -77,13 +99,20 @@ impl MockOptions {
             grandchild_holds_pipes: None,
             crash_at_exit: false,
             crash_probability: None,
+            invalid_device_at_exit: false,
+            quiet: false,
         };
         let (mut no_vulkan, mut keep, mut vuid) = (false, false, false);
+        let (mut vuids, mut silent_messenger) = (None, false);
         while let Some(option) = cursor.next_option() {
             match option?.as_str() {
                 "--signal" => options.signal = Some(cursor.parsed_value()?),
                 "--exit-code" => options.exit_code = Some(cursor.parsed_value()?),
                 "--vuid" => vuid = true,
+                "--vuids" => vuids = Some(live_buffers(&mut cursor)?),
+                "--silent-messenger" => silent_messenger = true,
+                "--invalid-device-at-exit" => options.invalid_device_at_exit = true,
+                "--quiet" => options.quiet = true,
                 "--hang" => options.hang = true,
                 "--hang-at-exit" => options.hang_at_exit = true,
                 "--flood" => options.flood = Some(bytes(&mut cursor)?),
@@ -106,13 +135,26 @@ impl MockOptions {
                 }
             }
         }
-        options.vulkan = match (no_vulkan, keep, vuid) {
+        let live_buffers = match (vuid, vuids) {
+            (true, Some(_)) => return Err(conflict("--vuid", "--vuids")),
+            (true, None) => 1,
+            (false, n) => n.unwrap_or(0),
+        };
+        let vuid_option = if vuid { "--vuid" } else { "--vuids" };
+        options.vulkan = match (no_vulkan, keep, live_buffers > 0) {
             (true, true, _) => return Err(conflict("--no-vulkan", "--keep-vulkan")),
-            (true, _, true) => return Err(conflict("--no-vulkan", "--vuid")),
+            (true, _, true) => return Err(conflict("--no-vulkan", vuid_option)),
             // The VUID is raised by destroying the device; a kept device is never destroyed.
-            (_, true, true) => return Err(conflict("--keep-vulkan", "--vuid")),
+            (_, true, true) => return Err(conflict("--keep-vulkan", vuid_option)),
+            (true, false, false) if silent_messenger => {
+                return Err(conflict("--no-vulkan", "--silent-messenger"))
+            }
             (true, false, false) => VulkanPlan::Skip,
-            (false, keep, vuid) => VulkanPlan::Create { keep, vuid },
+            (false, keep, _) => VulkanPlan::Create {
+                keep,
+                live_buffers,
+                silent_messenger,
+            },
         };
         if options.crash_at_exit && options.crash_probability.is_some() {
             return Err(conflict("--crash-at-exit", "--crash-probability"));
@@ -152,6 +194,18 @@ fn bytes<I: Iterator<Item = String>>(cursor: &mut ArgCursor<I>) -> Result<u64, U
     }
 }
 
+fn live_buffers<I: Iterator<Item = String>>(cursor: &mut ArgCursor<I>) -> Result<u32, UsageError> {
+    let value = cursor.value()?;
+    match value.parse::<u32>() {
+        Ok(n) if (1..=MAX_LIVE_BUFFERS).contains(&n) => Ok(n),
+        _ => Err(invalid(
+            "--vuids",
+            value,
+            &format!("not a count in 1..={MAX_LIVE_BUFFERS}"),
+        )),
+    }
+}
+
 fn probability<I: Iterator<Item = String>>(cursor: &mut ArgCursor<I>) -> Result<f64, UsageError> {
     let value = cursor.value()?;
     match value.parse::<f64>() {
@@ -182,13 +236,15 @@ mod tests {
             options.vulkan,
             VulkanPlan::Create {
                 keep: false,
-                vuid: false
+                live_buffers: 0,
+                silent_messenger: false
             }
         );
         assert_eq!(
             (options.signal, options.exit_code, options.hang),
             (None, None, false)
         );
+        assert!(!options.quiet && !options.invalid_device_at_exit);
         assert_eq!(options.device, 0);
     }
 
@@ -207,8 +263,11 @@ mod tests {
             "refrt:guarded",
             "--device",
             "1",
+            "--quiet",
+            "--invalid-device-at-exit",
         ])
         .unwrap();
+        assert!(options.quiet && options.invalid_device_at_exit);
         assert_eq!(options.signal.map(|s| s.number), Some(libc::SIGBUS));
         assert_eq!(options.flood, Some(2 << 20));
         assert_eq!(options.exit_code, Some(7));
@@ -221,24 +280,38 @@ mod tests {
     #[test]
     fn vulkan_plans() {
         assert_eq!(parse(&["--no-vulkan"]).unwrap().vulkan, VulkanPlan::Skip);
+        let create = |keep, live_buffers, silent_messenger| VulkanPlan::Create {
+            keep,
+            live_buffers,
+            silent_messenger,
+        };
+        assert_eq!(parse(&["--vuid"]).unwrap().vulkan, create(false, 1, false));
         assert_eq!(
-            parse(&["--vuid"]).unwrap().vulkan,
-            VulkanPlan::Create {
-                keep: false,
-                vuid: true
-            }
+            parse(&["--vuids", "150"]).unwrap().vulkan,
+            create(false, 150, false)
         );
         assert_eq!(
             parse(&["--keep-vulkan"]).unwrap().vulkan,
-            VulkanPlan::Create {
-                keep: true,
-                vuid: false
-            }
+            create(true, 0, false)
+        );
+        assert_eq!(
+            parse(&["--silent-messenger", "--vuid"]).unwrap().vulkan,
+            create(false, 1, true)
+        );
+        assert_eq!(
+            parse(&["--silent-messenger", "--keep-vulkan"])
+                .unwrap()
+                .vulkan,
+            create(true, 0, true)
         );
         for pair in [
             ["--no-vulkan", "--vuid"],
+            ["--no-vulkan", "--vuids=2"],
             ["--no-vulkan", "--keep-vulkan"],
+            ["--no-vulkan", "--silent-messenger"],
             ["--vuid", "--keep-vulkan"],
+            ["--vuids=2", "--keep-vulkan"],
+            ["--vuid", "--vuids=2"],
         ] {
             assert!(
                 matches!(parse(&pair), Err(UsageError::Conflict { .. })),
@@ -262,6 +335,9 @@ mod tests {
         );
         for bad in ["1.5", "-0.1", "NaN", "half"] {
             assert!(parse(&["--crash-probability", bad]).is_err(), "{bad}");
+        }
+        for bad in ["0", "-1", "100001", "many"] {
+            assert!(parse(&["--vuids", bad]).is_err(), "{bad}");
         }
         assert!(parse(&["--exit-code", "256"]).is_err());
         assert!(parse(&["--signal", "SIGFOO"]).is_err());

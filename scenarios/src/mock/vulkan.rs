@@ -1,6 +1,9 @@
 //! The mock's real Vulkan: an instance and a device, so the validation layer demonstrably loads,
-//! and one deliberately invalid call for `--vuid`. No debug messenger is installed: an
-//! application's messenger would silence the layer's own log.
+//! and deliberately invalid calls for `--vuid` and `--vuids`. By default no debug messenger is
+//! installed; `--silent-messenger` installs one that swallows every message, as an application
+//! that hides validation does, to show the layer's own log still gets them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ash::vk;
 use vkexit_fixtures::{setup_failed, step};
@@ -8,18 +11,25 @@ use vkexit_fixtures::{setup_failed, step};
 /// The VUID `--vuid` provokes, as layer 1.3.239 names it (newer layers say `-05137`).
 pub const VUID_DESTROY_DEVICE_WITH_CHILD: &str = "VUID-vkDestroyDevice-device-00378";
 
+/// Messages the silent messenger was handed, and how many of them were validation errors, for the
+/// log line at its destruction.
+static SWALLOWED: AtomicU64 = AtomicU64::new(0);
+static SWALLOWED_ERRORS: AtomicU64 = AtomicU64::new(0);
+
 pub struct MockVulkan {
     // Dropping the entry unloads the Vulkan loader, so it lives exactly as long as the objects.
     _entry: ash::Entry,
     instance: ash::Instance,
+    messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     device: ash::Device,
-    buffer: Option<vk::Buffer>,
+    live_buffers: Vec<vk::Buffer>,
 }
 
 impl MockVulkan {
-    /// Creates an instance and a device on physical device `index`; with `live_buffer`, also a
-    /// buffer that is never destroyed. Failure ends the mock as a failed setup.
-    pub fn create(index: u32, live_buffer: bool) -> MockVulkan {
+    /// Creates an instance and a device on physical device `index`, then `live_buffers` buffers
+    /// that are never destroyed; with `silent_messenger`, a debug messenger that swallows every
+    /// message. Failure ends the mock as a failed setup.
+    pub fn create(index: u32, live_buffers: u32, silent_messenger: bool) -> MockVulkan {
         step!("load the Vulkan loader");
         // SAFETY: loads libvulkan.so.1 with dlopen; its initialisers are the loader's own.
         let entry = unsafe { ash::Entry::load() }
@@ -29,10 +39,19 @@ impl MockVulkan {
         let app = vk::ApplicationInfo::default()
             .application_name(c"vkexit-mock")
             .api_version(vk::API_VERSION_1_0);
-        let info = vk::InstanceCreateInfo::default().application_info(&app);
-        // SAFETY: `info` and the `app` it points to outlive the call.
+        let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
+        let enabled = if silent_messenger {
+            &extensions[..]
+        } else {
+            &[]
+        };
+        let info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_extension_names(enabled);
+        // SAFETY: `info`, the `app` and the extension names it points to outlive the call.
         let instance = unsafe { entry.create_instance(&info, None) }
             .unwrap_or_else(|err| vk_failed("vkCreateInstance", err));
+        let messenger = silent_messenger.then(|| create_silent_messenger(&entry, &instance));
 
         // SAFETY: `instance` is a live instance.
         let physical = unsafe { instance.enumerate_physical_devices() }
@@ -62,36 +81,48 @@ impl MockVulkan {
         let device = unsafe { instance.create_device(physical, &info, None) }
             .unwrap_or_else(|err| vk_failed("vkCreateDevice", err));
 
-        let buffer = live_buffer.then(|| {
-            step!("create a 4096-byte VkBuffer that is never destroyed");
-            let info = vk::BufferCreateInfo::default()
-                .size(4096)
-                .usage(vk::BufferUsageFlags::STORAGE_BUFFER)
-                .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        if live_buffers > 0 {
+            step!("create {live_buffers} 4096-byte VkBuffer(s) that are never destroyed");
+        }
+        let info = vk::BufferCreateInfo::default()
+            .size(4096)
+            .usage(vk::BufferUsageFlags::STORAGE_BUFFER)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let live_buffers = (0..live_buffers)
             // SAFETY: `device` is live; `info` outlives the call.
-            unsafe { device.create_buffer(&info, None) }
-                .unwrap_or_else(|err| vk_failed("vkCreateBuffer", err))
-        });
+            .map(|_| unsafe { device.create_buffer(&info, None) })
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_or_else(|err| vk_failed("vkCreateBuffer", err));
         MockVulkan {
             _entry: entry,
             instance,
+            messenger,
             device,
-            buffer,
+            live_buffers,
         }
     }
 
-    /// Destroys what was created, children first, except a buffer left alive on purpose: then
-    /// vkDestroyDevice runs with a live child, which the validation layer reports.
+    /// Destroys what was created, children first, except buffers left alive on purpose: then
+    /// vkDestroyDevice runs with live children, one VUID each, which the validation layer
+    /// reports.
     pub fn destroy(self) {
-        if self.buffer.is_some() {
-            step!("destroy VkDevice while a VkBuffer is alive (expect {VUID_DESTROY_DEVICE_WITH_CHILD})");
-        } else {
-            step!("destroy VkDevice");
+        match self.live_buffers.len() {
+            0 => step!("destroy VkDevice"),
+            n => step!(
+                "destroy VkDevice while {n} VkBuffer(s) are alive (expect {VUID_DESTROY_DEVICE_WITH_CHILD} ×{n})"
+            ),
         }
-        // SAFETY: the device is idle (nothing was ever submitted) and destroyed once; a live
-        // buffer is the invalid usage `--vuid` asks for, which the layer reports rather than
+        // SAFETY: the device is idle (nothing was ever submitted) and destroyed once; live
+        // buffers are the invalid usage `--vuid` asks for, which the layer reports rather than
         // crashes on, and lavapipe tolerates.
         unsafe { self.device.destroy_device(None) };
+        if let Some((loader, messenger)) = self.messenger {
+            let all = SWALLOWED.load(Ordering::Relaxed);
+            let errors = SWALLOWED_ERRORS.load(Ordering::Relaxed);
+            step!("destroy the silent debug messenger; it swallowed {errors} validation error(s) among {all} message(s)");
+            // SAFETY: the messenger belongs to the live instance and is destroyed once.
+            unsafe { loader.destroy_debug_utils_messenger(messenger, None) };
+        }
         step!("destroy VkInstance");
         // SAFETY: its only device is destroyed above; the instance is destroyed once.
         unsafe { self.instance.destroy_instance(None) };
@@ -102,6 +133,51 @@ impl MockVulkan {
         step!("keep VkInstance and VkDevice alive at exit");
         std::mem::forget(self);
     }
+}
+
+/// Installs the application's own messenger for every severity and type; its callback swallows
+/// each message.
+fn create_silent_messenger(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+) -> (ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT) {
+    step!("install a debug messenger that swallows every message");
+    let loader = ash::ext::debug_utils::Instance::new(entry, instance);
+    let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+        .message_severity(
+            vk::DebugUtilsMessageSeverityFlagsEXT::VERBOSE
+                | vk::DebugUtilsMessageSeverityFlagsEXT::INFO
+                | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+        )
+        .message_type(
+            vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+        )
+        .pfn_user_callback(Some(swallow_message));
+    // SAFETY: the instance was created with VK_EXT_debug_utils enabled; `info` outlives the call
+    // and its callback is a static function.
+    let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) }
+        .unwrap_or_else(|err| vk_failed("vkCreateDebugUtilsMessengerEXT", err));
+    (loader, messenger)
+}
+
+/// The application's callback: counts the message and drops it. Returning VK_FALSE lets the
+/// call that raised it go on, as the spec requires of an application callback.
+unsafe extern "system" fn swallow_message(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    types: vk::DebugUtilsMessageTypeFlagsEXT,
+    _data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    _user: *mut std::ffi::c_void,
+) -> vk::Bool32 {
+    SWALLOWED.fetch_add(1, Ordering::Relaxed);
+    if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR)
+        && types.contains(vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION)
+    {
+        SWALLOWED_ERRORS.fetch_add(1, Ordering::Relaxed);
+    }
+    vk::FALSE
 }
 
 fn vk_failed(call: &str, err: vk::Result) -> ! {
