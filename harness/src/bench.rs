@@ -1,0 +1,305 @@
+//! `vkexit bench`: what vkexit costs beyond the runs themselves. The same N runs of one case,
+//! in the same environment, are timed as a plain loop, under CTest and under vkexit, at one
+//! and two at a time; then what each vkexit layer adds per Vulkan call, and vkexit's peak
+//! memory on a plan of many runs. A measurement, printed and written as JSON, never a test.
+
+mod calls;
+mod loops;
+mod memory;
+
+use serde::Serialize;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use vkexit::errors::{Error, Result};
+use vkexit::gate;
+use vkexit::matrix::{Matrix, Overrides};
+use vkexit::plan::{self, Cell, Plan};
+use vkexit::run;
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Runs of the case in each loop: bare, CTest and vkexit, at -j 1 and -j 2.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(2..))]
+    runs: u32,
+    /// The case to run.
+    #[arg(long = "case", value_name = "NAME", default_value = "clean-exit")]
+    case: String,
+    /// The runtime of the case.
+    #[arg(
+        long = "runtime",
+        value_name = "SPEC",
+        default_value = "refrt:release-children"
+    )]
+    runtime: String,
+    /// A driver short name or ICD manifest path [default: the one driver with a device].
+    #[arg(long = "driver", value_name = "NAME")]
+    driver: Option<String>,
+    /// Run the case without the validation layer.
+    #[arg(long)]
+    no_validation: bool,
+    /// Runs of a trivial case (`/bin/true`) whose peak memory is measured; a tenth as many
+    /// are measured too, to show that it does not grow with the number of runs.
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(10..))]
+    rss_runs: u32,
+    /// vkCreateBuffer + vkDestroyBuffer pairs per layer measurement.
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(10..))]
+    pairs: u32,
+    /// Write the figures as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Internal: run `vkexit run` with the arguments after `--` and write its peak RSS here.
+    #[arg(long, value_name = "FILE", hide = true)]
+    rss_child: Option<PathBuf>,
+    /// An external program and its arguments, as the case.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+/// One figure at -j 1 and at -j 2.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PerJobs {
+    pub j1: f64,
+    pub j2: f64,
+}
+
+impl PerJobs {
+    fn ratio(self, to: PerJobs) -> PerJobs {
+        PerJobs {
+            j1: self.j1 / to.j1,
+            j2: self.j2 / to.j2,
+        }
+    }
+}
+
+/// What a layer adds to one call it intercepts and to one it does not.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PerCall {
+    pub intercepted: f64,
+    pub untracked: f64,
+}
+
+/// The figures, keyed as `--json` writes them.
+#[derive(Debug, Serialize)]
+pub struct Figures {
+    pub bare_ms_per_run: PerJobs,
+    pub ctest_ms_per_run: Option<PerJobs>,
+    pub vkexit_ms_per_run: PerJobs,
+    pub overhead_vs_bare: PerJobs,
+    pub ratio_vs_ctest: Option<PerJobs>,
+    pub speedup_j2: f64,
+    pub trace_ns_per_call: PerCall,
+    pub tegra_ns_per_call: PerCall,
+    pub peak_rss_mb_10k: f64,
+}
+
+pub fn bench(args: BenchArgs) -> Result<bool> {
+    if let Some(out) = &args.rss_child {
+        return memory::child(out, &args.command);
+    }
+    let work = tempfile::Builder::new()
+        .prefix("vkexit-bench-")
+        .tempdir()
+        .map_err(|e| Error::io("cannot create a scratch directory", std::env::temp_dir(), e))?;
+    let (plan, options) = plan_one(&args, work.path())?;
+    let cell = &plan.cells[0];
+    println!(
+        "vkexit bench: {} runs of {} [{}], {}",
+        args.runs,
+        cell.label(),
+        vkexit::expectations::layers_text(&cell.layers),
+        load_note()
+    );
+    let runs = args.runs;
+    let bare = PerJobs {
+        j1: loops::bare(&plan, &options, work.path(), runs, 1)?,
+        j2: loops::bare(&plan, &options, work.path(), runs, 2)?,
+    };
+    print_loop("bare loop", bare);
+    let ctest = match loops::ctest_program() {
+        Some(ctest) => {
+            let t = PerJobs {
+                j1: loops::ctest(&ctest, &plan, &options, work.path(), runs, 1)?,
+                j2: loops::ctest(&ctest, &plan, &options, work.path(), runs, 2)?,
+            };
+            print_loop("ctest", t);
+            Some(t)
+        }
+        None => {
+            println!("  ctest: not found (apt-get install cmake); left out");
+            None
+        }
+    };
+    let select = selection_args(&args);
+    let vkexit = PerJobs {
+        j1: loops::vkexit(&select, work.path(), runs, 1)?,
+        j2: loops::vkexit(&select, work.path(), runs, 2)?,
+    };
+    print_loop("vkexit run", vkexit);
+    let trace = calls::per_call(&plan, cell, work.path(), calls::Layer::Trace, args.pairs)?;
+    let tegra = calls::per_call(&plan, cell, work.path(), calls::Layer::Tegra, args.pairs)?;
+    let small = (args.rss_runs / 10).max(1);
+    let rss_small = memory::peak_rss_mb(work.path(), small)?;
+    let rss = memory::peak_rss_mb(work.path(), args.rss_runs)?;
+    println!(
+        "  vkexit peak RSS, `-- /bin/true` without validation: {rss_small:.1} MB at {small} runs, {rss:.1} MB at {} runs",
+        args.rss_runs
+    );
+    let figures = Figures {
+        bare_ms_per_run: bare,
+        ctest_ms_per_run: ctest,
+        vkexit_ms_per_run: vkexit,
+        overhead_vs_bare: vkexit.ratio(bare),
+        ratio_vs_ctest: ctest.map(|c| vkexit.ratio(c)),
+        speedup_j2: vkexit.j1 / vkexit.j2,
+        trace_ns_per_call: trace,
+        tegra_ns_per_call: tegra,
+        peak_rss_mb_10k: rss,
+    };
+    print_targets(&figures, rss_small);
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&figures).expect("figures serialise");
+        std::fs::write(path, text + "\n")
+            .map_err(|e| Error::io("cannot write the bench results", path, e))?;
+    }
+    Ok(true)
+}
+
+/// The one cell the loops run, and the options vkexit would run it with.
+fn plan_one(args: &BenchArgs, work: &Path) -> Result<(Plan, run::Options)> {
+    let mut matrix = Matrix::default();
+    matrix.apply(Overrides {
+        cases: match args.command.is_empty() {
+            true => vec![args.case.clone()],
+            false => Vec::new(),
+        },
+        runtimes: vec![args.runtime.clone()],
+        drivers: args.driver.iter().cloned().collect(),
+        command: args.command.clone(),
+        runs: Some(args.runs),
+        jobs: None,
+        timeout: None,
+        emulate: None,
+        trace: false,
+        no_validation: args.no_validation,
+        fail_on_leak: false,
+    })?;
+    let [set] = matrix.layer_sets()[..] else {
+        unreachable!("flags alone give one layer set")
+    };
+    let validation = match set.validation {
+        true => Some(vkexit::validation::find_layer()?),
+        false => None,
+    };
+    let mut chain = gate::chain(&set, validation.as_ref(), false);
+    let plan = plan::plan(&gate::request(&matrix, chain.clone()))?;
+    let runnable: Vec<&Cell> = plan.cells.iter().filter(|c| c.not_run.is_none()).collect();
+    if runnable.len() != 1 {
+        return Err(Error::Usage(format!(
+            "vkexit bench times one cell; the selection gives {} runnable cells: pick one with --driver",
+            runnable.len()
+        )));
+    }
+    let plan = Plan {
+        cells: plan
+            .cells
+            .into_iter()
+            .filter(|c| c.not_run.is_none())
+            .collect(),
+        ..plan
+    };
+    chain.write_manifests(&work.join("layers"), &plan.scenario_dir)?;
+    let options = run::Options {
+        runs: args.runs,
+        jobs: 1,
+        timeout: std::time::Duration::from_secs(60),
+        artifacts: work.join("unused"),
+        keep_passing: false,
+        chain,
+        fail_on_leak: false,
+        // The plain loop and CTest run the program as it is; vkexit adds its diagnostics, and
+        // their cost counts as vkexit's.
+        diagnostics: false,
+        time_destructors: false,
+    };
+    Ok((plan, options))
+}
+
+/// `vkexit run` arguments that select the same cell.
+fn selection_args(args: &BenchArgs) -> Vec<OsString> {
+    let mut out: Vec<OsString> = Vec::new();
+    if args.command.is_empty() {
+        out.extend(["--case".into(), args.case.clone().into()]);
+    }
+    out.extend(["--runtime".into(), args.runtime.clone().into()]);
+    if let Some(d) = &args.driver {
+        out.extend(["--driver".into(), d.clone().into()]);
+    }
+    if args.no_validation {
+        out.push("--no-validation".into());
+    }
+    if !args.command.is_empty() {
+        out.push("--".into());
+        out.extend(args.command.iter().cloned());
+    }
+    out
+}
+
+fn print_loop(what: &str, t: PerJobs) {
+    println!(
+        "  {what:<11} {:>8.2} ms per run at -j 1, {:>8.2} at -j 2",
+        t.j1, t.j2
+    );
+}
+
+fn print_targets(f: &Figures, rss_small: f64) {
+    let mark = |ok: bool| if ok { "met" } else { "NOT met" };
+    let o = f.overhead_vs_bare;
+    println!(
+        "  overhead vs bare: {:.3} at -j 1, {:.3} at -j 2 (target ≤ 1.03: {})",
+        o.j1,
+        o.j2,
+        mark(o.j1 <= 1.03 && o.j2 <= 1.03)
+    );
+    if let Some(r) = f.ratio_vs_ctest {
+        println!(
+            "  vkexit / ctest:   {:.3} at -j 1, {:.3} at -j 2 (target ≤ 1.0: {})",
+            r.j1,
+            r.j2,
+            mark(r.j1 <= 1.0 && r.j2 <= 1.0)
+        );
+    }
+    let bare_speedup = f.bare_ms_per_run.j1 / f.bare_ms_per_run.j2;
+    println!(
+        "  speedup at -j 2:  {:.2} (the bare loop's: {bare_speedup:.2}; target ≥ 1.8 where the case is CPU-light)",
+        f.speedup_j2
+    );
+    for (name, c) in [
+        ("trace", f.trace_ns_per_call),
+        ("tegra-exit", f.tegra_ns_per_call),
+    ] {
+        println!(
+            "  {name} layer: {:+.0} ns per intercepted call, {:+.0} ns per untracked call",
+            c.intercepted, c.untracked
+        );
+    }
+    println!(
+        "  trace layer ≤ 1 µs per intercepted call: {}",
+        mark(f.trace_ns_per_call.intercepted <= 1000.0)
+    );
+    let growth = f.peak_rss_mb_10k - rss_small;
+    println!(
+        "  peak memory grows {growth:+.1} MB from a tenth of the runs to all of them (flat: {})",
+        mark(growth <= 1.0)
+    );
+}
+
+/// The load average, so a reader can judge how quiet the machine was.
+fn load_note() -> String {
+    match std::fs::read_to_string("/proc/loadavg") {
+        Ok(text) => {
+            let one = text.split_whitespace().next().unwrap_or("?");
+            format!("load average {one} at start")
+        }
+        Err(_) => "load average unknown".to_string(),
+    }
+}

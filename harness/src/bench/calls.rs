@@ -1,0 +1,119 @@
+//! What a vkexit layer adds to one Vulkan call: `vk-call-loop` times vkCreateBuffer +
+//! vkDestroyBuffer pairs (calls the trace layer intercepts) and vkGetBufferMemoryRequirements
+//! (a call neither layer tracks) on the cell's driver, without validation (its own cost would
+//! hide the layer's), once without layers and once with the layer writing its evidence. The
+//! fastest of a few tries counts: it is the one the rest of the machine disturbed least.
+
+use super::PerCall;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use vkexit::errors::{Error, Result};
+use vkexit::layers::{self, Chain, Emulation};
+use vkexit::plan::{Cell, Plan};
+
+pub const PROGRAM: &str = "vk-call-loop";
+const TRIES: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    Trace,
+    Tegra,
+}
+
+/// Nanoseconds the layer adds per intercepted call and per untracked call.
+pub fn per_call(
+    plan: &Plan,
+    cell: &Cell,
+    work: &Path,
+    layer: Layer,
+    pairs: u32,
+) -> Result<PerCall> {
+    let program = plan.scenario_dir.join(PROGRAM);
+    if !program.exists() {
+        return Err(Error::ScenarioMissing { path: program });
+    }
+    let mut chain = Chain {
+        trace: layer == Layer::Trace,
+        validation: None,
+        emulation: match layer {
+            Layer::Trace => Emulation::None,
+            Layer::Tegra => Emulation::Tegra,
+        },
+        manifests: None,
+    };
+    let dir = work.join(format!("calls-{layer:?}").to_lowercase());
+    chain.write_manifests(&dir.join("layers"), &plan.scenario_dir)?;
+    let mut without = [f64::INFINITY; 2];
+    let mut with = [f64::INFINITY; 2];
+    for _ in 0..TRIES {
+        let plain = time(&program, cell, &dir, None, pairs)?;
+        let layered = time(&program, cell, &dir, Some(&chain), pairs)?;
+        for i in 0..2 {
+            without[i] = without[i].min(plain[i]);
+            with[i] = with[i].min(layered[i]);
+        }
+    }
+    Ok(PerCall {
+        intercepted: with[0] - without[0],
+        untracked: with[1] - without[1],
+    })
+}
+
+/// One run of the loop: [tracked, untracked] ns per call.
+fn time(
+    program: &Path,
+    cell: &Cell,
+    dir: &Path,
+    chain: Option<&Chain>,
+    pairs: u32,
+) -> Result<[f64; 2]> {
+    let xdg = dir.join("xdg-runtime");
+    std::fs::create_dir_all(&xdg).map_err(|e| Error::io("cannot create", &xdg, e))?;
+    let manifest = cell.driver.manifest.display().to_string();
+    let mut command = Command::new(program);
+    command
+        .arg(pairs.to_string())
+        .current_dir(dir)
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .env("VK_ICD_FILENAMES", &manifest)
+        .env("VK_DRIVER_FILES", &manifest)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit());
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(layers::is_inherited_layer_setting) {
+            command.env_remove(&key);
+        }
+    }
+    command.env_remove("LD_PRELOAD");
+    if let Some(chain) = chain {
+        // Evidence files of a few MB each: one per try, removed after it.
+        let _ = std::fs::remove_file(dir.join(layers::TRACE_FILE));
+        let _ = std::fs::remove_file(dir.join(layers::TEGRA_FILE));
+        command.envs(chain.env(dir));
+    }
+    let output = command
+        .output()
+        .map_err(|e| Error::io("cannot start", program, e))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let figure = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    match (
+        output.status.success(),
+        figure("tracked-ns-per-call:"),
+        figure("untracked-ns-per-call:"),
+    ) {
+        (true, Some(t), Some(u)) => {
+            let _ = std::fs::remove_file(dir.join(layers::TRACE_FILE));
+            Ok([t, u])
+        }
+        _ => Err(Error::Usage(format!(
+            "{} failed ({}): {stdout}",
+            program.display(),
+            output.status
+        ))),
+    }
+}

@@ -1,0 +1,59 @@
+//! vkexit's peak memory over a plan of many runs. `vkexit run` is made in a child vkexit
+//! (`bench --rss-child`), which then reports its own peak resident set: the peak of vkexit
+//! alone, not of the driver probe or the runs it spawned.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use vkexit::errors::{Error, Result};
+
+/// Peak RSS, in MB, of `vkexit run --no-validation --runs RUNS -j 2 -- /bin/true`.
+pub fn peak_rss_mb(work: &Path, runs: u32) -> Result<f64> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::io("cannot find vkexit itself", Path::new("/proc/self/exe"), e))?;
+    let report = work.join(format!("rss-{runs}.txt"));
+    let artifacts = work.join(format!("rss-{runs}"));
+    let status = Command::new(&exe)
+        .arg("bench")
+        .arg("--rss-child")
+        .arg(&report)
+        .arg("--")
+        .args(["--no-validation", "--runs", &runs.to_string(), "-j", "2"])
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .args(["--", "/bin/true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| Error::io("cannot start", &exe, e))?;
+    let text = std::fs::read_to_string(&report).unwrap_or_default();
+    let kb: f64 = text.trim().parse().map_err(|_| {
+        Error::Usage(format!(
+            "the peak-memory run of {runs} runs reported nothing ({status})"
+        ))
+    })?;
+    let _ = std::fs::remove_dir_all(&artifacts);
+    Ok(kb / 1024.0)
+}
+
+/// In the child: `vkexit run RUN_ARGS`, then its own peak RSS in kB written to `out`.
+pub fn child(out: &Path, run_args: &[OsString]) -> Result<bool> {
+    let argv = ["vkexit".into(), "run".into()]
+        .into_iter()
+        .chain(run_args.iter().cloned());
+    let cli = <crate::Cli as clap::Parser>::try_parse_from(argv)
+        .map_err(|e| Error::Usage(format!("bench --rss-child: {e}")))?;
+    let crate::Command::Run(args) = cli.command else {
+        unreachable!("parsed as `vkexit run`")
+    };
+    let green = matches!(crate::run_command(*args)?, crate::Outcome::Green);
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let kb = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage.ru_maxrss
+    };
+    std::fs::write(out, format!("{kb}\n")).map_err(|e| Error::io("cannot write", out, e))?;
+    Ok(green)
+}
