@@ -11,5 +11,6 @@ cd "$(dirname "$0")/.."
 # lavapipe warns on every run without it; each vkexit run gets its own.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 cargo build --release --workspace
-META_RUNS="${1:-100}" META_TABLE="$PWD/target/meta-suite.md" \
+mkdir -p target
+META_RUNS="${1:-100}" META_TABLE="${META_TABLE:-$PWD/target/meta-suite.md}" \
     cargo test --release -p vkexit --test meta_suite -- --ignored --nocapture the_longer_run

@@ -149,8 +149,6 @@ struct Tally {
     /// Runs that failed and were judged failing, but as something they were not.
     misjudged: Vec<String>,
     cell_verdict: String,
-    /// The runs' own durations, added up.
-    run_time: Duration,
 }
 
 fn read_json(path: &Path) -> Value {
@@ -244,16 +242,24 @@ fn vuid_evidence(case: &str, run: &Path, result: &Value) -> Option<String> {
 fn tally(program: &Program, cell: &Value) -> Tally {
     let mut t = Tally {
         cell_verdict: cell["verdict"].as_str().unwrap_or("").to_string(),
-        run_time: Duration::from_millis(cell["duration_ms"].as_u64().unwrap_or(0)),
         ..Tally::default()
     };
     for dir in strings(&cell["artifacts"]) {
         let run = PathBuf::from(dir);
         let result = read_json(&run.join("result.json"));
         let verdict = result["verdict"].as_str().unwrap().to_string();
-        let shown = match result["signal"].as_str() {
-            Some(signal) => format!("{verdict} {signal}"),
-            None => verdict.clone(),
+        let shown = match (&result["signal"], verdict.as_str()) {
+            (Value::String(signal), _) => format!("{verdict} {signal}"),
+            (_, "exit") => format!("exit {}", result["termination"]["code"]),
+            (_, "vuid") => {
+                let ids = result["vuid_counts"]["ids"].as_object();
+                let counts = ids.into_iter().flatten().map(|(id, stat)| {
+                    let short = id.rsplit('-').next().unwrap_or(id);
+                    format!("{short} ×{}", stat["count"])
+                });
+                format!("vuid {}", counts.collect::<Vec<_>>().join(" "))
+            }
+            _ => verdict.clone(),
         };
         *t.observed.entry(shown).or_insert(0) += 1;
         t.runs += 1;
@@ -278,80 +284,75 @@ fn cell_of<'a>(results: &'a Value, program: &Program) -> &'a Value {
         .unwrap_or_else(|| panic!("no cell for {} × {}", program.case, program.runtime))
 }
 
-/// Every program judged, each run against the truth; panics naming every false judgement.
-fn judge_all(results: &Value, runs: u64) -> Vec<(&'static Program, Tally)> {
-    let cells = results["cells"].as_array().expect("cells");
-    assert_eq!(
-        cells.len(),
-        PROGRAMS.len(),
-        "the matrix and PROGRAMS differ"
-    );
-    let tallies: Vec<(&Program, Tally)> = PROGRAMS
-        .iter()
-        .map(|p| (p, tally(p, cell_of(results, p))))
-        .collect();
+/// Everything wrong with how one program's `runs` runs were judged: false passes, false
+/// failures, misjudged runs, a cell verdict other than the baseline's.
+fn wrong_with(p: &Program, t: &Tally, runs: u64) -> Vec<String> {
     let mut wrong: Vec<String> = Vec::new();
-    for (p, t) in &tallies {
-        if t.runs != runs {
-            wrong.push(format!("{}: {} runs kept, not {runs}", p.case, t.runs));
-        }
-        if t.false_passes + t.false_failures > 0 {
-            wrong.push(format!(
-                "{}: {} false passes, {} false failures: {:?}",
-                p.case, t.false_passes, t.false_failures, t.observed
-            ));
-        }
-        wrong.extend(t.misjudged.iter().take(3).cloned());
-        match p.cell {
-            Some(cell) if t.cell_verdict != cell => {
-                wrong.push(format!("{}: cell {}, not {cell}", p.case, t.cell_verdict))
-            }
-            // Chance decides between `pass` and `flaky`; a cell that failed every run, or any
-            // other verdict, is wrong.
-            None if !matches!(t.cell_verdict.as_str(), "pass" | "flaky") => {
-                wrong.push(format!("{}: cell {}", p.case, t.cell_verdict))
-            }
-            _ => {}
-        }
+    if t.runs != runs {
+        wrong.push(format!("{}: {} runs kept, not {runs}", p.case, t.runs));
     }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    tallies
+    if t.false_passes + t.false_failures > 0 {
+        wrong.push(format!(
+            "{}: {} false passes, {} false failures: {:?}",
+            p.case, t.false_passes, t.false_failures, t.observed
+        ));
+    }
+    wrong.extend(t.misjudged.iter().take(3).cloned());
+    match p.cell {
+        Some(cell) if t.cell_verdict != cell => {
+            wrong.push(format!("{}: cell {}, not {cell}", p.case, t.cell_verdict))
+        }
+        // Chance decides between `pass` and `flaky`; a cell that failed every run, or any
+        // other verdict, is wrong.
+        None if !matches!(t.cell_verdict.as_str(), "pass" | "flaky") => {
+            wrong.push(format!("{}: cell {}", p.case, t.cell_verdict))
+        }
+        _ => {}
+    }
+    wrong
 }
 
-/// The README's table, one row per program.
-fn table(tallies: &[(&Program, Tally)], wall: Duration) -> String {
+/// The README's table, one row per program, with each program's wall time when it ran alone.
+fn table(rows: &[(&Program, Tally, Option<Duration>)], wall: Duration) -> String {
     let mut out = String::from(
-        "| program | runs | must be | observed (runs) | cell | false passes | false failures | run time |\n\
+        "| program | runs | must be | observed (runs) | cell | false passes | false failures | wall time |\n\
          |---|---|---|---|---|---|---|---|\n",
     );
-    for (p, t) in tallies {
+    for (p, t, alone) in rows {
         let must = match p.truth {
             Truth::Pass => "pass".to_string(),
             Truth::Crash(signal) => format!("crash {signal}"),
             Truth::Exit(code) => format!("exit {code}"),
             Truth::Vuid { per_run, .. } => format!("vuid, 00378 ×{per_run}"),
             Truth::Timeout => "timeout".to_string(),
-            Truth::CrashWhenDrawn => "flaky (crash SIGSEGV when drawn)".to_string(),
+            Truth::CrashWhenDrawn => "crash SIGSEGV when drawn, else pass".to_string(),
         };
-        let observed: Vec<String> = t.observed.iter().map(|(v, n)| format!("{v} {n}")).collect();
+        let observed: Vec<String> = t
+            .observed
+            .iter()
+            .map(|(v, n)| format!("{v}: {n}"))
+            .collect();
         let name = match p.runtime {
             "external" => format!("`{}`", p.case),
             runtime => format!("`{}` × `{runtime}`", p.case),
         };
+        let alone = alone.map_or("–".to_string(), |d| format!("{:.1} s", d.as_secs_f64()));
         out.push_str(&format!(
-            "| {name} | {} | {must} | {} | {} | {} | {} | {:.1} s |\n",
+            "| {name} | {} | {must} | {} | {} | {} | {} | {alone} |\n",
             t.runs,
             observed.join(", "),
             t.cell_verdict,
             t.false_passes,
             t.false_failures,
-            t.run_time.as_secs_f64()
         ));
     }
-    let runs: u64 = tallies.iter().map(|(_, t)| t.runs).sum();
+    let runs: u64 = rows.iter().map(|(_, t, _)| t.runs).sum();
+    let false_passes: u64 = rows.iter().map(|(_, t, _)| t.false_passes).sum();
+    let false_failures: u64 = rows.iter().map(|(_, t, _)| t.false_failures).sum();
     out.push_str(&format!(
-        "\n{} programs, {runs} runs, wall time {:.0} s\n",
-        tallies.len(),
+        "\n{} programs, {runs} runs: {false_passes} false passes, {false_failures} false failures; \
+         wall time {:.0} s\n",
+        rows.len(),
         wall.as_secs_f64()
     ));
     out
@@ -362,11 +363,26 @@ fn every_program_is_judged_as_what_it_did_in_every_run() {
     let sb = Sandbox::new();
     // More runs at once than cores: the hung runs only sleep until their time limit.
     let (code, results, wall) = run_meta(&sb, &["--runs", "20", "-j", "6"]);
-    let tallies = judge_all(&results, 20);
-    eprintln!("{}", table(&tallies, wall));
+    let cells = results["cells"].as_array().expect("cells");
+    assert_eq!(
+        cells.len(),
+        PROGRAMS.len(),
+        "the matrix and PROGRAMS differ"
+    );
+    let rows: Vec<(&Program, Tally, Option<Duration>)> = PROGRAMS
+        .iter()
+        .map(|p| (p, tally(p, cell_of(&results, p)), None))
+        .collect();
+    eprintln!("{}", table(&rows, wall));
+    let wrong: Vec<String> = rows
+        .iter()
+        .flat_map(|(p, t, _)| wrong_with(p, t, 20))
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     // Every cell as the baseline says: the gate is green.
     assert_eq!(code, 0, "{results:#}");
     assert_eq!(results["interrupted"], false);
+    // Every duplicate counted, none lost to a message limit.
     let dupes = cell_of(&results, &PROGRAMS[5]);
     assert_eq!(dupes["vuid_counts"][CHILDREN], 150 * 20, "{dupes:#}");
 }
@@ -389,24 +405,38 @@ fn a_crash_in_one_run_of_ten_is_flaky_never_pass() {
     assert_eq!(code, 0);
 }
 
-/// The longer run behind the README's table: `META_RUNS` runs of every program (default 100).
-/// `ci/meta-suite.sh` runs it; the table goes to stdout, and to `META_TABLE` when set.
+/// The longer run behind the README's table: `META_RUNS` runs of every program (default 100),
+/// one vkexit run per program, so each has its own wall time. `ci/meta-suite.sh` runs it; the
+/// table goes to stdout, and to `META_TABLE` when set.
 #[test]
 #[ignore = "the longer run: ci/meta-suite.sh"]
 fn the_longer_run() {
     let runs: u64 = std::env::var("META_RUNS").map_or(100, |v| v.parse().expect("META_RUNS"));
     let sb = Sandbox::new();
-    let (code, results, wall) = run_meta(&sb, &["--runs", &runs.to_string()]);
-    let tallies = judge_all(&results, runs);
-    let text = table(&tallies, wall);
+    let start = Instant::now();
+    let mut rows: Vec<(&Program, Tally, Option<Duration>)> = Vec::new();
+    let mut wrong: Vec<String> = Vec::new();
+    for p in PROGRAMS {
+        let (code, results, wall) = run_meta(&sb, &["--case", p.case, "--runs", &runs.to_string()]);
+        let t = tally(p, only_cell(&results));
+        eprintln!(
+            "{}: {:?} in {:.0} s",
+            p.case,
+            t.observed,
+            wall.as_secs_f64()
+        );
+        wrong.extend(wrong_with(p, &t, runs));
+        if code != 0 {
+            wrong.push(format!("{}: the gate is red (exit {code})", p.case));
+        }
+        rows.push((p, t, Some(wall)));
+    }
+    let text = table(&rows, start.elapsed());
     println!("{text}");
     if let Ok(path) = std::env::var("META_TABLE") {
         std::fs::write(path, &text).unwrap();
     }
-    assert_eq!(code, 0, "the gate is red");
-    let random = tallies
-        .iter()
-        .find(|(p, _)| p.case == "crash-in-10-percent")
-        .unwrap();
-    assert_eq!(random.1.cell_verdict, "flaky");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let random = rows.iter().find(|(p, ..)| p.case == "crash-in-10-percent");
+    assert_eq!(random.unwrap().1.cell_verdict, "flaky");
 }
