@@ -2,8 +2,6 @@
 
 mod bench;
 
-mod bench;
-
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -52,8 +50,6 @@ enum Command {
     /// Pack vkexit, its scenarios, refrt, layers and the CI files into one tarball that runs on
     /// another Linux machine of the same architecture without a Rust toolchain.
     Bundle(BundleArgs),
-    /// Time vkexit against a plain loop and CTest on the same runs; layer cost per call; peak memory.
-    Bench(Box<bench::BenchArgs>),
     /// Time vkexit against a plain loop and CTest on the same runs; layer cost per call; peak memory.
     Bench(Box<bench::BenchArgs>),
     /// Print the devices the driver selected by the environment shows (JSON).
@@ -273,7 +269,6 @@ fn main() -> ExitCode {
         } => baseline_update(&results, &baseline, prune),
         Command::Explain { run_dir } => explain(&run_dir),
         Command::Bundle(args) => bundle(args),
-        Command::Bench(args) => bench::bench(*args).map(Outcome::from),
         Command::Bench(args) => bench::bench(*args).map(Outcome::from),
         Command::ProbeDriver => probe_driver().map(Outcome::from),
     };

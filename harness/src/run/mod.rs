@@ -336,19 +336,6 @@ pub fn command_in(
     Ok(command_spec(plan, cell, dir, options))
 }
 
-/// Prepares `dir` as a run directory and gives the command a run of `cell`
-/// makes in it, as `execute` makes it: for timing the same runs outside
-/// vkexit (`vkexit bench`). `options.chain` must have its manifests written.
-pub fn command_in(
-    plan: &Plan,
-    cell: &Cell,
-    dir: &Path,
-    options: &Options,
-) -> std::io::Result<unix::CommandSpec> {
-    prepare_run_dir(dir, options.chain.validation.is_some())?;
-    Ok(command_spec(plan, cell, dir, options))
-}
-
 fn read_validation(dir: &Path, requested: bool) -> Validation {
     if !requested {
         return Validation::NotRequested;
