@@ -1,0 +1,148 @@
+//! Real runtimes as external cases on lavapipe under validation: ncnn (its Python wheel,
+//! through the scripts of scenarios/ncnn/) and wgpu (the bins of scenarios/wgpu). Each gives
+//! the verdicts recorded in ci/baselines/real-runtimes-ext.toml.
+//!
+//! The ncnn tests need the wheel that ci/setup-python-runtimes.sh unpacks; when it is missing
+//! they run that script, and are skipped, saying why, only if it cannot get the wheel.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the harness is in the workspace")
+        .to_path_buf()
+}
+
+fn wgpu_bin(name: &str) -> String {
+    let path = bin_dir().join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build the workspace first (cargo build --release --workspace)",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// The ncnn script, or None (with the reason printed) when the wheel cannot be had.
+fn ncnn_script(name: &str) -> Option<String> {
+    static READY: OnceLock<Result<(), String>> = OnceLock::new();
+    let ready = READY.get_or_init(|| {
+        let setup = repo().join("ci/setup-python-runtimes.sh");
+        let out = Command::new(&setup)
+            .output()
+            .map_err(|e| format!("{} could not start: {e}", setup.display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} failed ({}):\n{}",
+                setup.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    });
+    match ready {
+        Ok(()) => Some(
+            repo()
+                .join("scenarios/ncnn")
+                .join(name)
+                .display()
+                .to_string(),
+        ),
+        Err(why) => {
+            println!("SKIPPED: the ncnn wheel cannot be obtained here: {why}");
+            None
+        }
+    }
+}
+
+/// `vkexit run --driver lavapipe --runs N [--emulate MODE] -- PROGRAM`: its only cell.
+fn run(runs: u32, emulate: &str, program: &str) -> Value {
+    let sb = Sandbox::new();
+    let runs = runs.to_string();
+    let (_, r) = sb.run(&["--runs", &runs, "--emulate", emulate, "--", program]);
+    only_cell(&r).clone()
+}
+
+fn assert_all(cell: &Value, verdict: &str, runs: u64) {
+    assert_eq!(count(cell, verdict), runs, "{cell:#}");
+}
+
+#[test]
+fn ncnn_clean_exit_passes() {
+    let Some(script) = ncnn_script("clean-exit.py") else {
+        return;
+    };
+    let c = run(2, "none", &script);
+    assert_all(&c, "pass", 2);
+    assert_eq!(c["verdict"], "pass");
+}
+
+#[test]
+fn ncnn_exit_without_destroy_is_torn_down_before_the_tegra_exit_handler() {
+    // ncnn registers its own teardown with atexit after vkCreateInstance, so it runs before
+    // the exit handler the (emulated) Tegra driver registered when the loader loaded it.
+    let Some(script) = ncnn_script("exit-without-destroy.py") else {
+        return;
+    };
+    let c = run(2, "tegra", &script);
+    assert_all(&c, "pass", 2);
+}
+
+#[test]
+fn ncnn_allocator_freed_after_teardown_crashes_after_00378() {
+    let Some(script) = ncnn_script("allocator-freed-after-teardown.py") else {
+        return;
+    };
+    let c = run(2, "none", &script);
+    assert_all(&c, "crash", 2);
+    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
+    assert!(
+        strings(&c["vuids"]).contains(&"VUID-vkDestroyDevice-device-00378".to_string()),
+        "{c:#}"
+    );
+}
+
+#[test]
+fn ncnn_pool_allocator_reclaimed_is_deleted_twice() {
+    let Some(script) = ncnn_script("pool-allocator-reclaimed.py") else {
+        return;
+    };
+    let c = run(2, "none", &script);
+    assert_all(&c, "crash", 2);
+    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
+}
+
+#[test]
+fn wgpu_clean_exit_passes_with_and_without_the_tegra_exit_handler() {
+    let program = wgpu_bin("wgpu-clean-exit");
+    for emulate in ["none", "tegra"] {
+        let c = run(2, emulate, &program);
+        assert_all(&c, "pass", 2);
+    }
+}
+
+#[test]
+fn wgpu_device_in_a_static_is_never_destroyed() {
+    let program = wgpu_bin("wgpu-device-in-static");
+    // Desktop exit behaviour: the leak is unseen.
+    assert_all(&run(2, "none", &program), "pass", 2);
+    // The Tegra driver's exit handler runs with the device alive.
+    let c = run(2, "tegra", &program);
+    assert_all(&c, "crash", 2);
+    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
+}
+
+#[test]
+fn wgpu_process_exit_with_a_live_device_crashes_under_the_tegra_exit_handler() {
+    let c = run(2, "tegra", &wgpu_bin("wgpu-process-exit-live-device"));
+    assert_all(&c, "crash", 2);
+    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
+}
