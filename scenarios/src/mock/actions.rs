@@ -143,8 +143,9 @@ static NOT_A_DEVICE: [u64; 8] = [0; 8];
 
 /// Runs as an exit handler, after main returned: calls vkDeviceWaitIdle through the loader's
 /// exported trampoline with a handle that is not a device, as a runtime's teardown does with a
-/// device freed before it. The loader reads the handle's dispatch table, finds none, logs
-/// `vkDeviceWaitIdle: Invalid device [VUID-vkDeviceWaitIdle-device-parameter]` and aborts.
+/// device freed before it. The loader (1.3.239 here) reads the handle's dispatch table, finds
+/// none and aborts; with VK_LOADER_DEBUG=error it first logs
+/// `vkDeviceWaitIdle: Invalid device [VUID-vkDeviceWaitIdle-device-parameter]`.
 extern "C" fn invalid_device_at_exit_handler() {
     exit_handler_starts("invalid-device-at-exit");
     // Opened again: the mock's own handle on the loader may be closed by now.

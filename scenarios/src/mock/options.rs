@@ -33,7 +33,8 @@ options, in the order they take effect:
   --crash-probability P          the same with probability P in [0, 1]
   --invalid-device-at-exit       from an atexit handler, call vkDeviceWaitIdle through the
                                  loader with a VkDevice that is not one: the loader's handle
-                                 check logs `Invalid device` and aborts (SIGABRT)
+                                 check aborts (SIGABRT), saying `Invalid device` first when
+                                 VK_LOADER_DEBUG=error
   --hang-at-exit                 sleep forever inside an atexit handler
   --signal NAME                  raise the signal (SIGSEGV, SEGV or 11; default action)
   --hang                         sleep forever in main
