@@ -87,8 +87,10 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Reads one ICD manifest; the error says what is wrong with it.
 pub fn read_manifest(path: &Path) -> Result<Driver, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let json: serde_json::Value = serde_json::from_str(&text)
+    // Bytes, not a string: a manifest that is not UTF-8 is not JSON either,
+    // and the JSON error says where.
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let json: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("not JSON (line {}, column {}): {e}", e.line(), e.column()))?;
     let library = json
         .pointer("/ICD/library_path")

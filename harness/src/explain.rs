@@ -15,6 +15,10 @@ pub const CRASH_FILE: &str = "crash.jsonl";
 
 /// At most this many records are read from one file.
 const MAX_RECORDS: usize = 200_000;
+/// At most this many exit handlers are taken from the ranges of untimed C++
+/// static destructors, all records together (lavapipe registers ~3,700): a
+/// record may claim any range, and a failing run's summary must stay quick.
+const MAX_RANGED_HANDLERS: u64 = 1_000_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
@@ -85,6 +89,8 @@ pub struct Story {
     crash: Option<Value>,
     backtrace: Vec<String>,
     main_returned: bool,
+    /// Handlers taken from ranges so far, against `MAX_RANGED_HANDLERS`.
+    ranged_handlers: u64,
 }
 
 impl Story {
@@ -173,7 +179,12 @@ impl Story {
             }
             ("exit", "handlers-registered") => {
                 let (first, last) = (n("first_id") as u64, n("last_id") as u64);
-                for id in first..=last.min(first + 100_000) {
+                let room = MAX_RANGED_HANDLERS.saturating_sub(self.ranged_handlers);
+                let end = last.min(first.saturating_add(room.min(100_000)));
+                self.ranged_handlers = self
+                    .ranged_handlers
+                    .saturating_add(end.saturating_sub(first).saturating_add(1));
+                for id in (first..=end).take(room as usize) {
                     self.handlers.insert(
                         id,
                         Handler {

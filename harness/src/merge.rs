@@ -13,7 +13,7 @@ use crate::errors::{Error, Result};
 use crate::report::{self, case_rank, runtime_rank};
 use crate::results::{CellId, CellResult, Results, SCHEMA};
 use crate::shard::Shard;
-use crate::verdict::{CellVerdict, RunVerdict};
+use crate::verdict::CellVerdict;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -172,15 +172,25 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
             }
         }
     }
+    // A results file is outside input: a count it claims is added once,
+    // never counted up run by run, and sums that overflow saturate and make
+    // the cell an error (a saturated count of passes would hide failures).
+    let mut overflow = false;
+    let mut add = |sum: &mut u64, n: u64| {
+        overflow |= sum.checked_add(n).is_none();
+        *sum = sum.saturating_add(n);
+    };
     for p in rest {
-        c.runs += p.runs;
-        for v in RunVerdict::ALL {
-            for _ in 0..p.counts.get(v) {
-                c.counts.add(v);
-            }
-        }
+        add(&mut c.runs, p.runs);
+        add(&mut c.counts.pass, p.counts.pass);
+        add(&mut c.counts.crash, p.counts.crash);
+        add(&mut c.counts.exit, p.counts.exit);
+        add(&mut c.counts.vuid, p.counts.vuid);
+        add(&mut c.counts.timeout, p.counts.timeout);
+        add(&mut c.counts.error, p.counts.error);
+        add(&mut c.counts.leak, p.counts.leak);
         for (id, n) in p.vuid_counts {
-            *c.vuid_counts.entry(id).or_insert(0) += n;
+            add(c.vuid_counts.entry(id).or_insert(0), n);
         }
         union_sorted(&mut c.vuids, p.vuids);
         union_sorted(&mut c.signals, p.signals);
@@ -191,7 +201,7 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
             }
         }
         c.artifacts.extend(p.artifacts);
-        c.duration_ms += p.duration_ms;
+        add(&mut c.duration_ms, p.duration_ms);
         c.device = join_text(c.device.take(), p.device);
         c.driver_manifest = join_text(c.driver_manifest.take(), p.driver_manifest);
     }
@@ -211,6 +221,15 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
                 format!("{}; where it ran: {verdict}, {why}", broken.join("; ")),
             ),
         }
+    };
+    let total = c.counts.total();
+    let (verdict, reason) = if overflow || total == u64::MAX {
+        (
+            CellVerdict::Error,
+            format!("its run counts overflow when added up ({total}); these are not real results: {reason}"),
+        )
+    } else {
+        (verdict, reason)
     };
     c.verdict = verdict;
     c.reason = Some(reason);

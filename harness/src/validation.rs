@@ -76,7 +76,7 @@ pub fn find_layer() -> Result<ValidationLayer> {
 /// `Ok(None)` for a manifest of another layer or one that cannot be parsed
 /// (the loader skips those too); an error when it is the validation layer
 /// and its library is missing.
-fn read_layer_manifest(path: &Path) -> Result<Option<ValidationLayer>> {
+pub fn read_layer_manifest(path: &Path) -> Result<Option<ValidationLayer>> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Ok(None);
     };
