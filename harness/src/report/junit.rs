@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 pub fn write(path: &Path, results: &Results) -> Result<()> {
-    std::fs::write(path, render(results))
+    super::write_atomically(path, render(results).as_bytes())
         .map_err(|e| Error::io("cannot write the JUnit report", path, e))
 }
 
