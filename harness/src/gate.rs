@@ -7,7 +7,7 @@
 //! vkexit's own environment, which every run inherits; a case with variables
 //! of its own runs in an execution of its own, with them set.
 
-use crate::baseline::BUILTIN_SOURCE;
+use crate::baseline::{self, BUILTIN_SOURCE};
 use crate::errors::Result;
 use crate::expectations::{self, Baseline, Subject};
 use crate::layers::Chain;
@@ -131,10 +131,15 @@ impl<'a> Gate<'a> {
             }
         })?;
         let layer_version = chain.validation.as_ref().map(|v| v.api_version.as_str());
+        let builtin_allows = baseline::builtin_allows(layer_version);
         let judged = plan.cells.iter().zip(runs).map(|(cell, mut cell_runs)| {
-            let allows = self
-                .baseline
-                .allowed(&Subject::of_cell(cell), layer_version);
+            let subject = Subject::of_cell(cell);
+            let mut allows = self.baseline.allowed(&subject, layer_version);
+            allows.extend(
+                builtin_allows
+                    .iter()
+                    .filter(|a| a.applies(&subject, layer_version)),
+            );
             let removed =
                 expectations::apply_allow(&mut cell_runs, &allows, self.matrix.fail_on_leak);
             let mut result = report::summarize(cell, &cell_runs);
@@ -145,9 +150,11 @@ impl<'a> Gate<'a> {
     }
 }
 
-/// The matrix's variables, then an external case's own.
+/// What the plan gave the cell (where the runtime cache is), the matrix's
+/// variables, then an external case's own.
 fn cell_env(matrix: &Matrix, cell: &Cell) -> Vec<(String, String)> {
-    let mut env = matrix.env.clone();
+    let mut env = cell.env.clone();
+    env.extend(matrix.env.iter().cloned());
     if let plan::CaseCommand::External(_) = cell.command {
         if let Some(case) = matrix.externals.iter().find(|e| e.name == cell.case) {
             env.extend(case.env.iter().cloned());

@@ -171,20 +171,94 @@ pub fn scenario_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-/// Checks a runtime spec; only `refrt:<policy>` is built in so far.
+/// The real runtimes the scenarios can drive besides refrt, and the
+/// directory of each in the runtime cache.
+pub const REAL_RUNTIMES: [&str; 2] = ["ggml", "halide"];
+
+/// Names the runtime cache (`ci/setup-runtimes.sh` fills it); every run of a
+/// real-runtime cell gets it, since a run's own `HOME` is not the user's.
+pub const RUNTIME_CACHE_ENV: &str = "VKEXIT_RUNTIME_CACHE";
+
+/// The runtime cache: `$VKEXIT_RUNTIME_CACHE`, else
+/// `${XDG_CACHE_HOME:-~/.cache}/vkexit/runtimes` (as `ci/setup-runtimes.sh`).
+pub fn runtime_cache() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let dir = var(RUNTIME_CACHE_ENV)
+        .map(PathBuf::from)
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("vkexit/runtimes")))
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache/vkexit/runtimes")))?;
+    Some(std::path::absolute(&dir).unwrap_or(dir))
+}
+
+/// Why a built-in case cannot run against `runtime` at all, for a cell that
+/// is then `skipped`: the case needs an operation the runtime does not have.
+/// (The scenario itself refuses the same way, with exit code 3, when run by hand.)
+pub fn case_needs_missing_operation(case: &str, runtime: &str) -> Option<String> {
+    let kind = runtime.split_once(':').map_or(runtime, |(kind, _)| kind);
+    match (case, kind) {
+        ("events-freed-after-teardown", "halide") => Some(
+            "Halide's runtime has no event object (its only synchronization is \
+             halide_device_sync), and this ordering frees events after teardown"
+                .into(),
+        ),
+        _ => None,
+    }
+}
+
+/// Why a real-runtime cell cannot run here (`skipped`): `ggml` or `halide`
+/// without a path, and nothing of it in the runtime cache.
+fn real_runtime_missing(runtime: &str) -> Option<String> {
+    if !REAL_RUNTIMES.contains(&runtime) {
+        return None;
+    }
+    let Some(cache) = runtime_cache() else {
+        return Some(format!(
+            "`{runtime}` names the runtime cache, but none of {RUNTIME_CACHE_ENV}, XDG_CACHE_HOME and HOME is set"
+        ));
+    };
+    let dir = cache.join(runtime);
+    (!dir.join("VERSION").exists()).then(|| {
+        format!(
+            "{runtime} is not in the runtime cache ({}); ci/setup-runtimes.sh downloads it",
+            dir.display()
+        )
+    })
+}
+
+/// A real runtime's path made absolute, since runs start in their own
+/// directory; other specs unchanged.
+fn absolute_runtime(spec: &str) -> String {
+    match spec.split_once(':') {
+        Some((kind, path)) if REAL_RUNTIMES.contains(&kind) && !path.is_empty() => {
+            let path = Path::new(path);
+            let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+            format!("{kind}:{}", path.display())
+        }
+        _ => spec.to_string(),
+    }
+}
+
+/// Checks a runtime spec: `refrt:<policy>`, `ggml[:<path>]`, `halide[:<path>]`.
 pub fn check_runtime(spec: &str) -> Result<()> {
     let bad = |reason: String| Error::BadRuntime {
         spec: spec.to_string(),
         reason,
     };
+    if REAL_RUNTIMES.contains(&spec) {
+        return Ok(());
+    }
     match spec.split_once(':') {
         Some(("refrt", policy)) if POLICIES.contains(&policy) => Ok(()),
         Some(("refrt", policy)) => Err(bad(format!(
             "unknown refrt policy `{policy}`; policies: {}",
             POLICIES.join(", ")
         ))),
-        Some((kind @ ("ggml" | "halide" | "wgpu" | "ncnn"), _)) => Err(bad(format!(
-            "runtime kind `{kind}` is not supported by this build yet; supported: refrt:<policy>"
+        Some((kind, path)) if REAL_RUNTIMES.contains(&kind) => match Path::new(path).exists() {
+            true => Ok(()),
+            false => Err(bad(format!("{path} does not exist"))),
+        },
+        Some((kind @ ("wgpu" | "ncnn"), _)) => Err(bad(format!(
+            "runtime kind `{kind}` is not supported by this build yet; supported: refrt:<policy>, ggml[:<path>], halide[:<path>]"
         ))),
         _ => Err(bad(format!(
             "expected KIND:ARG, e.g. refrt:guarded; refrt policies: {}",
@@ -234,6 +308,11 @@ pub fn plan(request: &Request) -> Result<Plan> {
                 return Err(Error::ScenarioMissing { path: binary });
             }
             for runtime in &runtimes {
+                let not_run = not_run.clone().or_else(|| {
+                    real_runtime_missing(runtime)
+                        .or_else(|| case_needs_missing_operation(case, runtime))
+                        .map(NotRun::Skipped)
+                });
                 cells.push(Cell {
                     case: case.clone(),
                     runtime: runtime.clone(),
@@ -242,8 +321,8 @@ pub fn plan(request: &Request) -> Result<Plan> {
                     layers: layers.clone(),
                     emulation: emulation.clone(),
                     command: CaseCommand::Scenario(binary.clone()),
-                    not_run: not_run.clone(),
-                    env: Vec::new(),
+                    not_run,
+                    env: runtime_env(runtime),
                     validation_layer: validation_layer.clone(),
                     expectation: baseline::builtin(
                         case,
@@ -269,6 +348,15 @@ pub fn plan(request: &Request) -> Result<Plan> {
     })
 }
 
+/// What every run of a cell with `runtime` needs in its environment: where
+/// the runtime cache is, for `ggml` and `halide` without a path.
+fn runtime_env(runtime: &str) -> Vec<(String, String)> {
+    match (REAL_RUNTIMES.contains(&runtime), runtime_cache()) {
+        (true, Some(cache)) => vec![(RUNTIME_CACHE_ENV.into(), cache.display().to_string())],
+        _ => Vec::new(),
+    }
+}
+
 fn choose_cases(request: &Request) -> Result<(Vec<String>, Vec<String>)> {
     for case in &request.cases {
         if !BUILTIN_CASES.contains(&case.as_str()) {
@@ -286,7 +374,12 @@ fn choose_cases(request: &Request) -> Result<(Vec<String>, Vec<String>)> {
     let runtimes = if request.runtimes.is_empty() {
         POLICIES.iter().map(|p| format!("refrt:{p}")).collect()
     } else {
-        dedup(&request.runtimes)
+        let absolute: Vec<String> = request
+            .runtimes
+            .iter()
+            .map(|r| absolute_runtime(r))
+            .collect();
+        dedup(&absolute)
     };
     Ok((cases, runtimes))
 }
@@ -471,10 +564,45 @@ mod tests {
         assert!(check_runtime("refrt:guarded").is_ok());
         let e = check_runtime("refrt:sometimes").unwrap_err().to_string();
         assert!(e.contains("release-children"), "{e}");
-        let e = check_runtime("ggml:/opt/ggml").unwrap_err().to_string();
+        assert!(check_runtime("ggml").is_ok());
+        assert!(check_runtime("halide").is_ok());
+        assert!(check_runtime("ggml:/").is_ok());
+        let e = check_runtime("ggml:/nonexistent/ggml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not exist"), "{e}");
+        let e = check_runtime("wgpu:x").unwrap_err().to_string();
         assert!(e.contains("not supported by this build yet"), "{e}");
         let e = check_runtime("guarded").unwrap_err().to_string();
         assert!(e.contains("KIND:ARG"), "{e}");
+    }
+
+    #[test]
+    fn halide_skips_only_the_ordering_made_of_events() {
+        for case in BUILTIN_CASES {
+            let why = case_needs_missing_operation(case, "halide");
+            assert_eq!(
+                why.is_some(),
+                case == "events-freed-after-teardown",
+                "{case}"
+            );
+            assert!(
+                case_needs_missing_operation(case, "halide:/opt/h.so").is_some() == why.is_some()
+            );
+            assert!(case_needs_missing_operation(case, "ggml").is_none());
+            assert!(case_needs_missing_operation(case, "refrt:never").is_none());
+        }
+    }
+
+    #[test]
+    fn real_runtime_paths_are_made_absolute() {
+        let spec = absolute_runtime("ggml:rel/dir");
+        assert!(
+            spec.starts_with("ggml:/") && spec.ends_with("/rel/dir"),
+            "{spec}"
+        );
+        assert_eq!(absolute_runtime("halide"), "halide");
+        assert_eq!(absolute_runtime("refrt:never"), "refrt:never");
     }
 
     #[test]
