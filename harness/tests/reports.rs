@@ -229,3 +229,101 @@ fn unwritable_report_paths_fail_before_any_run() {
         .code(2)
         .stderr(contains("/proc/vkexit-html"));
 }
+
+/// Debian's Chromium, headless: `--dump-dom` prints the document as the browser built it.
+fn chromium(args: &[&str]) -> std::process::Output {
+    let chromium = Path::new("/usr/bin/chromium");
+    assert!(
+        chromium.exists(),
+        "Debian's chromium is not installed: run ci/setup.sh (apt-get install chromium)"
+    );
+    let profile = tempfile::tempdir().unwrap();
+    std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_html_report_renders_in_chromium_with_the_expected_matrix_and_evidence() {
+    let sb = Sandbox::new();
+    let html = sb.path().join("report");
+    let (code, _) = sb.run(&[
+        "--runs",
+        "1",
+        "--case",
+        "handler-before-load",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "the built-in baseline knows every cell");
+    let url = format!("file://{}", html.join("index.html").display());
+
+    let out = chromium(&["--dump-dom", &url]);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && dom.contains("</html>"),
+        "chromium: {out:?}"
+    );
+    // The browser's own tree: it adds the <tbody> the page leaves implicit.
+    let matrix =
+        regex::Regex::new(r#"(?s)<table class="matrix">\s*<tbody>(.*?)</tbody>\s*</table>"#)
+            .unwrap()
+            .captures(&dom)
+            .unwrap_or_else(|| panic!("no matrix table in the rendered page:\n{dom}"))[1]
+            .to_string();
+    let row = regex::Regex::new(r"(?s)<tr><th>([^<]*)</th>(.*?)</tr>").unwrap();
+    let td = regex::Regex::new(r#"<td class="v-([a-z-]+)""#).unwrap();
+    let rows: Vec<(String, Vec<String>)> = row
+        .captures_iter(&matrix)
+        .map(|r| {
+            let classes = td.captures_iter(&r[2]).map(|c| c[1].to_string()).collect();
+            (r[1].to_string(), classes)
+        })
+        .filter(|(_, classes): &(String, Vec<String>)| !classes.is_empty())
+        .collect();
+    assert_eq!(
+        rows,
+        [(
+            "handler-before-load".to_string(),
+            ["expected-fail", "expected-fail", "expected-fail", "expected-fail", "pass"]
+                .map(String::from)
+                .to_vec()
+        )],
+        "never, static-destructor, atexit-after-init and guarded fail as known; release-children passes"
+    );
+    // Each failing cell's evidence: its run's files and the story of its exit.
+    assert_eq!(
+        dom.matches(r#"<section class="evidence">"#).count(),
+        4,
+        "{dom}"
+    );
+    assert!(dom.contains("SIGSEGV"), "{dom}");
+    assert!(dom.contains(">validation.log</a>"), "{dom}");
+    assert!(
+        dom.contains("main returned"),
+        "the exit timeline is shown:\n{dom}"
+    );
+
+    let shot = sb.path().join("shot.png");
+    let out = chromium(&[
+        "--window-size=1280,1600",
+        &format!("--screenshot={}", shot.display()),
+        &url,
+    ]);
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {out:?}"));
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
+}

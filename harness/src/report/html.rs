@@ -1,7 +1,9 @@
 //! The HTML report: one self-contained `index.html` (inline style, no
 //! script, nothing fetched) with the matrix of each driver, emulation and
-//! layers coloured by verdict, each cell linked to its evidence, and a table
-//! of every cell with its counts, pass rate, VUIDs, signals and findings.
+//! layers coloured by verdict, each cell linked to its evidence; for each cell
+//! with failing runs, its first kept run's files and story (exit timeline,
+//! lifetimes, crash); and a table of every cell with its counts, pass rate,
+//! VUIDs, signals and findings.
 
 use super::markup::{attr, text, url_path};
 use super::{gate_green, groups, observation, pass_rate_line, red_first, short_vuid, summary_line};
@@ -58,6 +60,8 @@ code { font-family: ui-monospace, monospace; font-size: 1em; }
 .v-error { background: #b71c1c; color: #fff; }
 .v-skipped { background: #eeeeee; color: #616161; }
 .empty { color: #9e9e9e; }
+.evidence h3 span { padding: 0 0.3em; }
+pre.story { background: #fafafa; border: 1px solid #e0e0e0; padding: 0.5em; overflow-x: auto; font-size: 0.85em; }
 ";
 
 /// The page; `base` is the report's directory, for relative links.
@@ -136,6 +140,8 @@ pub fn render(results: &Results, base: Option<&Path>) -> String {
         }
         out.push_str("</table>\n");
     }
+
+    evidence_sections(&mut out, results, base);
 
     out.push_str("<h2>Cells</h2>\n<table class=\"cells\">\n<tr><th>verdict</th><th>cell</th><th>runs</th><th>pass rate</th><th>signals</th><th>VUIDs</th><th>findings</th><th>reason</th><th>evidence</th></tr>\n");
     for c in red_first(&results.cells) {
@@ -219,6 +225,87 @@ fn detail_row(out: &mut String, c: &CellResult, index: usize, base: Option<&Path
         }),
     );
     out.push_str("</td></tr>\n");
+}
+
+/// Lines of one run's story shown on the page; the rest is in `vkexit explain`.
+const STORY_LINES: usize = 80;
+
+/// The files of a run directory worth a link, in the order a reader wants them.
+const RUN_FILES: [&str; 8] = [
+    "result.json",
+    "command.txt",
+    "stderr.txt",
+    "stdout.txt",
+    "validation.log",
+    "timeline.jsonl",
+    "crash.jsonl",
+    "hang.json",
+];
+
+/// For each cell with failing runs, red cells first: what failed, links to the first kept run's
+/// files, and the story of that run (exit timeline, lifetimes, crash) as `vkexit explain` tells it.
+fn evidence_sections(out: &mut String, results: &Results, base: Option<&Path>) {
+    let failing: Vec<&CellResult> = red_first(&results.cells)
+        .into_iter()
+        .filter(|c| c.counts.total() > c.counts.pass && !c.artifacts.is_empty())
+        .collect();
+    if failing.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Evidence of the failing cells</h2>\n");
+    for c in failing {
+        let run = Path::new(&c.artifacts[0]);
+        let _ = writeln!(
+            out,
+            "<section class=\"evidence\"><h3><span class=\"v-{v}\">{v}</span> <code>{}</code> × <code>{}</code> · {} · emulation {}</h3>",
+            text(&c.case),
+            text(&c.runtime),
+            text(&c.driver),
+            text(&c.emulation),
+            v = c.verdict
+        );
+        let _ = writeln!(out, "<p>{}</p>", text(&observation(c)));
+        if let Some(reason) = &c.reason {
+            let _ = writeln!(out, "<p>{}</p>", text(reason));
+        }
+        if !run.is_dir() {
+            let _ = writeln!(
+                out,
+                "<p class=\"empty\">{} is not on this machine: the run was kept where it ran.</p></section>",
+                text(&run.to_string_lossy())
+            );
+            continue;
+        }
+        let files = RUN_FILES.iter().filter(|f| run.join(f).is_file()).map(|f| {
+            format!(
+                "<a href=\"{}\">{f}</a>",
+                attr(&link(&run.join(f), base, false))
+            )
+        });
+        let _ = write!(
+            out,
+            "<p>Run <a href=\"{}\">{}</a>: ",
+            attr(&link(run, base, true)),
+            text(&run.to_string_lossy())
+        );
+        out.push_str(&files.collect::<Vec<_>>().join(" · "));
+        out.push_str("</p>\n");
+        let story = crate::explain::Story::read(run).render();
+        let lines: Vec<&str> = story.lines().collect();
+        out.push_str("<pre class=\"story\">");
+        for line in lines.iter().take(STORY_LINES) {
+            let _ = writeln!(out, "{}", text(line));
+        }
+        if lines.len() > STORY_LINES {
+            let _ = writeln!(
+                out,
+                "… {} more lines: vkexit explain {}",
+                lines.len() - STORY_LINES,
+                text(&run.to_string_lossy())
+            );
+        }
+        out.push_str("</pre></section>\n");
+    }
 }
 
 fn list(out: &mut String, items: impl Iterator<Item = String>) {
