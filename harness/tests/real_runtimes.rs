@@ -1,0 +1,158 @@
+//! The real runtimes of the runtime cache (`ci/setup-runtimes.sh`) on lavapipe under validation:
+//! ggml 0.20's Vulkan backend and Halide 21's Vulkan runtime, each through a clean exit and
+//! through the ordering it is known to fail. A runtime missing from the cache skips its test
+//! with a message, since only a download can bring it.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// The runtime cache as vkexit resolves it, if `runtime` is in it.
+fn cached(runtime: &str) -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let cache = var("VKEXIT_RUNTIME_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("vkexit/runtimes")))
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache/vkexit/runtimes")))?;
+    let dir = cache.join(runtime);
+    if dir.join("VERSION").exists() {
+        return Some(dir);
+    }
+    eprintln!(
+        "SKIPPED: {runtime} is not in the runtime cache ({}); run ci/setup-runtimes.sh \
+         (it downloads it from PyPI) to test it",
+        dir.display()
+    );
+    None
+}
+
+fn cell<'a>(r: &'a Value, case: &str) -> &'a Value {
+    r["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"] == case)
+        .unwrap_or_else(|| panic!("no cell {case} in {r:#}"))
+}
+
+#[test]
+fn ggml_exits_cleanly_and_crashes_when_freed_after_the_driver_tore_down() {
+    let Some(dir) = cached("ggml") else { return };
+    let sb = Sandbox::new();
+    let runtime = format!("ggml:{}", dir.display());
+    let (code, r) = sb.run(&[
+        "--runtime",
+        &runtime,
+        "--case",
+        "clean-exit",
+        "--case",
+        "handler-before-load",
+        "--runs",
+        "2",
+        "--keep-passing",
+    ]);
+    assert_eq!(code, 0, "{r:#}");
+
+    let clean = cell(&r, "clean-exit");
+    assert_eq!(count(clean, "pass"), 2, "{clean:#}");
+    assert_eq!(clean["verdict"], "pass");
+    // ggml really ran on lavapipe: the run's story names the device ggml chose.
+    let run = PathBuf::from(strings(&clean["artifacts"])[0].clone());
+    let run = if run.is_absolute() {
+        run
+    } else {
+        sb.path().join(run)
+    };
+    let stdout = std::fs::read_to_string(run.join("stdout.txt")).unwrap();
+    assert!(stdout.contains("ggml shows 1 Vulkan device(s)"), "{stdout}");
+    assert!(
+        stdout.contains("backend ready on device 0: llvmpipe"),
+        "{stdout}"
+    );
+
+    // The cleanup registered before ggml loaded runs after lavapipe's own exit handlers;
+    // ggml_backend_free then faults inside the driver.
+    let late = cell(&r, "handler-before-load");
+    assert_eq!(count(late, "crash"), 2, "{late:#}");
+    assert_eq!(strings(&late["signals"]), ["SIGSEGV"]);
+    assert_eq!(late["verdict"], "expected-fail", "{late:#}");
+    let summary = late.to_string();
+    assert!(summary.contains("libvulkan_lvp.so"), "{summary}");
+}
+
+#[test]
+fn halide_destroys_its_device_from_fini_array_with_kept_buffers_alive() {
+    let Some(dir) = cached("halide") else { return };
+    let sb = Sandbox::new();
+    let runtime = format!("halide:{}", dir.display());
+    let (code, r) = sb.run(&[
+        "--runtime",
+        &runtime,
+        "--runs",
+        "2",
+        "--trace",
+        "--keep-passing",
+    ]);
+    assert_eq!(code, 0, "{r:#}");
+
+    let clean = cell(&r, "clean-exit");
+    assert_eq!(count(clean, "pass"), 2, "{clean:#}");
+    // The device goes in the loader's finalization, after main and every exit handler.
+    let run = PathBuf::from(strings(&clean["artifacts"])[0].clone());
+    let run = if run.is_absolute() {
+        run
+    } else {
+        sb.path().join(run)
+    };
+    let story = sb.vkexit().arg("explain").arg(&run).output().unwrap();
+    let story = String::from_utf8_lossy(&story.stdout);
+    let at = |what: &str| {
+        story
+            .find(what)
+            .unwrap_or_else(|| panic!("no `{what}` in\n{story}"))
+    };
+    assert!(
+        at("main returned 0") < at("loader finalization starts"),
+        "{story}"
+    );
+    assert!(
+        at("loader finalization starts") < at("vkDestroyDevice"),
+        "{story}"
+    );
+
+    let kept = cell(&r, "buffer-kept-at-exit");
+    assert_eq!(count(kept, "vuid"), 2, "{kept:#}");
+    assert_eq!(
+        strings(&kept["vuids"]),
+        ["VUID-vkDestroyDevice-device-00378"]
+    );
+    assert_eq!(kept["verdict"], "expected-fail");
+
+    assert_eq!(count(cell(&r, "handler-before-load"), "pass"), 2);
+    let events = cell(&r, "events-freed-after-teardown");
+    assert_eq!(events["verdict"], "skipped", "{events:#}");
+    assert!(events.to_string().contains("no event object"), "{events:#}");
+}
+
+#[test]
+fn halides_fini_array_cleanup_runs_after_the_tegra_drivers_exit_handler() {
+    let Some(dir) = cached("halide") else { return };
+    let sb = Sandbox::new();
+    let runtime = format!("halide:{}", dir.display());
+    let (code, r) = sb.run(&[
+        "--runtime",
+        &runtime,
+        "--case",
+        "clean-exit",
+        "--emulate",
+        "tegra",
+        "--runs",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{r:#}");
+    let clean = cell(&r, "clean-exit");
+    assert_eq!(count(clean, "crash"), 2, "{clean:#}");
+    assert_eq!(clean["verdict"], "expected-fail");
+    assert!(clean.to_string().contains("vkexit-tegra-0"), "{clean:#}");
+}
