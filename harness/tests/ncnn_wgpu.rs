@@ -146,3 +146,49 @@ fn wgpu_process_exit_with_a_live_device_crashes_under_the_tegra_exit_handler() {
     assert_all(&c, "crash", 2);
     assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
 }
+
+#[test]
+fn the_real_runtimes_matrix_is_green_against_its_baseline() {
+    // The matrix names its programs relative to the repository, as CI runs it.
+    if ncnn_script("clean-exit.py").is_none() {
+        return;
+    }
+    wgpu_bin("wgpu-clean-exit");
+    let sb = Sandbox::new();
+    let out = sb
+        .vkexit()
+        .current_dir(repo())
+        .args([
+            "run",
+            "--config",
+            "ci/matrix/real-runtimes.toml",
+            "--baseline",
+            "ci/baselines/real-runtimes-ext.toml",
+            "--driver",
+            "lavapipe",
+            "--runs",
+            "1",
+            "--json",
+        ])
+        .arg(sb.results())
+        .arg("--artifacts")
+        .arg(sb.path().join("artifacts"))
+        .output()
+        .unwrap();
+    let r = sb.read_results();
+    let cells = r["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 20, "10 cases × 2 layer sets: {r:#}");
+    for c in cells {
+        let source = c["expectation"].as_str().unwrap_or_default();
+        assert!(
+            source.starts_with("ci/baselines/real-runtimes-ext.toml:"),
+            "every cell is judged by the baseline file: {c:#}"
+        );
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
