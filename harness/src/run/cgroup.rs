@@ -97,6 +97,24 @@ pub fn bound_here() -> Result<String, String> {
     ))
 }
 
+/// Whether a run's processes can all be killed at once, wherever they went
+/// (`cgroup.kill`), or why not. Makes and removes a probe cgroup.
+pub fn kill_here() -> Result<String, String> {
+    let Some(unified) = find_mounts().unified else {
+        return Err("no cgroup v2 hierarchy is mounted".into());
+    };
+    let dir = unified.join(format!("{PREFIX}probe-kill-{}", std::process::id()));
+    let Some(dir) = make_dir(&dir) else {
+        return Err(format!("cannot make a cgroup under {}", unified.display()));
+    };
+    let kill = dir.join("cgroup.kill").exists();
+    let _ = std::fs::remove_dir(&dir);
+    match kill {
+        true => Ok(format!("cgroup.kill under {}", unified.display())),
+        false => Err("this kernel has no cgroup.kill (Linux 5.14)".into()),
+    }
+}
+
 fn show(p: &Option<PathBuf>) -> String {
     p.as_ref().map_or("not mounted".into(), |p| {
         format!("{} not writable", p.display())

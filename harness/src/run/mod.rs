@@ -469,7 +469,7 @@ fn write_evidence(
         dir.join("stderr.txt"),
     )?))?;
     let json = serde_json::to_string_pretty(record).expect("a run record serialises");
-    std::fs::write(dir.join("result.json"), json + "\n")
+    crate::report::write_atomically(&dir.join("result.json"), (json + "\n").as_bytes())
 }
 
 #[cfg(test)]
