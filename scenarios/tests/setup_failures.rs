@@ -47,14 +47,21 @@ fn a_library_without_the_abi_names_the_missing_symbol() {
 }
 
 #[test]
-fn later_runtime_kinds_are_refused_at_load() {
-    let output = clean_exit(&["--runtime", "ggml:/opt/libggml-vulkan.so"], "/unused");
-    assert_eq!(output.status.code(), Some(3));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("runtime kind `ggml` is not supported by this build yet"),
-        "{stderr}"
-    );
+fn a_real_runtime_that_is_not_there_is_named_with_the_setup_script() {
+    for (spec, cache) in [
+        ("ggml:/nonexistent/ggml", "/unused"),
+        ("halide", "/nonexistent/cache"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_clean-exit"))
+            .args(["--runtime", spec])
+            .env("VKEXIT_RUNTIME_CACHE", cache)
+            .output()
+            .expect("clean-exit runs");
+        assert_eq!(output.status.code(), Some(3), "{spec}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("/nonexistent/"), "{stderr}");
+        assert!(stderr.contains("ci/setup-runtimes.sh"), "{stderr}");
+    }
 }
 
 #[test]
