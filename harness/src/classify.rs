@@ -191,6 +191,14 @@ fn classify_validation(validation: &Validation) -> (RunVerdict, String) {
             RunVerdict::Error,
             format!("exited 0 but the validation log could not be read: {why}"),
         ),
+        Validation::Active(report) if report.is_empty() && !report.disabled().is_empty() => (
+            RunVerdict::Error,
+            format!(
+                "exited 0 with a clean validation log, but the application turned checks off \
+                 (VkValidationFeaturesEXT or VkValidationFlagsEXT): {}",
+                report.disabled().join(", ")
+            ),
+        ),
         Validation::Active(report) if report.is_empty() => {
             (RunVerdict::Pass, "exited 0, validation clean".into())
         }
@@ -287,6 +295,39 @@ mod tests {
             Validation::Unreadable("EIO".into()),
         );
         assert_eq!(c.verdict, RunVerdict::Error);
+    }
+
+    #[test]
+    fn a_clean_log_with_checks_the_application_turned_off_is_an_error_never_a_pass() {
+        let status = |disables: &str| {
+            format!(
+                "Validation Information: [ UNASSIGNED-khronos-validation-createinstance-status-message ] Khronos Validation Layer Active:\n    Current Enables: None.\n    Current Disables: {disables}\n\n"
+            )
+        };
+        let c = run(
+            Termination::Exited { code: 0 },
+            Validation::Active(scan_str(&status("None."))),
+        );
+        assert_eq!(c.verdict, RunVerdict::Pass);
+        let off = status("VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT, ");
+        let c = run(
+            Termination::Exited { code: 0 },
+            Validation::Active(scan_str(&off)),
+        );
+        assert_eq!(c.verdict, RunVerdict::Error);
+        assert!(
+            c.reason
+                .contains("VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT"),
+            "{}",
+            c.reason
+        );
+        // What the remaining checks still found fails the run as usual.
+        let found = format!("{off}Validation Error: [ VUID-vkDestroyDevice-device-00378 ] x\n");
+        let c = run(
+            Termination::Exited { code: 0 },
+            Validation::Active(scan_str(&found)),
+        );
+        assert_eq!(c.verdict, RunVerdict::Vuid);
     }
 
     #[test]

@@ -8,6 +8,9 @@
 //! messenger silences the log. The layer creates its log file as soon as it
 //! initialises at `vkCreateInstance`, even when it has nothing to say: the file
 //! is the proof, per run, that validation was active with our settings.
+//! `report_flags` has `info` for one message: the layer's status at
+//! `vkCreateInstance`, whose `Current Disables:` shows checks an application
+//! turned off itself (information is never counted as a finding).
 
 use crate::errors::{Error, Result};
 use serde::Serialize;
@@ -160,7 +163,7 @@ pub fn settings_text(log: &Path) -> String {
         "# written by vkexit for one run\n\
          khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n\
          khronos_validation.log_filename = {}\n\
-         khronos_validation.report_flags = error,warn\n\
+         khronos_validation.report_flags = error,warn,info\n\
          khronos_validation.enable_message_limit = false\n",
         log.display()
     )
@@ -196,6 +199,8 @@ mod tests {
         let text = settings_text(Path::new("/tmp/r/validation.log"));
         assert!(text.contains("khronos_validation.log_filename = /tmp/r/validation.log\n"));
         assert!(text.contains("VK_DBG_LAYER_ACTION_LOG_MSG"));
+        // `info` for the layer's status message, which names the disabled checks.
+        assert!(text.contains("khronos_validation.report_flags = error,warn,info\n"));
         assert!(!text.contains("DEFAULT"));
     }
 

@@ -7,6 +7,13 @@
 //! and then the message text, the spec quote and the objects on lines of their
 //! own. Only the header line carries the bracketed id, so counting bracketed
 //! ids counts messages in both formats.
+//!
+//! Information is no finding: only errors and warnings count. The one
+//! information message read is the layer's status at `vkCreateInstance`
+//! (`UNASSIGNED-khronos-validation-createinstance-status-message`, written
+//! when `report_flags` has `info`), for its `Current Disables:` line: checks
+//! an application turned off itself with `VkValidationFeaturesEXT` or
+//! `VkValidationFlagsEXT` leave a silent log that proves nothing.
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -38,7 +45,14 @@ pub struct VuidReport {
     pub ids: BTreeMap<String, VuidStat>,
     /// The log ended in the middle of a line (the process died while writing).
     pub cut_mid_line: bool,
+    /// The checks the layer's status message says are disabled (empty for
+    /// `None.`); `None` when the log holds no status message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_checks: Option<Vec<String>>,
 }
+
+/// The id of the layer's status message at `vkCreateInstance`.
+pub const STATUS_MESSAGE: &str = "UNASSIGNED-khronos-validation-createinstance-status-message";
 
 impl VuidReport {
     pub fn is_empty(&self) -> bool {
@@ -53,18 +67,51 @@ impl VuidReport {
         self.ids.keys().map(String::as_str)
     }
 
-    fn add_line(&mut self, line: &str) {
+    /// The checks disabled while the layer reported a clean run: what an
+    /// application turned off itself (vkexit's settings disable none).
+    pub fn disabled(&self) -> &[String] {
+        self.disabled_checks.as_deref().unwrap_or_default()
+    }
+
+    /// Adds one line; `in_status` says whether the lines read so far are the
+    /// status message's, whose own lines follow its header.
+    fn add_line(&mut self, line: &str, in_status: &mut bool) {
         let Some(caps) = id_pattern().captures(line) else {
+            if *in_status {
+                self.read_status_line(line);
+            }
             return;
         };
         let id = caps[1].to_string();
         let severity = severity_of(line);
+        *in_status = id == STATUS_MESSAGE;
+        if is_information(line, severity) {
+            return;
+        }
         let stat = self
             .ids
             .entry(id)
             .or_insert(VuidStat { count: 0, severity });
         stat.count += 1;
         stat.severity = stat.severity.min(severity);
+    }
+}
+
+impl VuidReport {
+    /// `    Current Disables: VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT, … .`
+    /// or `None.`, as layer 1.3.239 writes it.
+    fn read_status_line(&mut self, line: &str) {
+        let Some(list) = line.trim().strip_prefix("Current Disables:") else {
+            return;
+        };
+        let checks = list
+            .split(',')
+            .map(|c| c.trim().trim_end_matches('.'))
+            .filter(|c| !c.is_empty() && *c != "None")
+            .map(str::to_string);
+        self.disabled_checks
+            .get_or_insert_with(Vec::new)
+            .extend(checks);
     }
 }
 
@@ -87,9 +134,16 @@ fn severity_of(line: &str) -> Severity {
     }
 }
 
+/// Information is no finding; a line that says error anywhere counts, whatever
+/// else it says.
+fn is_information(line: &str, severity: Severity) -> bool {
+    severity == Severity::Info && !line.contains("Validation Error") && !line.contains("(ERROR /")
+}
+
 /// Scans a whole log from any reader, in bounded memory, whatever its bytes.
 pub fn scan(mut reader: impl Read) -> std::io::Result<VuidReport> {
     let mut report = VuidReport::default();
+    let mut in_status = false;
     let mut chunk = vec![0u8; 64 * 1024];
     let mut line: Vec<u8> = Vec::new();
     loop {
@@ -103,14 +157,14 @@ pub fn scan(mut reader: impl Read) -> std::io::Result<VuidReport> {
             let room = MAX_LINE.saturating_sub(line.len());
             line.extend_from_slice(&piece[..piece.len().min(room)]);
             if piece.ends_with(b"\n") {
-                report.add_line(&String::from_utf8_lossy(&line));
+                report.add_line(&String::from_utf8_lossy(&line), &mut in_status);
                 line.clear();
             }
         }
     }
     if !line.is_empty() {
         report.cut_mid_line = true;
-        report.add_line(&String::from_utf8_lossy(&line));
+        report.add_line(&String::from_utf8_lossy(&line), &mut in_status);
     }
     Ok(report)
 }
@@ -207,6 +261,59 @@ vkCreateDevice(): Attempting to enable extension VK_EXT_debug_utils, but this ex
         let line = "Validation Error: [ VUID-vkDestroyDevice-device-00378 ] x\n";
         let r = scan_str(&line.repeat(250));
         assert_eq!(r.ids["VUID-vkDestroyDevice-device-00378"].count, 250);
+    }
+
+    /// The status message of layer 1.3.239 with `report_flags = error,warn,info`, for an
+    /// application that passed `VkValidationFeaturesEXT` with `DISABLE_ALL` (abridged).
+    const STATUS_DISABLED: &str = "UNASSIGNED-khronos-validation-createinstance-status-message(INFO / SPEC): msgNum: -671457468 - Validation Information: [ UNASSIGNED-khronos-validation-createinstance-status-message ] Object 0: handle = 0x55d89ba8d2a0, type = VK_OBJECT_TYPE_INSTANCE; | MessageID = 0xd7fa5f44 | Khronos Validation Layer Active:
+    Settings File: Found at /tmp/r/vk_layer_settings.txt specified by environment variable (VK_LAYER_SETTINGS_PATH).
+    Current Enables: None.
+    Current Disables: VALIDATION_CHECK_DISABLE_COMMAND_BUFFER_STATE, VK_VALIDATION_FEATURE_DISABLE_OBJECT_LIFETIMES_EXT, VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT, 
+
+    Objects: 1
+        [0] 0x55d89ba8d2a0, type: 1, name: NULL
+";
+
+    #[test]
+    fn the_status_message_is_no_finding_but_its_disabled_checks_are_read() {
+        let clean = STATUS_DISABLED.replace(
+            "Current Disables: VALIDATION_CHECK_DISABLE_COMMAND_BUFFER_STATE, VK_VALIDATION_FEATURE_DISABLE_OBJECT_LIFETIMES_EXT, VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT, ",
+            "Current Disables: None.",
+        );
+        let r = scan_str(&clean);
+        assert!(r.is_empty(), "{r:?}");
+        assert_eq!(r.disabled_checks, Some(vec![]));
+        let r = scan_str(STATUS_DISABLED);
+        assert!(r.is_empty());
+        assert_eq!(
+            r.disabled(),
+            [
+                "VALIDATION_CHECK_DISABLE_COMMAND_BUFFER_STATE",
+                "VK_VALIDATION_FEATURE_DISABLE_OBJECT_LIFETIMES_EXT",
+                "VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT"
+            ]
+        );
+        // Without a status message, nothing is known of disabled checks.
+        assert_eq!(scan_str(LAYER_1_3_239).disabled_checks, None);
+    }
+
+    #[test]
+    fn a_disables_line_outside_the_status_message_is_not_read() {
+        let text = format!("{LAYER_1_3_239}    Current Disables: X.\n");
+        assert_eq!(scan_str(&text).disabled_checks, None);
+        let after = format!("{STATUS_DISABLED}{LAYER_1_3_239}    Current Disables: Y.\n");
+        assert!(!scan_str(&after).disabled().contains(&"Y".to_string()));
+    }
+
+    #[test]
+    fn an_information_message_is_not_counted() {
+        let info = "Validation Information: [ UNASSIGNED-some-info ] x\n";
+        assert!(scan_str(info).is_empty());
+        let both = format!("{info}{LAYER_1_3_239}");
+        assert_eq!(scan_str(&both).total(), 3);
+        // An error that quotes "Validation Information" is still an error.
+        let quoting = "Validation Error: [ VUID-x-y-01 ] says Validation Information\n";
+        assert_eq!(scan_str(quoting).total(), 1);
     }
 
     #[test]
