@@ -27,6 +27,8 @@ enum Truth {
         per_run: u64,
     },
     Timeout,
+    /// Exits 0 having turned the validation layer's checks off itself: a clean log proves nothing.
+    Error,
     /// Crashes with SIGSEGV in the runs whose draw, on its stdout, says so; passes in the others.
     CrashWhenDrawn,
 }
@@ -97,6 +99,17 @@ const PROGRAMS: &[Program] = &[
     },
 ];
 
+/// Not in the matrix, since its cells are `error` and an `error` cell turns any gate red: an
+/// application that turns validation off itself (VkValidationFeaturesEXT, DISABLE_ALL) and then
+/// destroys a device with a live buffer.
+const VALIDATION_OFF: Program = Program {
+    case: "validation-off-by-app",
+    runtime: "external",
+    truth: Truth::Error,
+    cell: Some("error"),
+};
+const VALIDATION_OFF_ARGS: &[&str] = &["--disable-validation", "--vuid"];
+
 fn repo_file(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
 }
@@ -134,6 +147,14 @@ fn run_meta(sb: &Sandbox, args: &[&str]) -> (i32, Value, Duration) {
         String::from_utf8_lossy(&out.stderr)
     );
     (code, sb.read_results(), wall)
+}
+
+/// `vkexit run` of the mock as an external case, every run kept.
+fn run_mock_kept(sb: &Sandbox, runs: u64, mock_args: &[&str]) -> (i32, Value, Duration) {
+    let start = Instant::now();
+    let runs = u32::try_from(runs).expect("a run count");
+    let (code, results) = sb.run_mock(runs, &["--keep-passing"], mock_args);
+    (code, results, start.elapsed())
 }
 
 /// How the runs of one program were judged, against what it really did.
@@ -208,6 +229,12 @@ fn misjudged(case: &str, truth: Truth, run: &Path, result: &Value) -> Option<Str
                 ));
             }
             vuid_evidence(case, run, result)
+        }
+        Truth::Error if verdict != "error" => wrong(format!("{verdict}, not error")),
+        Truth::Error => {
+            let reason = result["reason"].as_str().unwrap_or("");
+            let named = reason.contains("VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT");
+            (!named).then(|| format!("{case}: the reason names no disabled check: {reason}"))
         }
         Truth::Timeout if verdict != "timeout" => wrong(format!("{verdict}, not timeout")),
         Truth::Timeout => {
@@ -325,6 +352,7 @@ fn table(rows: &[(&Program, Tally, Option<Duration>)], wall: Duration) -> String
             Truth::Exit(code) => format!("exit {code}"),
             Truth::Vuid { per_run, .. } => format!("vuid, 00378 ×{per_run}"),
             Truth::Timeout => "timeout".to_string(),
+            Truth::Error => "error (validation off)".to_string(),
             Truth::CrashWhenDrawn => "crash SIGSEGV when drawn, else pass".to_string(),
         };
         let observed: Vec<String> = t
@@ -405,6 +433,18 @@ fn a_crash_in_one_run_of_ten_is_flaky_never_pass() {
     assert_eq!(code, 0);
 }
 
+#[test]
+fn an_application_that_turns_validation_off_itself_is_an_error_never_a_pass() {
+    // Layer 1.3.239 loads, creates its log and checks nothing: before vkexit read the layer's
+    // status message, these runs passed.
+    let sb = Sandbox::new();
+    let (code, results, _) = run_mock_kept(&sb, 20, VALIDATION_OFF_ARGS);
+    let t = tally(&VALIDATION_OFF, only_cell(&results));
+    let wrong = wrong_with(&VALIDATION_OFF, &t, 20);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert_eq!(code, 1);
+}
+
 /// The longer run behind the README's table: `META_RUNS` runs of every program (default 100),
 /// one vkexit run per program, so each has its own wall time. `ci/meta-suite.sh` runs it; the
 /// table goes to stdout, and to `META_TABLE` when set.
@@ -431,6 +471,13 @@ fn the_longer_run() {
         }
         rows.push((p, t, Some(wall)));
     }
+    let (code, results, wall) = run_mock_kept(&sb, runs, VALIDATION_OFF_ARGS);
+    let t = tally(&VALIDATION_OFF, only_cell(&results));
+    wrong.extend(wrong_with(&VALIDATION_OFF, &t, runs));
+    if code != 1 {
+        wrong.push(format!("{}: exit {code}, not 1", VALIDATION_OFF.case));
+    }
+    rows.push((&VALIDATION_OFF, t, Some(wall)));
     let text = table(&rows, start.elapsed());
     println!("{text}");
     if let Ok(path) = std::env::var("META_TABLE") {

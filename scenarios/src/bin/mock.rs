@@ -32,8 +32,14 @@ fn main() {
             keep,
             live_buffers,
             silent_messenger,
+            disable_validation,
         } => Some((
-            MockVulkan::create(options.device, live_buffers, silent_messenger),
+            MockVulkan::create(
+                options.device,
+                live_buffers,
+                silent_messenger,
+                disable_validation,
+            ),
             keep,
         )),
     };

@@ -22,6 +22,9 @@ options, in the order they take effect:
   --silent-messenger             install a VK_EXT_debug_utils messenger for every severity and
                                  type that swallows each message (returns VK_FALSE, prints
                                  nothing), as an application that hides validation does
+  --disable-validation           create the VkInstance with VkValidationFeaturesEXT disabling
+                                 every check (DISABLE_ALL), as an application that turns
+                                 validation off itself does
   --flood BYTES                  write BYTES to stdout and to stderr, in big chunks
                                  (suffixes K, M, G: powers of 1024)
   --vuid                         destroy the VkDevice while a VkBuffer is alive
@@ -50,11 +53,13 @@ pub enum VulkanPlan {
     Skip,
     /// Create instance and device; `keep` leaves them alive at exit; `live_buffers` buffers are
     /// still alive when the device is destroyed (one VUID each); `silent_messenger` installs an
-    /// application debug messenger that swallows every message.
+    /// application debug messenger that swallows every message; `disable_validation` turns every
+    /// check of the validation layer off from the application's side.
     Create {
         keep: bool,
         live_buffers: u32,
         silent_messenger: bool,
+        disable_validation: bool,
     },
 }
 
@@ -89,6 +94,7 @@ impl MockOptions {
                 keep: false,
                 live_buffers: 0,
                 silent_messenger: false,
+                disable_validation: false,
             },
             device: 0,
             runtime: None,
@@ -104,7 +110,7 @@ impl MockOptions {
             quiet: false,
         };
         let (mut no_vulkan, mut keep, mut vuid) = (false, false, false);
-        let (mut vuids, mut silent_messenger) = (None, false);
+        let (mut vuids, mut silent_messenger, mut disable_validation) = (None, false, false);
         while let Some(option) = cursor.next_option() {
             match option?.as_str() {
                 "--signal" => options.signal = Some(cursor.parsed_value()?),
@@ -112,6 +118,7 @@ impl MockOptions {
                 "--vuid" => vuid = true,
                 "--vuids" => vuids = Some(live_buffers(&mut cursor)?),
                 "--silent-messenger" => silent_messenger = true,
+                "--disable-validation" => disable_validation = true,
                 "--invalid-device-at-exit" => options.invalid_device_at_exit = true,
                 "--quiet" => options.quiet = true,
                 "--hang" => options.hang = true,
@@ -150,11 +157,15 @@ impl MockOptions {
             (true, false, false) if silent_messenger => {
                 return Err(conflict("--no-vulkan", "--silent-messenger"))
             }
+            (true, false, false) if disable_validation => {
+                return Err(conflict("--no-vulkan", "--disable-validation"))
+            }
             (true, false, false) => VulkanPlan::Skip,
             (false, keep, _) => VulkanPlan::Create {
                 keep,
                 live_buffers,
                 silent_messenger,
+                disable_validation,
             },
         };
         if options.crash_at_exit && options.crash_probability.is_some() {
@@ -238,7 +249,8 @@ mod tests {
             VulkanPlan::Create {
                 keep: false,
                 live_buffers: 0,
-                silent_messenger: false
+                silent_messenger: false,
+                disable_validation: false
             }
         );
         assert_eq!(
@@ -285,6 +297,7 @@ mod tests {
             keep,
             live_buffers,
             silent_messenger,
+            disable_validation: false,
         };
         assert_eq!(parse(&["--vuid"]).unwrap().vulkan, create(false, 1, false));
         assert_eq!(
@@ -305,7 +318,17 @@ mod tests {
                 .vulkan,
             create(true, 0, true)
         );
+        assert_eq!(
+            parse(&["--disable-validation", "--vuid"]).unwrap().vulkan,
+            VulkanPlan::Create {
+                keep: false,
+                live_buffers: 1,
+                silent_messenger: false,
+                disable_validation: true
+            }
+        );
         for pair in [
+            ["--no-vulkan", "--disable-validation"],
             ["--no-vulkan", "--vuid"],
             ["--no-vulkan", "--vuids=2"],
             ["--no-vulkan", "--keep-vulkan"],

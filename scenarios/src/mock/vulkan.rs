@@ -28,8 +28,14 @@ pub struct MockVulkan {
 impl MockVulkan {
     /// Creates an instance and a device on physical device `index`, then `live_buffers` buffers
     /// that are never destroyed; with `silent_messenger`, a debug messenger that swallows every
-    /// message. Failure ends the mock as a failed setup.
-    pub fn create(index: u32, live_buffers: u32, silent_messenger: bool) -> MockVulkan {
+    /// message; with `disable_validation`, the instance asks the validation layer to check
+    /// nothing. Failure ends the mock as a failed setup.
+    pub fn create(
+        index: u32,
+        live_buffers: u32,
+        silent_messenger: bool,
+        disable_validation: bool,
+    ) -> MockVulkan {
         step!("load the Vulkan loader");
         // SAFETY: loads libvulkan.so.1 with dlopen; its initialisers are the loader's own.
         let entry = unsafe { ash::Entry::load() }
@@ -45,10 +51,20 @@ impl MockVulkan {
         } else {
             &[]
         };
-        let info = vk::InstanceCreateInfo::default()
+        let disable_all = [vk::ValidationFeatureDisableEXT::ALL];
+        let mut features =
+            vk::ValidationFeaturesEXT::default().disabled_validation_features(&disable_all);
+        let mut info = vk::InstanceCreateInfo::default()
             .application_info(&app)
             .enabled_extension_names(enabled);
-        // SAFETY: `info`, the `app` and the extension names it points to outlive the call.
+        if disable_validation {
+            step!(
+                "ask the validation layer to check nothing (VkValidationFeaturesEXT DISABLE_ALL)"
+            );
+            info = info.push_next(&mut features);
+        }
+        // SAFETY: `info`, the `app`, the extension names and the features it points to outlive
+        // the call.
         let instance = unsafe { entry.create_instance(&info, None) }
             .unwrap_or_else(|err| vk_failed("vkCreateInstance", err));
         let messenger = silent_messenger.then(|| create_silent_messenger(&entry, &instance));
