@@ -144,3 +144,128 @@ fn a_named_driver_that_cannot_load_gives_error_cells_never_green() {
         "{cell:#}"
     );
 }
+
+/// What `run` makes of a validation log as a dying process leaves it: bytes
+/// that are not UTF-8 and a last line cut short still yield their VUIDs and
+/// the run is a `vuid`, never a pass.
+#[test]
+fn a_validation_log_that_is_not_utf8_or_cut_mid_line_is_still_a_vuid() {
+    use vkexit::classify::{classify, RunEvidence, Termination, Validation};
+    use vkexit::verdict::RunVerdict;
+    let logs: [&[u8]; 3] = [
+        b"\xff\xfe garbage \x00\nValidation Error: [ VUID-vkDestroyDevice-device-00378 ] \xc3\n",
+        b"Validation Error: [ VUID-vkDestroyDevice-device-00378 ] Object 0: handle = 0x",
+        b"\xc3\x28\n\xe2\x82Validation Error: [ VUID-vkDestroyDevice-device-00378 ] cut\xf0\x9f",
+    ];
+    for log in logs {
+        let report = vkexit::vuid::scan(log).unwrap();
+        let c = classify(&RunEvidence {
+            termination: Termination::Exited { code: 0 },
+            validation: Validation::Active(report),
+            trace: None,
+            tegra: None,
+            fail_on_leak: false,
+        });
+        assert_eq!(
+            c.verdict,
+            RunVerdict::Vuid,
+            "{:?}",
+            String::from_utf8_lossy(log)
+        );
+        assert_eq!(c.vuids, ["VUID-vkDestroyDevice-device-00378"]);
+    }
+    // A log that exists but cannot be read is no proof of anything.
+    let c = classify(&RunEvidence {
+        termination: Termination::Exited { code: 0 },
+        validation: Validation::Unreadable("Is a directory".into()),
+        trace: None,
+        tegra: None,
+        fail_on_leak: false,
+    });
+    assert_eq!(c.verdict, RunVerdict::Error);
+}
+
+#[test]
+fn unwritable_report_paths_fail_before_running() {
+    let sb = Sandbox::new();
+    for (flag, path) in [
+        ("--junit", "/proc/vkexit-junit.xml"),
+        ("--markdown", "/proc/vkexit-summary.md"),
+        ("--html", "/proc/vkexit-html"),
+    ] {
+        sb.vkexit()
+            .args([
+                "run",
+                "--no-validation",
+                flag,
+                path,
+                "--",
+                "sh",
+                "-c",
+                "exit 0",
+            ])
+            .assert()
+            .code(2)
+            .stderr(contains(path).and(no_panic()));
+    }
+}
+
+#[test]
+fn an_artifacts_path_that_is_a_file_is_an_error_naming_it() {
+    let sb = Sandbox::new();
+    let file = sb.path().join("not-a-directory");
+    std::fs::write(&file, "x").unwrap();
+    sb.vkexit()
+        .args(["run", "--no-validation", "--runs", "1", "--artifacts"])
+        .arg(&file)
+        .args(["--", "sh", "-c", "exit 0"])
+        .assert()
+        .code(2)
+        .stderr(contains("not-a-directory").and(no_panic()));
+}
+
+#[test]
+fn an_icd_manifest_without_a_library_says_what_is_missing() {
+    let sb = Sandbox::new();
+    let icd = sb.path().join("no_library_icd.json");
+    std::fs::write(
+        &icd,
+        r#"{"file_format_version":"1.0.0","ICD":{"api_version":"1.3.0"}}"#,
+    )
+    .unwrap();
+    sb.vkexit()
+        .args(["run", "--driver"])
+        .arg(&icd)
+        .assert()
+        .code(2)
+        .stderr(
+            contains("no_library_icd.json")
+                .and(contains("library_path"))
+                .and(no_panic()),
+        );
+}
+
+#[test]
+fn a_bad_process_limit_makes_every_run_an_error_naming_it() {
+    let sb = Sandbox::new();
+    let out = sb
+        .vkexit()
+        .env("VKEXIT_MAX_PROCESSES", "lots")
+        .args(["run", "--no-validation", "--runs", "2", "--json"])
+        .arg(sb.results())
+        .args(["--", "sh", "-c", "exit 0"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = sb.read_results();
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "error"), 2, "{cell:#}");
+    let run = std::path::PathBuf::from(&strings(&cell["artifacts"])[0]);
+    let result = std::fs::read_to_string(run.join("result.json")).unwrap();
+    assert!(result.contains("VKEXIT_MAX_PROCESSES"), "{result}");
+}
