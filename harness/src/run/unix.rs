@@ -88,10 +88,14 @@ pub fn run(
             libc::setpgid(0, 0);
             // If vkexit itself dies, its runs die with it.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // A crashing scenario must not fill the disk with cores.
+            // A crashing scenario must not fill the disk with cores. 1, not
+            // 0: the kernel ignores the limit when core_pattern pipes to a
+            // helper (Debian's systemd-coredump then stores cores whatever
+            // the limit), except for 1, which it takes as "no core"; 1 byte is
+            // also below the smallest core file it would write.
             let no_core = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
+                rlim_cur: 1,
+                rlim_max: 1,
             };
             libc::setrlimit(libc::RLIMIT_CORE, &no_core);
             let mut empty: libc::sigset_t = std::mem::zeroed();
