@@ -104,15 +104,29 @@ fn a_bundle_unpacked_elsewhere_runs_a_matrix_with_its_own_validation_layer() {
         .output()
         .unwrap();
     assert!(out.status.success(), "tar: {}", text(&out));
-    let top = fs::read_dir(&unpack).unwrap().next().unwrap().unwrap().path();
+    let top = fs::read_dir(&unpack)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let moved = sb.path().join("elsewhere");
     fs::rename(&top, &moved).unwrap();
 
     let manifest: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(moved.join("bundle.json")).unwrap()).unwrap();
     let binaries = common::strings(&manifest["binaries"]);
-    for name in ["vkexit", "clean-exit", "mock", "libvkexit_refrt.so", "libvkexit_preload.so"] {
-        assert!(binaries.iter().any(|b| b == name), "{name} not in {binaries:?}");
+    for name in [
+        "vkexit",
+        "clean-exit",
+        "mock",
+        "libvkexit_refrt.so",
+        "libvkexit_preload.so",
+    ] {
+        assert!(
+            binaries.iter().any(|b| b == name),
+            "{name} not in {binaries:?}"
+        );
     }
     assert_eq!(manifest["packages"][0]["name"], "vkexit-test-validation");
     assert_eq!(manifest["debug_info"], false);
@@ -145,7 +159,9 @@ fn a_bundle_unpacked_elsewhere_runs_a_matrix_with_its_own_validation_layer() {
     for cell in cells {
         assert_eq!(cell["runs"], 2);
         let artifacts = common::strings(&cell["artifacts"]);
-        assert!(artifacts.iter().all(|a| a.starts_with(moved.to_str().unwrap())));
+        assert!(artifacts
+            .iter()
+            .all(|a| a.starts_with(moved.to_str().unwrap())));
     }
     let kept = cells
         .iter()
@@ -171,7 +187,10 @@ fn a_file_that_is_not_a_debian_package_is_refused_by_name() {
     assert!(stderr.contains("not-a-package.deb"), "{stderr}");
     assert!(stderr.contains("not a Debian package"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(!sb.path().join("b.tar.gz").exists(), "no bundle from a failed build");
+    assert!(
+        !sb.path().join("b.tar.gz").exists(),
+        "no bundle from a failed build"
+    );
 }
 
 #[test]

@@ -150,3 +150,104 @@ fn the_teardown_fix_expectations_pass_release_children_and_name_what_guarded_bre
         assert!(junit.contains(dir), "JUnit names the evidence {dir}");
     }
 }
+
+/// The templates name files of the bundle's `share/` (the repository's `ci/`) and flags of
+/// vkexit; a renamed file or flag must break this test, not a team's pipeline.
+#[test]
+fn the_ci_templates_name_files_and_flags_that_exist() {
+    let sb = Sandbox::new();
+    let path = regex::Regex::new(r"(?:share|ci)/((?:matrix|baselines)/[a-z0-9_-]+\.toml)").unwrap();
+    let command = regex::Regex::new(r"vkexit (run|merge|bundle)\b(.*)").unwrap();
+    let flag = regex::Regex::new(r"(?:^|\s)(--[a-z-]+)").unwrap();
+    for template in [
+        "ci/templates/github-actions.yml",
+        "ci/templates/gitlab-ci.yml",
+    ] {
+        let text = std::fs::read_to_string(repo(template)).unwrap();
+        let files: Vec<&str> = path
+            .captures_iter(&text)
+            .map(|c| c.get(1).unwrap().as_str())
+            .collect();
+        assert!(files.len() >= 3, "{template}: {files:?}");
+        for file in files {
+            assert!(
+                repo("ci").join(file).is_file(),
+                "{template} names ci/{file}, which does not exist"
+            );
+        }
+        let mut used = 0;
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(c) = command.captures(line) else {
+                continue;
+            };
+            // A command goes on over lines ending in `\` (shell) or starting with `--` (YAML folding).
+            let mut args = c[2].to_string();
+            let mut last = *line;
+            for next in &lines[i + 1..] {
+                if !(last.trim_end().ends_with('\\') || next.trim_start().starts_with("--")) {
+                    break;
+                }
+                args.push(' ');
+                args.push_str(next);
+                last = next;
+            }
+            let help = sb.vkexit().args([&c[1], "--help"]).output().unwrap();
+            let help = String::from_utf8_lossy(&help.stdout);
+            for f in flag.captures_iter(&args) {
+                assert!(
+                    help.contains(&f[1]),
+                    "{template}: `vkexit {}` has no flag {}",
+                    &c[1],
+                    &f[1]
+                );
+                used += 1;
+            }
+        }
+        assert!(used >= 10, "{template}: only {used} flags found");
+    }
+}
+
+/// The results files of the two real machines (lavapipe here, the NVIDIA H200 through the
+/// bundle) merge into the 80-cell matrix the README shows, judged green again.
+#[test]
+fn the_committed_lavapipe_and_nvidia_results_merge_into_one_green_matrix() {
+    let sb = Sandbox::new();
+    let lavapipe = repo("ci/results/lavapipe.json");
+    let nvidia = repo("ci/results/nvidia-h200.json");
+    let (code, out) = run(
+        &sb,
+        &[
+            "merge",
+            lavapipe.to_str().unwrap(),
+            nvidia.to_str().unwrap(),
+            "--json",
+            "m.json",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let merged = read(&sb, "m.json");
+    let cells = cells(&merged);
+    assert_eq!(cells.len(), 80, "{out}");
+    let nvidia_crash = |case: &str, runtime: &str| {
+        merged["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| {
+                c["case"] == case
+                    && c["runtime"] == runtime
+                    && c["driver"] == "nvidia"
+                    && c["emulation"] == "none"
+            })
+            .map(|c| c["counts"]["crash"].as_u64().unwrap())
+            .unwrap()
+    };
+    // Where the desktop NVIDIA driver differs from lavapipe without any emulation.
+    assert_eq!(nvidia_crash("clean-exit", "refrt:static-destructor"), 20);
+    assert_eq!(
+        nvidia_crash("events-freed-after-teardown", "refrt:never"),
+        20
+    );
+    assert_eq!(nvidia_crash("clean-exit", "refrt:release-children"), 0);
+}
