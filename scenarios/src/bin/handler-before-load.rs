@@ -10,8 +10,8 @@ use vkexit_fixtures::{
 use vkexit_scenarios::BUFFER_SIZE;
 
 const ABOUT: &str = "Registers an atexit cleanup before loading the runtime, then initializes a \
-                     backend, a device buffer, a pinned host buffer and an event, runs work and \
-                     returns 0; the cleanup frees them all at exit.";
+                     backend, a device buffer, a pinned host buffer and an event (when the runtime \
+                     has events), runs work and returns 0; the cleanup frees them all at exit.";
 const HANDLER: &str = "free-retained";
 
 /// What main leaves for the cleanup handler.
