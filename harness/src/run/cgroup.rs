@@ -156,6 +156,19 @@ impl RunBound {
     /// cannot start.
     pub fn new(token: &str) -> Result<RunBound, String> {
         let mut guard = invocation();
+        // Another vkexit that believed ours gone (another pid namespace on
+        // the same cgroup file system) may have removed our empty cgroups.
+        let gone = guard.as_ref().is_some_and(|inv| {
+            [&inv.unified, &inv.pids]
+                .into_iter()
+                .flatten()
+                .any(|dir| !dir.exists())
+        });
+        if gone {
+            if let Some(old) = guard.take() {
+                old.remove();
+            }
+        }
         let inv = guard.get_or_insert_with(Invocation::start);
         let limit = inv.limit.clone()?;
         let name = format!("run-{token}");
