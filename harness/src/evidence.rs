@@ -148,12 +148,17 @@ pub(crate) fn read_lines(reader: impl Read, mut add: impl FnMut(&Value)) -> std:
         if n == 0 {
             return Ok(bad);
         }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match serde_json::from_slice::<Value>(&line) {
-            Ok(v) if v.is_object() => add(&v),
-            _ => bad += 1,
+        // The trace layer writes through a mapping of the file and leaves NUL bytes where a
+        // process did not fill its chunk (at a crash, or between processes): they end a
+        // record like a newline, and a record never holds one.
+        for part in line.split(|&b| b == 0) {
+            if part.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Value>(part) {
+                Ok(v) if v.is_object() => add(&v),
+                _ => bad += 1,
+            }
         }
     }
 }
@@ -205,6 +210,21 @@ mod tests {
             .contains(&"vkDestroyEvent on a destroyed VkDevice 0x55a0".to_string()));
         assert_eq!(s.dead_handle_calls, 1);
         // The last line was cut by the crash: counted, not fatal.
+        assert_eq!(s.bad_lines, 1);
+    }
+
+    #[test]
+    fn nul_padding_of_a_mapped_trace_reads_as_line_ends() {
+        let mut text = b"{\"ev\":\"loaded\"}\n".to_vec();
+        text.extend([0u8; 300]);
+        text.extend(b"{\"ev\":\"create\",\"type\":\"VkDevice\"}\n\0\0{\"ev\":\"cre");
+        text.extend([0u8; 100]);
+        text.extend(b"{\"ev\":\"destroy\",\"type\":\"VkDevice\"}\n");
+        text.extend([0u8; 4096]);
+        let s = read_trace(&text[..]).unwrap();
+        assert!(s.loaded);
+        assert_eq!((s.creates, s.destroys), (1, 1));
+        // Only the record cut by the crash is bad; the padding is not.
         assert_eq!(s.bad_lines, 1);
     }
 

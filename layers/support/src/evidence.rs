@@ -5,11 +5,14 @@
 //! [`EvidenceLog::write`] usable from exit handlers, and keeps records whole when several
 //! threads or processes append to the same file.
 
+use std::cell::Cell;
 use std::ffi::CString;
 use std::io;
+use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 /// The most bytes one record can hold, newline included. Fields that do not fit are left out
 /// and the record ends with `"truncated":true`.
@@ -60,9 +63,8 @@ impl EvidenceLog {
 
     /// Appends `record` as one line with a single `write()` (retried only on `EINTR`, and for
     /// the rest of a short write).
-    pub fn write(&self, record: Record) -> io::Result<()> {
-        let line = record.finish();
-        let mut rest: &[u8] = &line.buf[..line.len];
+    pub fn write(&self, mut record: Record) -> io::Result<()> {
+        let mut rest: &[u8] = record.finish_line();
         while !rest.is_empty() {
             // SAFETY: writes from a live buffer of `rest.len()` bytes to our own descriptor.
             let n = unsafe { libc::write(self.fd.as_raw_fd(), rest.as_ptr().cast(), rest.len()) };
@@ -84,117 +86,168 @@ impl EvidenceLog {
 /// kernel thread id, thread name), then the fields added with the builder methods, in order.
 ///
 /// Lives on the stack ([`RECORD_CAPACITY`] bytes); building and writing it never allocates.
-pub struct Record {
-    buf: [u8; RECORD_CAPACITY],
+/// The process id, thread id and thread name are read once per thread (again after `fork`),
+/// and the name again when it is more than [`NAME_REFRESH_NS`] old: a record costs no system
+/// call for them.
+pub struct Record<const N: usize = RECORD_CAPACITY> {
+    /// Bytes `..min(len, N - TAIL)` are written; the rest is never read. Not
+    /// zeroed: clearing 4 KiB would cost more than building a typical record.
+    buf: [MaybeUninit<u8>; N],
     len: usize,
     truncated: bool,
 }
 
 impl Record {
     /// A record of event `ev`, stamped now with the calling thread's identity.
+    #[inline]
     pub fn new(ev: &str) -> Self {
+        Self::start(ev)
+    }
+}
+
+impl<const N: usize> Record<N> {
+    /// A record of at most `N` bytes (at least 64), of event `ev`, stamped now with the calling
+    /// thread's identity: for hot paths whose records are short, and cheaper to build small.
+    #[inline]
+    pub fn start(ev: &str) -> Self {
+        const { assert!(N >= 64) };
         let mut record = Record {
-            buf: [0; RECORD_CAPACITY],
+            buf: [MaybeUninit::uninit(); N],
             len: 0,
             truncated: false,
         };
         record.push(b"{\"ev\":");
         record.push_json_str(ev.as_bytes());
-        let mut name = [0u8; 16];
-        let name = thread_name(&mut name);
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::getpid() };
+        let now = monotonic_ns();
+        let me = identity(now);
         record
-            .u64("t_ns", monotonic_ns())
-            .i64("pid", pid.into())
-            .i64("tid", thread_id())
-            .bytes_str("thread", name);
+            .u64("t_ns", now)
+            .i64("pid", me.pid.into())
+            .i64("tid", me.tid)
+            .bytes_str("thread", &me.name[..usize::from(me.name_len)]);
         record
     }
 
     /// Adds a string field.
+    #[inline]
     pub fn str(&mut self, key: &str, value: &str) -> &mut Self {
         self.bytes_str(key, value.as_bytes())
     }
 
     /// Adds a string field from bytes; invalid UTF-8 becomes U+FFFD.
+    #[inline]
     pub fn bytes_str(&mut self, key: &str, value: &[u8]) -> &mut Self {
         self.field(key, |r| r.push_json_str(value))
     }
 
     /// Adds an unsigned number.
+    #[inline]
     pub fn u64(&mut self, key: &str, value: u64) -> &mut Self {
         self.field(key, |r| r.push_decimal(false, value))
     }
 
     /// Adds a signed number.
+    #[inline]
     pub fn i64(&mut self, key: &str, value: i64) -> &mut Self {
         self.field(key, |r| r.push_decimal(value < 0, value.unsigned_abs()))
     }
 
     /// Adds a boolean.
+    #[inline]
     pub fn bool(&mut self, key: &str, value: bool) -> &mut Self {
         self.field(key, |r| r.push(if value { b"true" } else { b"false" }))
     }
 
     /// Adds a number as a hexadecimal string, `"0x7f12…"`: handles and addresses.
+    #[inline]
     pub fn hex(&mut self, key: &str, value: u64) -> &mut Self {
         self.field(key, |r| r.push_hex(value))
     }
 
     /// Adds a field whose value is already JSON text (an array, an object, `null`); the caller
     /// is responsible for its validity.
+    #[inline]
     pub fn raw(&mut self, key: &str, json: &str) -> &mut Self {
         self.field(key, |r| r.push(json.as_bytes()))
     }
 
     /// The record's text so far (without the closing brace).
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
+        self.written()
     }
 
     /// Adds `"key":` and the value written by `value`, or nothing (marking the record
     /// truncated) if the field does not fit in full.
+    #[inline]
     fn field(&mut self, key: &str, value: impl FnOnce(&mut Self)) -> &mut Self {
         let start = self.len;
-        self.push(b",");
-        self.push_json_str(key.as_bytes());
-        self.push(b":");
+        // Keys are the caller's literals: plain ASCII, pushed as they are.
+        debug_assert!(key.bytes().all(|b| !NEEDS_ESCAPE[usize::from(b)]));
+        self.push(b",\"");
+        self.push(key.as_bytes());
+        self.push(b"\":");
         value(self);
-        if self.len > RECORD_CAPACITY - TAIL {
+        if self.len > N - TAIL {
             self.len = start;
             self.truncated = true;
         }
         self
     }
 
-    fn finish(mut self) -> Self {
-        self.len = self.len.min(RECORD_CAPACITY - TAIL);
+    /// Closes the record and gives its line, newline included.
+    #[inline]
+    pub(crate) fn finish_line(&mut self) -> &[u8] {
+        self.len = self.len.min(N - TAIL);
         if self.truncated {
             self.push_unchecked(b",\"truncated\":true");
         }
         self.push_unchecked(b"}\n");
-        self
+        self.written()
+    }
+
+    #[inline]
+    fn written(&self) -> &[u8] {
+        let len = self.len.min(N);
+        // SAFETY: every byte below `len` was written by `push` or `push_unchecked` (`len` only
+        // passes what was written when a field overflows, and `field` then sets it back).
+        unsafe { std::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), len) }
+    }
+
+    #[inline]
+    fn copy_in(&mut self, bytes: &[u8]) {
+        assert!(self.len + bytes.len() <= N);
+        // SAFETY: the destination range lies inside `buf` (asserted) and cannot overlap
+        // `bytes`, which the caller borrows from elsewhere.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.buf.as_mut_ptr().add(self.len).cast::<u8>(),
+                bytes.len(),
+            );
+        }
     }
 
     /// Appends bytes while they fit below the tail; beyond it, only advances `len` so that
     /// `field` notices the overflow.
+    #[inline]
     fn push(&mut self, bytes: &[u8]) {
-        let room = (RECORD_CAPACITY - TAIL).saturating_sub(self.len);
+        let room = (N - TAIL).saturating_sub(self.len);
         let n = bytes.len().min(room);
-        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.copy_in(&bytes[..n]);
         self.len += bytes.len();
-        if self.len > RECORD_CAPACITY - TAIL {
-            self.len = RECORD_CAPACITY - TAIL + 1;
+        if self.len > N - TAIL {
+            self.len = N - TAIL + 1;
         }
     }
 
+    #[inline]
     fn push_unchecked(&mut self, bytes: &[u8]) {
-        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.copy_in(bytes);
         self.len += bytes.len();
     }
 
     /// Digits without `core::fmt`: records are built on hot paths.
+    #[inline]
     fn push_decimal(&mut self, negative: bool, mut value: u64) {
         let mut digits = [0u8; 21];
         let mut at = digits.len();
@@ -213,6 +266,7 @@ impl Record {
         self.push(&digits[at..]);
     }
 
+    #[inline]
     fn push_hex(&mut self, value: u64) {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut text = [0u8; 20];
@@ -234,8 +288,14 @@ impl Record {
 
     /// Copies runs of bytes that need no escape in one go; only quotes,
     /// backslashes, control characters and invalid UTF-8 are handled one by one.
+    #[inline]
     fn push_json_str(&mut self, value: &[u8]) {
         self.push(b"\"");
+        if !value.iter().any(|&b| NEEDS_ESCAPE[usize::from(b)]) {
+            self.push(value);
+            self.push(b"\"");
+            return;
+        }
         for chunk in value.utf8_chunks() {
             let mut rest = chunk.valid().as_bytes();
             while !rest.is_empty() {
@@ -273,6 +333,136 @@ impl Record {
         }
         self.push(b"\"");
     }
+}
+
+/// Bytes a JSON string cannot hold as they are: quotes, backslashes and control characters;
+/// and bytes of multi-byte UTF-8, which must be checked.
+static NEEDS_ESCAPE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = b < 0x20 || b >= 0x7f || b == b'"' as usize || b == b'\\' as usize;
+        b += 1;
+    }
+    table
+};
+
+/// How old a thread's cached name may get before a record reads it again: a thread renamed
+/// shows its new name in records from at most this long after.
+pub const NAME_REFRESH_NS: u64 = 1_000_000;
+
+/// Who is writing: the process, the thread and the thread's name.
+#[derive(Clone, Copy)]
+struct Identity {
+    generation: u64,
+    pid: i32,
+    tid: i64,
+    name: [u8; 16],
+    name_len: u8,
+    name_read_ns: u64,
+}
+
+thread_local! {
+    static IDENTITY: Cell<Option<Identity>> = const { Cell::new(None) };
+}
+
+/// Bumped in each new process (at first use, and in the child of every `fork`): identities
+/// cached in an older generation belong to the parent.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// A word on a page the kernel hands a forked child zeroed (`MADV_WIPEONFORK`): it is nonzero
+/// only in the process that set it. Null before first use; [`NO_WIPE_PAGE`] where the kernel
+/// has no such pages (before Linux 4.14).
+static WIPE_MARK: AtomicPtr<AtomicU64> = AtomicPtr::new(std::ptr::null_mut());
+const NO_WIPE_PAGE: *mut AtomicU64 = std::ptr::dangling_mut();
+
+/// Which process this is, as far as caches go: changes in the child of every `fork`, however
+/// the child was made. Async-signal-safe (atomics, `mmap`, `madvise`): the crash handler builds
+/// records too.
+pub(crate) fn fork_generation() -> u64 {
+    let mut mark = WIPE_MARK.load(Ordering::Acquire);
+    if mark.is_null() {
+        mark = wipe_on_fork_mark();
+    }
+    if mark == NO_WIPE_PAGE {
+        // Nothing tells a child from its parent: nothing is cached.
+        return GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
+    }
+    // SAFETY: `mark` points into a page mapped for the life of the process, aligned for u64.
+    let mark = unsafe { &*mark };
+    if mark.load(Ordering::Relaxed) == 0 {
+        // A new process (or a forked child, whose page came back zeroed).
+        GENERATION.fetch_add(1, Ordering::Relaxed);
+        mark.store(1, Ordering::Relaxed);
+    }
+    GENERATION.load(Ordering::Relaxed)
+}
+
+fn wipe_on_fork_mark() -> *mut AtomicU64 {
+    // SAFETY: a fresh private anonymous page; madvise only marks it.
+    let page = unsafe {
+        let page = libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if page == libc::MAP_FAILED {
+            NO_WIPE_PAGE
+        } else if libc::madvise(page, 4096, libc::MADV_WIPEONFORK) != 0 {
+            libc::munmap(page, 4096);
+            NO_WIPE_PAGE
+        } else {
+            page.cast::<AtomicU64>()
+        }
+    };
+    match WIPE_MARK.compare_exchange(
+        std::ptr::null_mut(),
+        page,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => page,
+        Err(winner) => {
+            if page != NO_WIPE_PAGE {
+                // SAFETY: our page lost the race and was never shared.
+                unsafe { libc::munmap(page.cast(), 4096) };
+            }
+            winner
+        }
+    }
+}
+
+/// The calling thread's identity, read again after `fork` and its name after
+/// [`NAME_REFRESH_NS`].
+fn identity(now: u64) -> Identity {
+    let generation = fork_generation();
+    let cached = IDENTITY.with(Cell::get);
+    let mut me = match cached {
+        Some(me) if me.generation == generation => me,
+        _ => Identity {
+            generation,
+            // SAFETY: getpid has no preconditions.
+            pid: unsafe { libc::getpid() },
+            tid: thread_id(),
+            name: [0; 16],
+            name_len: 0,
+            name_read_ns: 0,
+        },
+    };
+    if cached.is_none_or(|c| c.generation != generation)
+        || now.saturating_sub(me.name_read_ns) > NAME_REFRESH_NS
+    {
+        let mut buf = [0u8; 16];
+        let len = thread_name(&mut buf).len();
+        me.name = buf;
+        me.name_len = len as u8;
+        me.name_read_ns = now;
+        IDENTITY.with(|c| c.set(Some(me)));
+    }
+    me
 }
 
 /// CLOCK_MONOTONIC now, in nanoseconds.
@@ -316,9 +506,8 @@ mod tests {
     use super::*;
     use std::io::Read;
 
-    fn line(record: Record) -> String {
-        let done = record.finish();
-        String::from_utf8(done.buf[..done.len].to_vec()).unwrap()
+    fn line(mut record: Record) -> String {
+        String::from_utf8(record.finish_line().to_vec()).unwrap()
     }
 
     #[test]
@@ -346,6 +535,26 @@ mod tests {
         assert!(text.contains(
             ",\"device\":\"0xdeadbeef\",\"worker\":\"vkexit-tegra-0\",\"n\":3,\"neg\":-1,\"ok\":true,\"list\":[1,2]}"
         ));
+    }
+
+    #[test]
+    fn a_forked_child_stamps_its_own_pid_and_tid() {
+        let parent = line(Record::new("cache-me"));
+        assert!(parent.contains(&format!("\"pid\":{},", std::process::id())));
+        // SAFETY: the child only builds a record and leaves with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let text = line(Record::new("child"));
+            // SAFETY: getpid has no preconditions.
+            let me = unsafe { libc::getpid() };
+            let ok = text.contains(&format!("\"pid\":{me},\"tid\":{me},"));
+            // SAFETY: leaves the forked test process at once.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(status, 0, "the child's record carried the parent's ids");
     }
 
     #[test]

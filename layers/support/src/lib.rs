@@ -13,7 +13,8 @@
 //!   cost nothing;
 //! - keeps its own per-object state in [`HandleMap`]s keyed by handle value;
 //! - writes evidence with [`EvidenceLog`] and [`Record`]: JSON lines, one `write()` each, no
-//!   buffering, no allocation;
+//!   buffering, no allocation; or, where records are many, with [`MappedLog`], which copies
+//!   each into a shared mapping of the file (no system call, still crash-safe);
 //! - registers exit-time code with [`on_library_load!`] and [`register_exit_handler`].
 //!
 //! A minimal layer:
@@ -56,6 +57,7 @@ mod evidence;
 mod exit;
 mod handles;
 mod intercept;
+mod mapped;
 mod negotiate;
 
 pub use ash_layer::NegotiateLayerInterface;
@@ -64,4 +66,5 @@ pub use evidence::{monotonic_ns, thread_id, thread_name, EvidenceLog, Record, RE
 pub use exit::register_exit_handler;
 pub use handles::HandleMap;
 pub use intercept::{Intercept, Scope, VoidFn};
+pub use mapped::MappedLog;
 pub use negotiate::{negotiate, LOADER_LAYER_INTERFACE_VERSION};

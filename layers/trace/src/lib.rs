@@ -53,3 +53,14 @@ fn on_load() {
 }
 
 on_library_load!(on_load);
+
+/// Run by `_dl_fini` at clean exit, after every exit handler (the library is never unloaded
+/// before): the trace file ends with its last record, not with the mapping's NUL padding.
+#[used]
+#[link_section = ".fini_array"]
+static CLOSE_TRACE_AT_EXIT: extern "C" fn() = {
+    extern "C" fn close_trace() {
+        tracer::close_tail();
+    }
+    close_trace
+};

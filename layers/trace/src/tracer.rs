@@ -1,22 +1,23 @@
 //! The trace: the file named by `VKEXIT_TRACE_FILE` and the lifetimes behind it, one per
 //! process. Every method updates the lifetimes under the lock, releases it, then writes what
-//! came back, each record with its own `write()`, so a crash loses nothing already recorded.
+//! came back, each record copied into a shared mapping of the file before the call goes on
+//! (`MappedLog`), so a crash loses nothing already recorded.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
-use vkexit_layer_support::{monotonic_ns, EvidenceLog};
+use vkexit_layer_support::{monotonic_ns, MappedLog};
 
 use crate::identity::this_thread;
 
 use crate::lifetimes::{Key, Lifetimes, Origin};
-use crate::record::{Record, LAYER_NAME};
+use crate::record::{Line, Record, LAYER_NAME};
 
 /// Names the trace file; unset or empty, the layer is a pure pass-through and writes nothing.
 pub const TRACE_FILE_VAR: &str = "VKEXIT_TRACE_FILE";
 
 pub struct Tracer {
-    log: EvidenceLog,
+    log: MappedLog,
     lifetimes: Mutex<Lifetimes>,
 }
 
@@ -29,12 +30,20 @@ static EXIT_HANDLER_T_NS: AtomicU64 = AtomicU64::new(0);
 pub fn tracer() -> Option<&'static Tracer> {
     TRACER
         .get_or_init(|| {
-            EvidenceLog::from_env(TRACE_FILE_VAR, LAYER_NAME).map(|log| Tracer {
+            MappedLog::from_env(TRACE_FILE_VAR, LAYER_NAME).map(|log| Tracer {
                 log,
                 lifetimes: Mutex::new(Lifetimes::new()),
             })
         })
         .as_ref()
+}
+
+/// At clean exit, after every exit handler: cuts the NUL bytes the mapping left at the end of
+/// the file. A record written later still lands (in a new chunk).
+pub fn close_tail() {
+    if let Some(tracer) = TRACER.get().and_then(Option::as_ref) {
+        tracer.log.close_tail();
+    }
 }
 
 /// Notes that the exit handler was just registered, for the `loaded` records.
@@ -110,7 +119,9 @@ impl Tracer {
     fn write(&self, records: &[Record]) {
         for record in records {
             // Nowhere to report a failed write to: the application's stderr is its own.
-            let _ = self.log.write(record.line());
+            let mut line = Line::start(record.ev());
+            record.fill(&mut line);
+            let _ = self.log.write(&mut line);
         }
     }
 }

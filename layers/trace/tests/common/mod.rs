@@ -206,12 +206,14 @@ fn write_manifest(dir: &Path) {
     .unwrap();
 }
 
-/// Every line of the trace as JSON; each must be a whole object (one write per record).
+/// Every line of the trace as JSON; each must be a whole object. NUL bytes (what the mapped
+/// writer leaves unused when a process does not exit cleanly) end a line too.
 fn read_trace(path: &Path) -> Vec<Value> {
     let Ok(text) = fs::read_to_string(path) else {
         return Vec::new();
     };
-    text.lines()
+    text.split(['\n', '\0'])
+        .filter(|line| !line.is_empty())
         .map(|line| {
             serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON record ({e}): {line}"))
         })
