@@ -539,3 +539,111 @@ fn run_directories_are_private() {
         assert_eq!(mode, 0o700, "{} is {mode:o}", dir.display());
     }
 }
+
+/// The peak resident memory of a process so far (VmHWM), in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+#[test]
+fn a_flood_of_gigabytes_keeps_vkexit_memory_bounded() {
+    // 1 GiB on stdout and 1 GiB on stderr; vkexit keeps a bounded head and
+    // tail of each, so its own peak memory stays far below the flood.
+    let sb = Sandbox::new();
+    let xdg = sb.path().join("xdg");
+    std::fs::create_dir_all(&xdg).unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("vkexit"))
+        .current_dir(sb.path())
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .args(["run", "--no-validation", "--runs", "1", "--keep-passing"])
+        .args(["--timeout", "120", "--json"])
+        .arg(sb.results())
+        .arg("--")
+        .arg(mock())
+        .args(["--no-vulkan", "--flood", "1g"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut peak = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        peak = peak.max(peak_rss_kib(pid).unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // --no-vulkan: no validation proof is asked for, the run passes.
+    assert_eq!(status.code(), Some(0));
+    assert!(peak > 0, "VmHWM was never read");
+    assert!(
+        peak < 64 * 1024,
+        "vkexit peaked at {peak} KiB during the flood"
+    );
+    let r = sb.read_results();
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "pass"), 1, "{cell:#}");
+    let run = PathBuf::from(&strings(&cell["artifacts"])[0]);
+    for file in ["stdout.txt", "stderr.txt"] {
+        let size = std::fs::metadata(run.join(file)).unwrap().len();
+        assert!(size < 2 * 1024 * 1024, "{file} is {size} bytes");
+    }
+    let runs: Vec<u64> = ["stdout_bytes", "stderr_bytes"]
+        .iter()
+        .map(|k| {
+            let record = std::fs::read_to_string(run.join("result.json")).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&record).unwrap();
+            v[k].as_u64().unwrap()
+        })
+        .collect();
+    assert!(
+        runs.iter().all(|&n| n >= 1 << 30),
+        "all of it was read: {runs:?}"
+    );
+    assert_nothing_left(pid);
+}
+
+#[test]
+fn arguments_reach_the_program_as_they_are_never_through_a_shell() {
+    let sb = Sandbox::new();
+    let results = sb.results();
+    let words = [
+        "$(touch via-substitution)",
+        "; touch via-separator",
+        "`touch via-backquote`",
+        "a b\t'c\"",
+    ];
+    let mut args = vec![
+        "run",
+        "--no-validation",
+        "--runs",
+        "1",
+        "--keep-passing",
+        "--json",
+        results.to_str().unwrap(),
+        "--",
+        "printf",
+        "[%s]\\n",
+    ];
+    args.extend(words);
+    let done = vkexit(&sb, &[], &args);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let r = sb.read_results();
+    let run = PathBuf::from(&strings(&only_cell(&r)["artifacts"])[0]);
+    let stdout = std::fs::read_to_string(run.join("stdout.txt")).unwrap();
+    let printed: Vec<&str> = stdout.lines().collect();
+    let expected: Vec<String> = words.iter().map(|w| format!("[{w}]")).collect();
+    assert_eq!(printed, expected);
+    for name in ["via-substitution", "via-separator", "via-backquote"] {
+        assert!(
+            !run.join(name).exists() && !sb.path().join(name).exists(),
+            "{name}"
+        );
+    }
+}
