@@ -5,6 +5,7 @@
 pub mod cgroup;
 pub mod interrupt;
 pub mod reaper;
+mod slot;
 pub mod unix;
 
 use crate::capture::Capture;
@@ -91,15 +92,17 @@ pub fn execute(
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<RunRecord>();
     std::thread::scope(|scope| {
-        for _ in 0..options.jobs.max(1).min(jobs.len().max(1)) {
+        for worker in 0..options.jobs.max(1).min(jobs.len().max(1)) {
             let tx = tx.clone();
             let (jobs, next) = (&jobs, &next);
             scope.spawn(move || {
+                let mut slot = slot::Slot::new(&options.artifacts, worker);
                 while let Some(&(cell, index)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
                     if interrupt::interrupted() {
                         break;
                     }
-                    if tx.send(run_one(plan, cell, index, options)).is_err() {
+                    let record = run_one(plan, cell, index, options, &mut slot);
+                    if tx.send(record).is_err() {
                         break;
                     }
                 }
@@ -114,6 +117,7 @@ pub fn execute(
     });
     // Every run has ended: whatever is left of any of them goes now.
     reaper::sweep();
+    slot::remove_all(&options.artifacts);
     cgroup::release();
     for runs in &mut results {
         runs.sort_by_key(|r| r.index);
@@ -148,22 +152,31 @@ fn prepare_artifacts(plan: &Plan, root: &Path) -> Result<PathBuf> {
     Ok(root.clone())
 }
 
-fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> RunRecord {
+fn run_one(
+    plan: &Plan,
+    cell_index: usize,
+    index: u32,
+    options: &Options,
+    slot: &mut slot::Slot,
+) -> RunRecord {
     let cell = &plan.cells[cell_index];
-    let dir = options
+    // Made in the worker's slot; moved here when it is kept.
+    let place = options
         .artifacts
         .join(cell.slug())
         .join(format!("run-{index}"));
+    let dir = slot.dir().to_path_buf();
     let validation = options.chain.validation.is_some();
     let mut hang: Option<HangReport> = None;
-    let outcome = match prepare_run_dir(&dir, validation) {
+    let mut spec = None;
+    let outcome = match slot.prepare(validation) {
         Ok(()) => {
-            let spec = command_spec(plan, cell, &dir, options);
+            let made = command_spec(plan, cell, &dir, options);
             let mut on_hang = |pgid: libc::pid_t, stdout: &Capture| {
                 hang = Some(crate::hang::capture(pgid, &stdout.to_lossy_string()));
             };
-            let outcome = unix::run(&spec, &limits(options), &mut on_hang);
-            let _ = write_command(&dir, &spec);
+            let outcome = unix::run(&made, &limits(options), &mut on_hang);
+            spec = Some(made);
             outcome
         }
         Err(e) => unix::Outcome {
@@ -222,8 +235,35 @@ fn run_one(plan: &Plan, cell_index: usize, index: u32, options: &Options) -> Run
         let json = serde_json::to_string_pretty(report).expect("a hang report serialises");
         let _ = std::fs::write(dir.join("hang.json"), json + "\n");
     }
+    let keep = options.keep_passing || !record.classification.verdict.is_success();
+    if !keep {
+        slot.clean();
+        return record;
+    }
+    let dir = match slot.keep_as(&place) {
+        Ok(()) => place,
+        // Kept where it is: the next run makes a new slot.
+        Err(_) => dir,
+    };
+    if let Some(spec) = &spec {
+        let _ = write_command(&dir, &moved(spec, slot.dir(), &dir));
+    }
     keep_or_discard(&dir, &mut record, &outcome.stdout, &outcome.stderr, options);
     record
+}
+
+/// The command as it would run in `to`, where the run's directory was kept.
+fn moved(spec: &unix::CommandSpec, from: &Path, to: &Path) -> unix::CommandSpec {
+    let mut spec = spec.clone();
+    spec.cwd = PathBuf::from(slot::moved(&spec.cwd.display().to_string(), from, to));
+    for (_, value) in &mut spec.env_set {
+        *value = value
+            .split(':')
+            .map(|part| slot::moved(part, from, to))
+            .collect::<Vec<_>>()
+            .join(":");
+    }
+    spec
 }
 
 /// A fault around the run: a would-be pass becomes an `error`, any other
