@@ -295,7 +295,7 @@ impl Invocation {
     fn start() -> Invocation {
         let limit = max_processes();
         let mounts = find_mounts();
-        let name = format!("{PREFIX}{}", std::process::id());
+        let name = invocation_name(std::process::id());
         let mut inv = Invocation {
             limit,
             unified: None,
@@ -373,25 +373,61 @@ fn enable_pids(root: &Path, dir: &Path) -> bool {
     std::fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok()
 }
 
-/// Cgroups of vkexit processes that are gone (killed before they could
-/// clean up): empty by now, since their runs died with them.
+/// `vkexit-PID-NS`: NS, the pid namespace, says whose PID it is.
+fn invocation_name(pid: u32) -> String {
+    format!("{PREFIX}{pid}-{}", pid_namespace())
+}
+
+/// The inode of this process's pid namespace (`pid:[4026531836]`), 0 when
+/// it cannot be read.
+fn pid_namespace() -> u64 {
+    std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|l| {
+            let l = l.to_string_lossy().into_owned();
+            l.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Cgroups of vkexit processes of this pid namespace that are gone: killed
+/// (SIGKILL, OOM) before they could end their runs. What is still inside
+/// (a detached descendant that outlived its vkexit) is killed, then the
+/// cgroups are removed. Another namespace's cgroups are never touched: its
+/// PIDs mean nothing here.
 fn remove_stale(root: &Path) {
     let Ok(entries) = std::fs::read_dir(root) else {
         return;
     };
+    let ns = pid_namespace();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(PREFIX) else {
+        let Some((pid, owner_ns)) = name
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, ns)| Some((pid.parse::<u32>().ok()?, ns.parse::<u64>().ok()?)))
+        else {
             continue;
         };
-        if pid.parse::<u32>().is_err() || Path::new("/proc").join(pid).exists() {
+        if owner_ns != ns || ns == 0 || Path::new("/proc").join(pid.to_string()).exists() {
             continue;
         }
-        if let Ok(runs) = std::fs::read_dir(entry.path()) {
-            for run in runs.flatten().filter(|r| r.path().is_dir()) {
-                let _ = std::fs::remove_dir(run.path());
-            }
-        }
+        let runs: Vec<PathBuf> = std::fs::read_dir(entry.path())
+            .map(|d| {
+                d.flatten()
+                    .map(|r| r.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut stale = RunBound {
+            dirs: runs,
+            procs: Vec::new(),
+            pids: None,
+            limit: 0,
+            nproc: None,
+        };
+        stale.kill_and_remove();
         let _ = std::fs::remove_dir(entry.path());
     }
 }
