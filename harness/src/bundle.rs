@@ -283,9 +283,16 @@ fn copy_includes(paths: &[PathBuf], share: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// Copies a file, or a directory with everything in it (symlinks are followed).
+/// Copies a file, or a directory with everything in it. A symbolic link is copied as the link
+/// (a library's `libx.so -> libx.so.0` would otherwise be carried twice).
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    if from.is_dir() {
+    let meta = fs::symlink_metadata(from).map_err(|e| Error::io("cannot read", from, e))?;
+    if meta.file_type().is_symlink() {
+        let target = fs::read_link(from).map_err(|e| Error::io("cannot read the link", from, e))?;
+        return std::os::unix::fs::symlink(&target, to)
+            .map_err(|e| Error::io("cannot create the link", to, e));
+    }
+    if meta.is_dir() {
         fs::create_dir_all(to).map_err(|e| Error::io("cannot create", to, e))?;
         let entries = fs::read_dir(from).map_err(|e| Error::io("cannot list", from, e))?;
         for entry in entries {
