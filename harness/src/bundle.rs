@@ -512,6 +512,22 @@ mod tests {
     }
 
     #[test]
+    fn links_are_copied_as_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("cache");
+        fs::create_dir(&from).unwrap();
+        fs::write(from.join("libx.so.0"), b"library").unwrap();
+        std::os::unix::fs::symlink("libx.so.0", from.join("libx.so")).unwrap();
+        let to = dir.path().join("copy");
+        copy_tree(&from, &to).unwrap();
+        assert_eq!(fs::read(to.join("libx.so.0")).unwrap(), b"library");
+        assert_eq!(
+            fs::read_link(to.join("libx.so")).unwrap(),
+            Path::new("libx.so.0")
+        );
+    }
+
+    #[test]
     fn the_top_directory_names_version_and_architecture() {
         let name = top_dir_name();
         assert!(name.starts_with("vkexit-"));
