@@ -66,7 +66,7 @@ pub fn bound_here() -> Result<String, String> {
     let name = format!("{PREFIX}probe-{}", std::process::id());
     if let Some(unified) = &mounts.unified {
         if let Some(dir) = make_dir(&unified.join(&name)) {
-            let pids = enable_pids(unified, &dir);
+            let pids = enable_pids(unified, &dir) && usable(&dir);
             let _ = std::fs::remove_dir(&dir);
             if pids {
                 return Ok(format!(
@@ -77,7 +77,7 @@ pub fn bound_here() -> Result<String, String> {
         }
     }
     if let Some(v1) = &mounts.pids_v1 {
-        if let Some(dir) = make_dir(&v1.join(&name)) {
+        if let Some(dir) = make_dir(&v1.join(&name)).filter(|d| usable(d)) {
             let _ = std::fs::remove_dir(&dir);
             return Ok(format!(
                 "cgroup v1 pids.max = {limit} per run under {}",
@@ -104,8 +104,11 @@ pub fn kill_here() -> Result<String, String> {
         return Err("no cgroup v2 hierarchy is mounted".into());
     };
     let dir = unified.join(format!("{PREFIX}probe-kill-{}", std::process::id()));
-    let Some(dir) = make_dir(&dir) else {
-        return Err(format!("cannot make a cgroup under {}", unified.display()));
+    let Some(dir) = make_dir(&dir).filter(|d| usable(d)) else {
+        return Err(format!(
+            "cannot make a cgroup under {} and move a process into it",
+            unified.display()
+        ));
     };
     let kill = dir.join("cgroup.kill").exists();
     let _ = std::fs::remove_dir(&dir);
@@ -304,7 +307,7 @@ impl Invocation {
         };
         if let Some(root) = &mounts.unified {
             remove_stale(root);
-            inv.unified = make_dir(&root.join(&name));
+            inv.unified = make_dir(&root.join(&name)).filter(|dir| usable(dir));
             if let Some(dir) = &inv.unified {
                 if enable_pids(root, dir) {
                     inv.pids = Some(dir.clone());
@@ -318,7 +321,7 @@ impl Invocation {
         if inv.pids.is_none() {
             if let Some(root) = &mounts.pids_v1 {
                 remove_stale(root);
-                inv.pids = make_dir(&root.join(&name));
+                inv.pids = make_dir(&root.join(&name)).filter(|dir| usable(dir));
             }
         }
         inv
@@ -371,6 +374,51 @@ fn enable_pids(root: &Path, dir: &Path) -> bool {
         }
     }
     std::fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok()
+}
+
+/// Whether a process can be moved into a cgroup below `dir`: a child is
+/// forked to try it. Where it cannot (a delegation boundary, a container's
+/// rules), runs go without this hierarchy rather than fail to start.
+/// An unusable `dir` is removed.
+fn usable(dir: &Path) -> bool {
+    let probe = dir.join("probe");
+    let entered = make_dir(&probe)
+        .and_then(|p| open_write(&p.join("cgroup.procs")).ok())
+        .is_some_and(|procs| enters(&procs));
+    remove_when_empty(&probe);
+    if !entered {
+        let _ = std::fs::remove_dir(dir);
+    }
+    entered
+}
+
+fn enters(procs: &OwnedFd) -> bool {
+    let fd = procs.as_raw_fd();
+    // SAFETY: the child only calls write and _exit, both async-signal-safe,
+    // so forking a multi-threaded process is sound.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: see above; "0" moves the writing process itself.
+        unsafe {
+            let moved = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+            libc::_exit(if moved { 0 } else { 1 });
+        }
+    }
+    if pid < 0 {
+        return false;
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+}
+
+/// The probe's child has exited; its cgroup empties a moment later.
+fn remove_when_empty(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while std::fs::remove_dir(dir).is_err() && dir.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// `vkexit-PID-NS`: NS, the pid namespace, says whose PID it is.
@@ -581,6 +629,19 @@ mod tests {
         assert_eq!(m.unified.unwrap(), Path::new("/sys/fs/cgroup"));
         assert!(m.pids_v1.is_none());
         assert!(parse_mountinfo("garbage\n\n- -\n").unified.is_none());
+    }
+
+    /// The probe's child reports whether its write went through: a
+    /// descriptor it cannot write to reads as a hierarchy it cannot enter.
+    #[test]
+    fn the_probe_child_reports_whether_it_could_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cgroup.procs");
+        std::fs::write(&file, "").unwrap();
+        assert!(enters(&open_write(&file).unwrap()));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "0");
+        let read_only: OwnedFd = std::fs::File::open(&file).unwrap().into();
+        assert!(!enters(&read_only));
     }
 
     #[test]
