@@ -110,36 +110,55 @@ pub fn bench(args: BenchArgs) -> Result<bool> {
         load_note()
     );
     let runs = args.runs;
+    let ctest = loops::ctest_program();
+    if ctest.is_none() {
+        println!("  ctest: not found (apt-get install cmake); left out");
+    }
+    let select = selection_args(&args, cell);
+    // Bare, CTest, vkexit at -j 1, then the other way round at -j 2: a load that drifts while
+    // the bench runs weighs on each about alike.
+    let bare_j1 = loops::bare(&plan, &options, work.path(), runs, 1)?;
+    let ctest_j1 = match &ctest {
+        Some(c) => Some(loops::ctest(c, &plan, &options, work.path(), runs, 1)?),
+        None => None,
+    };
+    let vkexit_j1 = loops::vkexit(&select, work.path(), runs, 1)?;
+    let vkexit_j2 = loops::vkexit(&select, work.path(), runs, 2)?;
+    let ctest_j2 = match &ctest {
+        Some(c) => Some(loops::ctest(c, &plan, &options, work.path(), runs, 2)?),
+        None => None,
+    };
+    let bare_j2 = loops::bare(&plan, &options, work.path(), runs, 2)?;
     let bare = PerJobs {
-        j1: loops::bare(&plan, &options, work.path(), runs, 1)?,
-        j2: loops::bare(&plan, &options, work.path(), runs, 2)?,
+        j1: bare_j1,
+        j2: bare_j2,
+    };
+    let ctest = ctest_j1.zip(ctest_j2).map(|(j1, j2)| PerJobs { j1, j2 });
+    let vkexit = PerJobs {
+        j1: vkexit_j1,
+        j2: vkexit_j2,
     };
     print_loop("bare loop", bare);
-    let ctest = match loops::ctest_program() {
-        Some(ctest) => {
-            let t = PerJobs {
-                j1: loops::ctest(&ctest, &plan, &options, work.path(), runs, 1)?,
-                j2: loops::ctest(&ctest, &plan, &options, work.path(), runs, 2)?,
-            };
-            print_loop("ctest", t);
-            Some(t)
-        }
-        None => {
-            println!("  ctest: not found (apt-get install cmake); left out");
-            None
-        }
-    };
-    let select = selection_args(&args);
-    let vkexit = PerJobs {
-        j1: loops::vkexit(&select, work.path(), runs, 1)?,
-        j2: loops::vkexit(&select, work.path(), runs, 2)?,
-    };
+    if let Some(t) = ctest {
+        print_loop("ctest", t);
+    }
     print_loop("vkexit run", vkexit);
     let trace = calls::per_call(&plan, cell, work.path(), calls::Layer::Trace, args.pairs)?;
     let tegra = calls::per_call(&plan, cell, work.path(), calls::Layer::Tegra, args.pairs)?;
     let small = (args.rss_runs / 10).max(1);
-    let rss_small = memory::peak_rss_mb(work.path(), small)?;
-    let rss = memory::peak_rss_mb(work.path(), args.rss_runs)?;
+    let driver = cell.driver.manifest.display().to_string();
+    let light = PerJobs {
+        j1: memory::light_ms_per_run(work.path(), &driver, small, 1)?,
+        j2: memory::light_ms_per_run(work.path(), &driver, small, 2)?,
+    };
+    println!(
+        "  a CPU-light case, `-- /bin/true` without validation, {small} runs: {:.2} ms per run at -j 1, {:.2} at -j 2: speedup {:.2}",
+        light.j1,
+        light.j2,
+        light.j1 / light.j2
+    );
+    let rss_small = memory::peak_rss_mb(work.path(), &driver, small)?;
+    let rss = memory::peak_rss_mb(work.path(), &driver, args.rss_runs)?;
     println!(
         "  vkexit peak RSS, `-- /bin/true` without validation: {rss_small:.1} MB at {small} runs, {rss:.1} MB at {} runs",
         args.rss_runs
@@ -224,16 +243,18 @@ fn plan_one(args: &BenchArgs, work: &Path) -> Result<(Plan, run::Options)> {
     Ok((plan, options))
 }
 
-/// `vkexit run` arguments that select the same cell.
-fn selection_args(args: &BenchArgs) -> Vec<OsString> {
+/// `vkexit run` arguments that select the same cell: its driver named, so that vkexit probes
+/// that driver only, as a CI job for one driver does.
+fn selection_args(args: &BenchArgs, cell: &Cell) -> Vec<OsString> {
     let mut out: Vec<OsString> = Vec::new();
     if args.command.is_empty() {
         out.extend(["--case".into(), args.case.clone().into()]);
     }
     out.extend(["--runtime".into(), args.runtime.clone().into()]);
-    if let Some(d) = &args.driver {
-        out.extend(["--driver".into(), d.clone().into()]);
-    }
+    out.extend([
+        "--driver".into(),
+        cell.driver.manifest.clone().into_os_string(),
+    ]);
     if args.no_validation {
         out.push("--no-validation".into());
     }

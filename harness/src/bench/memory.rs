@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use vkexit::errors::{Error, Result};
 
 /// Peak RSS, in MB, of `vkexit run --no-validation --runs RUNS -j 2 -- /bin/true`.
-pub fn peak_rss_mb(work: &Path, runs: u32) -> Result<f64> {
+pub fn peak_rss_mb(work: &Path, driver: &str, runs: u32) -> Result<f64> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::io("cannot find vkexit itself", Path::new("/proc/self/exe"), e))?;
     let report = work.join(format!("rss-{runs}.txt"));
@@ -18,7 +18,8 @@ pub fn peak_rss_mb(work: &Path, runs: u32) -> Result<f64> {
         .arg("--rss-child")
         .arg(&report)
         .arg("--")
-        .args(["--no-validation", "--runs", &runs.to_string(), "-j", "2"])
+        .args(["--no-validation", "--driver", driver])
+        .args(["--runs", &runs.to_string(), "-j", "2"])
         .arg("--artifacts")
         .arg(&artifacts)
         .args(["--", "/bin/true"])
@@ -35,6 +36,29 @@ pub fn peak_rss_mb(work: &Path, runs: u32) -> Result<f64> {
     })?;
     let _ = std::fs::remove_dir_all(&artifacts);
     Ok(kb / 1024.0)
+}
+
+/// Milliseconds per run of `vkexit run --no-validation -- /bin/true`: what vkexit costs per
+/// run when the run itself costs almost nothing, and how that scales with -j.
+pub fn light_ms_per_run(work: &Path, driver: &str, runs: u32, jobs: u32) -> Result<f64> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::io("cannot find vkexit itself", Path::new("/proc/self/exe"), e))?;
+    let artifacts = work.join(format!("light-j{jobs}"));
+    let start = std::time::Instant::now();
+    Command::new(&exe)
+        .args(["run", "--no-validation", "--driver", driver])
+        .args(["--runs", &runs.to_string(), "-j", &jobs.to_string()])
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .args(["--", "/bin/true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| Error::io("cannot start", &exe, e))?;
+    let ms = start.elapsed().as_secs_f64() * 1000.0 / f64::from(runs);
+    let _ = std::fs::remove_dir_all(&artifacts);
+    Ok(ms)
 }
 
 /// In the child: `vkexit run RUN_ARGS`, then its own peak RSS in kB written to `out`.

@@ -1,0 +1,90 @@
+//! `vkexit bench` end to end, scaled down to seconds: it runs every loop and writes every
+//! figure. Nothing here judges a figure: timing depends on the machine.
+
+mod common;
+
+use common::Sandbox;
+use serde_json::Value;
+
+#[test]
+fn a_tiny_bench_writes_every_figure() {
+    common::bin_dir();
+    let sandbox = Sandbox::new();
+    let json = sandbox.path().join("b.json");
+    let out = sandbox
+        .vkexit()
+        .args(["bench", "--driver", "lavapipe", "--runs", "2"])
+        .args(["--rss-runs", "10", "--pairs", "10", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("overhead vs bare"), "{stdout}");
+    let figures: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut keys: Vec<&str> = figures
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    let mut expected = [
+        "bare_ms_per_run",
+        "ctest_ms_per_run",
+        "vkexit_ms_per_run",
+        "overhead_vs_bare",
+        "ratio_vs_ctest",
+        "speedup_j2",
+        "trace_ns_per_call",
+        "tegra_ns_per_call",
+        "peak_rss_mb_10k",
+    ];
+    expected.sort();
+    assert_eq!(keys, expected);
+    for key in ["bare_ms_per_run", "vkexit_ms_per_run", "overhead_vs_bare"] {
+        for j in ["j1", "j2"] {
+            assert!(
+                figures[key][j].as_f64().unwrap() > 0.0,
+                "{key}.{j}: {figures}"
+            );
+        }
+    }
+    // CTest is there when ci/setup.sh installed cmake; without it both are null.
+    assert_eq!(
+        figures["ctest_ms_per_run"].is_null(),
+        figures["ratio_vs_ctest"].is_null()
+    );
+    for key in ["trace_ns_per_call", "tegra_ns_per_call"] {
+        for call in ["intercepted", "untracked"] {
+            assert!(figures[key][call].is_number(), "{key}.{call}: {figures}");
+        }
+    }
+    assert!(figures["speedup_j2"].as_f64().unwrap() > 0.0);
+    assert!(figures["peak_rss_mb_10k"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bench_help_names_its_knobs() {
+    let out = Sandbox::new()
+        .vkexit()
+        .args(["bench", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--runs",
+        "--json",
+        "--rss-runs",
+        "--pairs",
+        "--case",
+        "--driver",
+    ] {
+        assert!(text.contains(flag), "{flag} in {text}");
+    }
+}
