@@ -81,23 +81,31 @@ pub fn execute(
         chain,
         ..options.clone()
     };
-    let jobs: Vec<(usize, u32)> = plan
+    // Run k is run k % runs of the (k / runs)th runnable cell: nothing per run is
+    // held but its record.
+    let runnable: Vec<usize> = (0..plan.cells.len())
+        .filter(|&i| plan.cells[i].not_run.is_none())
+        .collect();
+    let runs = options.runs as usize;
+    let total = runnable.len() * runs;
+    let job = |k: usize| (k < total).then(|| (runnable[k / runs], (k % runs) as u32));
+    let mut results: Vec<Vec<RunRecord>> = plan
         .cells
         .iter()
-        .enumerate()
-        .filter(|(_, c)| c.not_run.is_none())
-        .flat_map(|(i, _)| (0..options.runs).map(move |r| (i, r)))
+        .map(|c| match c.not_run {
+            None => Vec::with_capacity(runs),
+            Some(_) => Vec::new(),
+        })
         .collect();
-    let mut results: Vec<Vec<RunRecord>> = plan.cells.iter().map(|_| Vec::new()).collect();
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<RunRecord>();
     std::thread::scope(|scope| {
-        for worker in 0..options.jobs.max(1).min(jobs.len().max(1)) {
+        for worker in 0..options.jobs.max(1).min(total.max(1)) {
             let tx = tx.clone();
-            let (jobs, next) = (&jobs, &next);
+            let (job, next) = (&job, &next);
             scope.spawn(move || {
                 let mut slot = slot::Slot::new(&options.artifacts, worker);
-                while let Some(&(cell, index)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                while let Some((cell, index)) = job(next.fetch_add(1, Ordering::Relaxed)) {
                     if interrupt::interrupted() {
                         break;
                     }
