@@ -19,7 +19,7 @@
 //! entry says, which is what this update checked.
 
 use crate::baseline::{self, Expectation, Observed, BUILTIN_SOURCE};
-use crate::expectations::{layers_text, BaselineFile, Entry, Expect, Pattern, Subject};
+use crate::expectations::{layers_text, Allow, BaselineFile, Entry, Expect, Pattern, Subject};
 use crate::report::{case_rank, runtime_rank};
 use crate::results::{CellResult, Results};
 use crate::verdict::{CellVerdict, RunVerdict};
@@ -57,11 +57,7 @@ pub fn update(old: &BaselineFile, results: &Results, prune: bool) -> (BaselineFi
         if !judged(cell) {
             continue;
         }
-        let seen = Observed {
-            counts: cell.counts,
-            vuids: cell.vuids.clone(),
-            signals: cell.signals.clone(),
-        };
+        let seen = observed(cell, &subject, &old.allows);
         if let Some(i) = mine {
             if fits(Some(&exact[i].0.expectation()), &seen) {
                 changes.kept += 1;
@@ -88,7 +84,7 @@ pub fn update(old: &BaselineFile, results: &Results, prune: bool) -> (BaselineFi
             Some(b) if fits(Some(b), &seen) => b.reason.clone(),
             _ => TODO_REASON.to_string(),
         };
-        let entry = observed_entry(cell, reason);
+        let entry = observed_entry(cell, &seen, reason);
         changes.added.push(describe(&entry, ""));
         exact.push((entry, true));
     }
@@ -139,9 +135,40 @@ fn builtin(cell: &CellResult) -> Option<Expectation> {
     )
 }
 
+/// What the cell did once the file's `[[allow]]` entries that apply to it took their ids out, as
+/// a run with the file would have judged it. A results file keeps ids per cell, not per run: when
+/// every id of the cell is allowed, its `vuid` runs had allowed ids only and pass; when some stay,
+/// its runs cannot be told apart and keep their verdicts.
+fn observed(cell: &CellResult, subject: &Subject, allows: &[Allow]) -> Observed {
+    let layer_version = cell
+        .provenance
+        .as_ref()
+        .and_then(|p| p.validation_layer.as_deref());
+    let applying: Vec<&Allow> = allows
+        .iter()
+        .filter(|a| a.applies(subject, layer_version))
+        .collect();
+    let vuids: Vec<String> = cell
+        .vuids
+        .iter()
+        .filter(|id| !applying.iter().any(|a| a.allows(id)))
+        .cloned()
+        .collect();
+    let mut counts = cell.counts;
+    if vuids.is_empty() {
+        counts.pass += counts.vuid;
+        counts.vuid = 0;
+    }
+    Observed {
+        counts,
+        vuids,
+        signals: cell.signals.clone(),
+    }
+}
+
 /// An entry about one cell saying what it did.
-fn observed_entry(cell: &CellResult, reason: String) -> Entry {
-    let c = &cell.counts;
+fn observed_entry(cell: &CellResult, seen: &Observed, reason: String) -> Entry {
+    let c = &seen.counts;
     let expect = if c.pass == c.total() {
         Expect::Pass
     } else if c.pass > 0 {
@@ -153,8 +180,8 @@ fn observed_entry(cell: &CellResult, reason: String) -> Entry {
             .collect();
         Expect::Fail {
             run_verdicts: Some(verdicts),
-            vuids: cell.vuids.clone(),
-            signals: cell.signals.clone(),
+            vuids: seen.vuids.clone(),
+            signals: seen.signals.clone(),
         }
     };
     Entry {
@@ -479,6 +506,54 @@ reason = "a pattern"
         assert_eq!(file.entries.len(), 1);
         assert_eq!(file.entries[0].expect, Expect::Pass);
         assert_eq!(file.entries[0].reason, TODO_REASON);
+    }
+
+    #[test]
+    fn the_files_allow_lists_apply_before_an_entry_is_written() {
+        let allow = parse(
+            r#"
+[[allow]]
+allow_vuids = ["UNASSIGNED-old-layer-*"]
+reason = "an old layer's false positive"
+"#,
+        );
+        // Only allowed ids: its vuid runs pass, and a passing external cell needs no entry.
+        let mut only_allowed = crash_cell("quiet", "external");
+        only_allowed.counts = counts(0, 0, 3);
+        only_allowed.signals.clear();
+        only_allowed.vuids = vec!["UNASSIGNED-old-layer-1".into()];
+        // An allowed id beside a real crash: the entry names the crash, not the allowed id.
+        let mut crashing = crash_cell("loud", "external");
+        crashing.vuids = vec!["UNASSIGNED-old-layer-1".into()];
+        // One id not allowed: the runs keep their verdicts and the entry keeps that id.
+        let mut mixed = vuid_cell("mixed", "external");
+        mixed.vuids.push("UNASSIGNED-old-layer-2".into());
+        let (file, changes) = update(&allow, &results(vec![only_allowed, crashing, mixed]), false);
+        assert_eq!(changes.added.len(), 2, "{changes:?}");
+        let entry = |case: &str| {
+            file.entries
+                .iter()
+                .find(|e| e.pattern.case.as_deref() == Some(case))
+                .map(|e| e.expect.clone())
+        };
+        assert_eq!(entry("quiet"), None);
+        assert_eq!(
+            entry("loud"),
+            Some(Expect::Fail {
+                run_verdicts: Some(vec![RunVerdict::Crash]),
+                vuids: vec![],
+                signals: vec!["SIGSEGV".into()],
+            })
+        );
+        assert_eq!(
+            entry("mixed"),
+            Some(Expect::Fail {
+                run_verdicts: Some(vec![RunVerdict::Vuid]),
+                vuids: vec![CHILDREN.into()],
+                signals: vec![],
+            })
+        );
+        assert_eq!(file.allows.len(), 1);
     }
 
     #[test]
