@@ -445,6 +445,40 @@ fn an_application_that_turns_validation_off_itself_is_an_error_never_a_pass() {
     assert_eq!(code, 1);
 }
 
+#[test]
+fn no_evidence_carries_over_between_runs_of_one_worker() {
+    // One worker runs every run in turn: a clean log left by one run must not prove validation
+    // for a run that never created an instance, and a VUID must not outlive its run.
+    let sb = Sandbox::new();
+    let mock = mock();
+    let mock = mock.to_str().unwrap();
+    let cases = [
+        ("a-clean", "", "pass"),
+        ("b-no-instance", "\"--no-vulkan\"", "error"),
+        ("c-clean", "\"--quiet\"", "pass"),
+        ("d-vuid", "\"--vuid\"", "fail"),
+        ("e-clean", "", "pass"),
+    ];
+    let mut matrix = String::from("drivers = [\"lavapipe\"]\nruns = 3\njobs = 1\n");
+    for (name, arg, _) in cases {
+        matrix.push_str(&format!(
+            "[[external]]\nname = \"{name}\"\nargv = [\"{mock}\", {arg}]\n"
+        ));
+    }
+    std::fs::write(sb.path().join("m.toml"), matrix.replace(", ]", "]")).unwrap();
+    let (code, results) = sb.run(&["--config", "m.toml"]);
+    for (name, _, verdict) in cases {
+        let cell = results["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["case"] == name)
+            .unwrap();
+        assert_eq!(cell["verdict"], verdict, "{cell:#}");
+    }
+    assert_eq!(code, 1);
+}
+
 /// The longer run behind the README's table: `META_RUNS` runs of every program (default 100),
 /// one vkexit run per program, so each has its own wall time. `ci/meta-suite.sh` runs it; the
 /// table goes to stdout, and to `META_TABLE` when set.
