@@ -88,6 +88,12 @@ fn log_piece() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// Any byte but a newline (mapped, not filtered: filters run out of luck
+/// in long runs).
+fn one_line_byte() -> impl Strategy<Value = u8> {
+    any::<u8>().prop_map(|b| if b == b'\n' { b' ' } else { b })
+}
+
 fn log_bytes() -> impl Strategy<Value = Vec<u8>> {
     vec(log_piece(), 0..80).prop_map(|p| p.concat())
 }
@@ -112,8 +118,8 @@ proptest! {
     /// still found, even when the log is cut right after it.
     #[test]
     fn a_vuid_among_garbage_lines_is_never_lost(
-        before in vec(vec(any::<u8>().prop_filter("one line", |b| *b != b'\n'), 0..200), 0..20),
-        after in vec(vec(any::<u8>().prop_filter("one line", |b| *b != b'\n'), 0..200), 0..20),
+        before in vec(vec(one_line_byte(), 0..200), 0..20),
+        after in vec(vec(one_line_byte(), 0..200), 0..20),
         cut in any::<bool>(),
     ) {
         let id = "VUID-vkDestroyDevice-device-00378";
