@@ -19,7 +19,9 @@
 //! entry says, which is what this update checked.
 
 use crate::baseline::{self, Expectation, Observed, BUILTIN_SOURCE};
-use crate::expectations::{layers_text, Allow, BaselineFile, Entry, Expect, Pattern, Subject};
+use crate::expectations::{
+    self, layers_text, Allow, BaselineFile, Entry, Expect, Pattern, Subject,
+};
 use crate::report::{case_rank, runtime_rank};
 use crate::results::{CellResult, Results};
 use crate::verdict::{CellVerdict, RunVerdict};
@@ -136,34 +138,14 @@ fn builtin(cell: &CellResult) -> Option<Expectation> {
 }
 
 /// What the cell did once the file's `[[allow]]` entries that apply to it took their ids out, as
-/// a run with the file would have judged it. A results file keeps ids per cell, not per run: when
-/// every id of the cell is allowed, its `vuid` runs had allowed ids only and pass; when some stay,
-/// its runs cannot be told apart and keep their verdicts.
+/// a run with the file would have judged it.
 fn observed(cell: &CellResult, subject: &Subject, allows: &[Allow]) -> Observed {
-    let layer_version = cell
-        .provenance
-        .as_ref()
-        .and_then(|p| p.validation_layer.as_deref());
+    let version = expectations::layer_version_of(cell);
     let applying: Vec<&Allow> = allows
         .iter()
-        .filter(|a| a.applies(subject, layer_version))
+        .filter(|a| a.applies(subject, version))
         .collect();
-    let vuids: Vec<String> = cell
-        .vuids
-        .iter()
-        .filter(|id| !applying.iter().any(|a| a.allows(id)))
-        .cloned()
-        .collect();
-    let mut counts = cell.counts;
-    if vuids.is_empty() {
-        counts.pass += counts.vuid;
-        counts.vuid = 0;
-    }
-    Observed {
-        counts,
-        vuids,
-        signals: cell.signals.clone(),
-    }
+    expectations::allow_in_cell(cell, &applying).0
 }
 
 /// An entry about one cell saying what it did.

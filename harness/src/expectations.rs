@@ -257,6 +257,39 @@ impl Baseline {
     }
 }
 
+/// What a cell of a results file did once the allow-lists took their ids out, and the ids
+/// taken. A results file keeps ids per cell, not per run: when every id of the cell is allowed,
+/// its `vuid` runs had allowed ids only and pass; when some stay, its runs cannot be told apart
+/// and keep their verdicts (a run judged from its own directory is exact: [`apply_allow`]).
+pub fn allow_in_cell(
+    cell: &CellResult,
+    allows: &[&Allow],
+) -> (crate::baseline::Observed, Vec<String>) {
+    let (removed, vuids): (Vec<String>, Vec<String>) = cell
+        .vuids
+        .iter()
+        .cloned()
+        .partition(|id| allows.iter().any(|a| a.allows(id)));
+    let mut counts = cell.counts;
+    if vuids.is_empty() {
+        counts.pass += counts.vuid;
+        counts.vuid = 0;
+    }
+    let seen = crate::baseline::Observed {
+        counts,
+        vuids,
+        signals: cell.signals.clone(),
+    };
+    (seen, removed)
+}
+
+/// The validation layer version a results cell ran under, for `[[allow]] layer_version`.
+pub fn layer_version_of(cell: &CellResult) -> Option<&str> {
+    cell.provenance
+        .as_ref()
+        .and_then(|p| p.validation_layer.as_deref())
+}
+
 /// Removes the allowed ids from each run before the cell is judged. A `vuid`
 /// run left with no id passes (or is a `leak`, when leaks fail runs and its
 /// trace shows one). Returns the ids removed, sorted.

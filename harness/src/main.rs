@@ -221,6 +221,10 @@ struct MergeArgs {
     /// Write the merged results file.
     #[arg(long, value_name = "FILE")]
     json: PathBuf,
+    /// Judge the merged cells against a baseline file (repeatable), as `run --baseline` does;
+    /// without one, against the built-in baseline.
+    #[arg(long = "baseline", value_name = "EXPECT.toml")]
+    baselines: Vec<PathBuf>,
     #[command(flatten)]
     reports: ReportArgs,
 }
@@ -510,8 +514,12 @@ fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> Result<Outco
 fn merge(args: MergeArgs) -> Result<Outcome> {
     let outputs = args.reports.outputs(Some(args.json));
     let inputs = vkexit::merge::read_all(&args.files)?;
+    let baseline = Baseline::read(&args.baselines)?;
     outputs.check()?;
-    let results = vkexit::merge::merge(inputs);
+    let mut results = vkexit::merge::merge(inputs);
+    if !args.baselines.is_empty() {
+        vkexit::merge::judge_against(&mut results, &baseline);
+    }
     let mut out = std::io::stdout().lock();
     let _ = report::print_table(&mut out, &results.cells);
     let _ = writeln!(out, "{}", report::summary_line(&results.cells));

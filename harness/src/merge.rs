@@ -10,6 +10,7 @@
 
 use crate::baseline::{self, Observed};
 use crate::errors::{Error, Result};
+use crate::expectations::{self, Baseline, Subject};
 use crate::report::{self, case_rank, runtime_rank};
 use crate::results::{CellId, CellResult, Results, SCHEMA};
 use crate::shard::Shard;
@@ -238,6 +239,41 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
     c.expectation = expectation.as_ref().map(|e| e.source.clone());
     c.flaky_expected = false;
     c
+}
+
+/// Judges the cells again against baseline files, as `vkexit run --baseline` would: the first
+/// entry that matches a cell, else the built-in baseline; the allow-lists that apply take their
+/// ids out first. Cells that did not run (skipped, or an error before any run) keep their verdict.
+pub fn judge_against(results: &mut Results, baseline: &Baseline) {
+    for c in &mut results.cells {
+        let ran = c.counts.total() > 0;
+        if !ran
+            || c.verdict == CellVerdict::Skipped
+            || c.reason.as_deref().is_some_and(|r| r.contains("overflow"))
+        {
+            continue;
+        }
+        let subject = Subject::of_result(c);
+        let allows = baseline.allowed(&subject, expectations::layer_version_of(c));
+        let (seen, removed) = expectations::allow_in_cell(c, &allows);
+        let expectation = baseline.judge(&subject, builtin_expectation(c));
+        let (verdict, reason) = baseline::evaluate(expectation.as_ref(), &seen);
+        // As a run judged with the allow-lists would have recorded it.
+        for id in &removed {
+            c.vuid_counts.remove(id);
+        }
+        c.counts = seen.counts;
+        c.vuids = seen.vuids;
+        c.pass_rate = report::pass_rate(c.counts);
+        c.pass_rate_95 = report::pass_rate_95(c.counts);
+        c.verdict = verdict;
+        c.reason = Some(reason);
+        c.flaky_expected = expectation
+            .as_ref()
+            .is_some_and(|e| e.outcome == baseline::Outcome::Flaky);
+        c.expectation = expectation.map(|e| e.source);
+        union_sorted(&mut c.allowed_vuids, removed);
+    }
 }
 
 /// As `vkexit run` judges a cell: against the built-in expectation of a

@@ -251,3 +251,42 @@ fn the_committed_lavapipe_and_nvidia_results_merge_into_one_green_matrix() {
     );
     assert_eq!(nvidia_crash("clean-exit", "refrt:release-children"), 0);
 }
+
+/// The real runtimes on the H200: the committed results judged again by `merge --baseline`
+/// against the real-runtime baselines, whose allow-lists take out the old layer's false
+/// positives about NVIDIA's newer extensions.
+#[test]
+fn the_nvidia_real_runtime_results_are_green_against_their_baselines_and_red_without() {
+    let sb = Sandbox::new();
+    for (results, baseline) in [
+        ("nvidia-h200-ggml-halide.json", "real-runtimes.toml"),
+        ("nvidia-h200-ncnn-wgpu.json", "real-runtimes-ext.toml"),
+    ] {
+        let results = repo(&format!("ci/results/{results}"));
+        let baseline = repo(&format!("ci/baselines/{baseline}"));
+        let merge = |extra: &[&str]| {
+            let mut args = vec!["merge", results.to_str().unwrap(), "--json", "m.json"];
+            args.extend_from_slice(extra);
+            run(&sb, &args)
+        };
+        let (code, out) = merge(&[]);
+        assert_eq!(code, 1, "unknown failures without the baseline: {out}");
+        let (code, out) = merge(&["--baseline", baseline.to_str().unwrap()]);
+        assert_eq!(code, 0, "{out}");
+    }
+    let merged = read(&sb, "m.json");
+    let clean = merged["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"] == "ncnn-clean-exit" && c["emulation"] == "none")
+        .unwrap();
+    assert_eq!(clean["verdict"], "pass", "{clean:#}");
+    assert_eq!(clean["counts"]["pass"], 10);
+    assert!(
+        common::strings(&clean["allowed_vuids"])
+            .contains(&"VUID-VkDeviceCreateInfo-pNext-pNext".to_string()),
+        "{clean:#}"
+    );
+    assert_eq!(clean["vuids"].as_array().unwrap().len(), 0);
+}
