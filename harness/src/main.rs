@@ -487,7 +487,7 @@ fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> Result<Outco
     };
     let (new, changes) = vkexit::baseline_update::update(&old, &input, prune);
     let text = vkexit::baseline_update::render(&new);
-    std::fs::write(baseline, text)
+    report::write_atomically(baseline, text.as_bytes())
         .map_err(|e| Error::io("cannot write the baseline file", baseline, e))?;
     for line in &changes.removed {
         println!("removed: {line}");

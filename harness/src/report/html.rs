@@ -21,7 +21,7 @@ pub fn write(dir: &Path, results: &Results) -> Result<()> {
         .map_err(|e| Error::io("cannot create the HTML report directory", dir, e))?;
     let base = dir.canonicalize().ok();
     let path = dir.join(INDEX);
-    std::fs::write(&path, render(results, base.as_deref()))
+    super::write_atomically(&path, render(results, base.as_deref()).as_bytes())
         .map_err(|e| Error::io("cannot write the HTML report", &path, e))
 }
 
