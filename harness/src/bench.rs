@@ -314,6 +314,18 @@ fn print_targets(f: &Figures, rss_small: f64) {
     );
 }
 
+/// The vkexit binary to run the loops with. A build that replaced it while the bench runs leaves
+/// `/proc/self/exe` naming `… (deleted)`: the binary now at that path is taken.
+fn vkexit_exe() -> Result<PathBuf> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::io("cannot find vkexit itself", Path::new("/proc/self/exe"), e))?;
+    let text = exe.to_string_lossy();
+    Ok(match text.strip_suffix(" (deleted)") {
+        Some(path) => PathBuf::from(path),
+        None => exe,
+    })
+}
+
 /// The load average, so a reader can judge how quiet the machine was.
 fn load_note() -> String {
     match std::fs::read_to_string("/proc/loadavg") {

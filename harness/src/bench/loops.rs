@@ -125,8 +125,7 @@ fn quote_cmake(s: &str) -> String {
 
 /// Milliseconds per run of `vkexit run SELECT --runs RUNS -j JOBS`, start-up included.
 pub fn vkexit(select: &[OsString], work: &Path, runs: u32, jobs: u32) -> Result<f64> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::io("cannot find vkexit itself", Path::new("/proc/self/exe"), e))?;
+    let exe = super::vkexit_exe()?;
     let artifacts = work.join(format!("vkexit-j{jobs}"));
     let mut command = Command::new(&exe);
     command

@@ -9,8 +9,7 @@ use vkexit::errors::{Error, Result};
 
 /// Peak RSS, in MB, of `vkexit run --no-validation --runs RUNS -j 2 -- /bin/true`.
 pub fn peak_rss_mb(work: &Path, driver: &str, runs: u32) -> Result<f64> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::io("cannot find vkexit itself", Path::new("/proc/self/exe"), e))?;
+    let exe = super::vkexit_exe()?;
     let report = work.join(format!("rss-{runs}.txt"));
     let artifacts = work.join(format!("rss-{runs}"));
     let status = Command::new(&exe)
@@ -41,8 +40,7 @@ pub fn peak_rss_mb(work: &Path, driver: &str, runs: u32) -> Result<f64> {
 /// Milliseconds per run of `vkexit run --no-validation -- /bin/true`: what vkexit costs per
 /// run when the run itself costs almost nothing, and how that scales with -j.
 pub fn light_ms_per_run(work: &Path, driver: &str, runs: u32, jobs: u32) -> Result<f64> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::io("cannot find vkexit itself", Path::new("/proc/self/exe"), e))?;
+    let exe = super::vkexit_exe()?;
     let artifacts = work.join(format!("light-j{jobs}"));
     let start = std::time::Instant::now();
     Command::new(&exe)
