@@ -129,20 +129,23 @@ pub fn bench(args: BenchArgs) -> Result<bool> {
         None => None,
     };
     let bare_j2 = loops::bare(&plan, &options, work.path(), runs, 2)?;
-    let bare = PerJobs {
-        j1: bare_j1,
-        j2: bare_j2,
-    };
-    let ctest = ctest_j1.zip(ctest_j2).map(|(j1, j2)| PerJobs { j1, j2 });
-    let vkexit = PerJobs {
-        j1: vkexit_j1,
-        j2: vkexit_j2,
-    };
-    print_loop("bare loop", bare);
-    if let Some(t) = ctest {
-        print_loop("ctest", t);
+    print_loop("bare loop", bare_j1, bare_j2);
+    if let Some((j1, j2)) = ctest_j1.zip(ctest_j2) {
+        print_loop("ctest", j1, j2);
     }
-    print_loop("vkexit run", vkexit);
+    print_loop("vkexit run", vkexit_j1, vkexit_j2);
+    let wall = |j1: loops::Timing, j2: loops::Timing| PerJobs {
+        j1: j1.wall,
+        j2: j2.wall,
+    };
+    let bare = wall(bare_j1, bare_j2);
+    let ctest = ctest_j1.zip(ctest_j2).map(|(j1, j2)| wall(j1, j2));
+    let vkexit = wall(vkexit_j1, vkexit_j2);
+    println!(
+        "  CPU per run, vkexit / bare loop: {:.3} at -j 1, {:.3} at -j 2 (CPU time hardly depends on the load)",
+        vkexit_j1.cpu / bare_j1.cpu,
+        vkexit_j2.cpu / bare_j2.cpu
+    );
     let trace = calls::per_call(&plan, cell, work.path(), calls::Layer::Trace, args.pairs)?;
     let tegra = calls::per_call(&plan, cell, work.path(), calls::Layer::Tegra, args.pairs)?;
     let small = (args.rss_runs / 10).max(1);
@@ -265,10 +268,10 @@ fn selection_args(args: &BenchArgs, cell: &Cell) -> Vec<OsString> {
     out
 }
 
-fn print_loop(what: &str, t: PerJobs) {
+fn print_loop(what: &str, j1: loops::Timing, j2: loops::Timing) {
     println!(
-        "  {what:<11} {:>8.2} ms per run at -j 1, {:>8.2} at -j 2",
-        t.j1, t.j2
+        "  {what:<11} {:>8.2} ms per run at -j 1, {:>8.2} at -j 2 (CPU {:.2} and {:.2} ms per run)",
+        j1.wall, j2.wall, j1.cpu, j2.cpu
     );
 }
 

@@ -13,13 +13,19 @@ use vkexit::run::{self, unix::CommandSpec};
 
 /// Milliseconds per run of a loop that spawns the command and waits for it, `jobs` at a
 /// time, each loop in a run directory of its own that it reuses.
-pub fn bare(plan: &Plan, options: &run::Options, work: &Path, runs: u32, jobs: u32) -> Result<f64> {
+pub fn bare(
+    plan: &Plan,
+    options: &run::Options,
+    work: &Path,
+    runs: u32,
+    jobs: u32,
+) -> Result<Timing> {
     let specs: Vec<CommandSpec> = (0..jobs)
         .map(|j| spec_in(plan, options, &work.join(format!("bare-j{jobs}-{j}"))))
         .collect::<Result<_>>()?;
     let next = AtomicU32::new(0);
     let failed = AtomicU32::new(0);
-    let start = Instant::now();
+    let start = Clock::start();
     std::thread::scope(|scope| {
         for spec in &specs {
             let (next, failed) = (&next, &failed);
@@ -37,7 +43,7 @@ pub fn bare(plan: &Plan, options: &run::Options, work: &Path, runs: u32, jobs: u
             });
         }
     });
-    let ms = per_run(start, runs);
+    let ms = start.per_run(runs);
     note_failures("bare loop", failed.into_inner(), runs);
     Ok(ms)
 }
@@ -59,7 +65,7 @@ pub fn ctest(
     work: &Path,
     runs: u32,
     jobs: u32,
-) -> Result<f64> {
+) -> Result<Timing> {
     let dir = work.join(format!("ctest-j{jobs}"));
     let mut text = String::from("# written by vkexit bench\n");
     let mut removed: Vec<String> = Vec::new();
@@ -81,11 +87,11 @@ pub fn ctest(
     for key in &removed {
         command.env_remove(key);
     }
-    let start = Instant::now();
+    let start = Clock::start();
     let status = command
         .status()
         .map_err(|e| Error::io("cannot start", ctest, e))?;
-    let ms = per_run(start, runs);
+    let ms = start.per_run(runs);
     if !status.success() {
         println!("  note: ctest -j {jobs} reported failing tests ({status})");
     }
@@ -124,7 +130,7 @@ fn quote_cmake(s: &str) -> String {
 }
 
 /// Milliseconds per run of `vkexit run SELECT --runs RUNS -j JOBS`, start-up included.
-pub fn vkexit(select: &[OsString], work: &Path, runs: u32, jobs: u32) -> Result<f64> {
+pub fn vkexit(select: &[OsString], work: &Path, runs: u32, jobs: u32) -> Result<Timing> {
     let exe = super::vkexit_exe()?;
     let artifacts = work.join(format!("vkexit-j{jobs}"));
     let mut command = Command::new(&exe);
@@ -139,11 +145,11 @@ pub fn vkexit(select: &[OsString], work: &Path, runs: u32, jobs: u32) -> Result<
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let start = Instant::now();
+    let start = Clock::start();
     let status = command
         .status()
         .map_err(|e| Error::io("cannot start", &exe, e))?;
-    let ms = per_run(start, runs);
+    let ms = start.per_run(runs);
     if !status.success() {
         println!("  note: vkexit run -j {jobs} exited {status}: the cell is not green");
     }
@@ -172,8 +178,46 @@ fn command(spec: &CommandSpec) -> Command {
     command
 }
 
-fn per_run(start: Instant, runs: u32) -> f64 {
-    start.elapsed().as_secs_f64() * 1000.0 / f64::from(runs)
+/// Wall time and CPU time (of every process the loop waited for) per run, in ms.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub wall: f64,
+    pub cpu: f64,
+}
+
+struct Clock {
+    wall: Instant,
+    cpu: f64,
+}
+
+impl Clock {
+    fn start() -> Self {
+        Clock {
+            wall: Instant::now(),
+            cpu: children_cpu_ms(),
+        }
+    }
+
+    fn per_run(&self, runs: u32) -> Timing {
+        let runs = f64::from(runs);
+        Timing {
+            wall: self.wall.elapsed().as_secs_f64() * 1000.0 / runs,
+            cpu: (children_cpu_ms() - self.cpu) / runs,
+        }
+    }
+}
+
+/// User and system time of the children waited for so far: unlike wall time, it hardly
+/// depends on what else the machine runs.
+fn children_cpu_ms() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
 }
 
 fn note_failures(what: &str, failed: u32, runs: u32) {
