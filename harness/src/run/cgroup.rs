@@ -200,7 +200,9 @@ impl RunBound {
             bound.procs.push(procs);
         }
         if bound.pids.is_none() && !is_root() {
-            bound.nproc = Some(tasks_of_this_user() + limit);
+            // Never above the hard limit this user already has: raising it
+            // would fail, and the run with it.
+            bound.nproc = Some((tasks_of_this_user() + limit).min(nproc_hard_limit()));
         }
         Ok(bound)
     }
@@ -523,6 +525,18 @@ fn open_write(path: &Path) -> io::Result<OwnedFd> {
     }
     // SAFETY: see above.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn nproc_hard_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut limit) } != 0 {
+        return u64::MAX;
+    }
+    limit.rlim_max
 }
 
 fn is_root() -> bool {
