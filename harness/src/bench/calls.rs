@@ -43,30 +43,39 @@ pub fn per_call(
     };
     let dir = work.join(format!("calls-{layer:?}").to_lowercase());
     chain.write_manifests(&dir.join("layers"), &plan.scenario_dir)?;
-    let mut without = [f64::INFINITY; 2];
-    let mut with = [f64::INFINITY; 2];
+    let mut without = [f64::INFINITY; 4];
+    let mut with = [f64::INFINITY; 4];
     for _ in 0..TRIES {
         let plain = time(&program, cell, &dir, None, pairs)?;
         let layered = time(&program, cell, &dir, Some(&chain), pairs)?;
-        for i in 0..2 {
+        for i in 0..4 {
             without[i] = without[i].min(plain[i]);
             with[i] = with[i].min(layered[i]);
         }
     }
+    println!(
+        "  {} layer, CPU time: {:+.0} ns per intercepted call, {:+.0} ns per untracked call",
+        match layer {
+            Layer::Trace => "trace",
+            Layer::Tegra => "tegra-exit",
+        },
+        with[2] - without[2],
+        with[3] - without[3]
+    );
     Ok(PerCall {
         intercepted: with[0] - without[0],
         untracked: with[1] - without[1],
     })
 }
 
-/// One run of the loop: [tracked, untracked] ns per call.
+/// One run of the loop: [tracked, untracked] ns per call, wall then CPU time.
 fn time(
     program: &Path,
     cell: &Cell,
     dir: &Path,
     chain: Option<&Chain>,
     pairs: u32,
-) -> Result<[f64; 2]> {
+) -> Result<[f64; 4]> {
     let xdg = dir.join("xdg-runtime");
     std::fs::create_dir_all(&xdg).map_err(|e| Error::io("cannot create", &xdg, e))?;
     let manifest = cell.driver.manifest.display().to_string();
@@ -101,14 +110,17 @@ fn time(
             .find_map(|l| l.strip_prefix(key))
             .and_then(|v| v.trim().parse::<f64>().ok())
     };
-    match (
-        output.status.success(),
-        figure("tracked-ns-per-call:"),
-        figure("untracked-ns-per-call:"),
-    ) {
-        (true, Some(t), Some(u)) => {
+    let figures = [
+        "tracked-ns-per-call:",
+        "untracked-ns-per-call:",
+        "tracked-cpu-ns-per-call:",
+        "untracked-cpu-ns-per-call:",
+    ]
+    .map(figure);
+    match (output.status.success(), figures) {
+        (true, [Some(t), Some(u), Some(tc), Some(uc)]) => {
             let _ = std::fs::remove_file(dir.join(layers::TRACE_FILE));
-            Ok([t, u])
+            Ok([t, u, tc, uc])
         }
         _ => Err(Error::Usage(format!(
             "{} failed ({}): {stdout}",
