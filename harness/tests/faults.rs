@@ -715,3 +715,101 @@ fn what_a_killed_vkexit_left_is_killed_by_the_next_one() {
     assert_eq!(next.code, 0, "{}", next.stderr);
     assert_nothing_left(pid);
 }
+
+/// Processes whose command line holds `marker` (forked shells keep theirs).
+fn processes_with(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            text.contains(marker)
+                .then(|| format!("{} {text}", e.file_name().to_string_lossy()))
+        })
+        .collect()
+}
+
+/// Processes (zombies too) that belong to `uid`.
+fn processes_of_uid(uid: u32) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| e.metadata().is_ok_and(|m| m.uid() == uid))
+        .count()
+}
+
+/// Without cgroups and not root, RLIMIT_NPROC bounds the bomb: vkexit runs
+/// as `nobody` in a mount namespace where the cgroup file system is hidden.
+/// The limit counts all of `nobody`'s processes, and a hit cannot be seen
+/// afterwards, so what is checked is the bound while the bomb runs.
+#[test]
+fn without_cgroups_a_user_fork_bomb_stops_at_rlimit_nproc() {
+    let test = "without_cgroups_a_user_fork_bomb_stops_at_rlimit_nproc";
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return skip(test, "needs root to switch to nobody");
+    }
+    let sb = Sandbox::new();
+    std::fs::set_permissions(sb.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let marker = "nproc-bomb-4711";
+    let nobody = 65534;
+    let before = processes_of_uid(nobody);
+    let script = format!(
+        "mount -t tmpfs vkexit-no-cgroups /sys/fs/cgroup || exit 97
+         exec setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME={dir} XDG_RUNTIME_DIR={dir} \
+           VKEXIT_MAX_PROCESSES=30 {vkexit} run --no-validation --runs 1 --timeout 3 --json {dir}/r.json \
+           -- sh -c '{marker}=1; bomb() {{ bomb | bomb & }}; bomb; sleep 60'",
+        dir = sb.path().display(),
+        vkexit = assert_cmd::cargo::cargo_bin("vkexit").display(),
+    );
+    let start = Instant::now();
+    let mut unshare = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .current_dir(sb.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut most = 0;
+    let status = loop {
+        if let Some(status) = unshare.try_wait().unwrap() {
+            break status;
+        }
+        most = most.max(processes_of_uid(nobody));
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "vkexit did not return"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut unshare.stderr.take().unwrap(), &mut stderr).unwrap();
+    if status.code() == Some(97) || (!status.success() && stderr.contains("unshare")) {
+        return skip(test, &format!("no private mount namespace here: {stderr}"));
+    }
+    // The main shell sleeps past the 3 s limit: a timeout.
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let r = sb.read_results();
+    assert_eq!(count(only_cell(&r), "timeout"), 1, "{r:#}");
+    // The limit is on all of nobody's processes (vkexit's threads among
+    // them, the bomb's zombies until vkexit reaps them): 30 more than when
+    // the run started.
+    assert!(
+        most >= before + 20,
+        "the bomb never went off: {most} processes"
+    );
+    assert!(
+        most <= before + 30 + 12,
+        "{most} processes of nobody at once ({before} before), over the limit"
+    );
+    let wait = Instant::now();
+    while !processes_with(marker).is_empty() && wait.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = processes_with(marker);
+    assert!(left.is_empty(), "{left:?}");
+}
