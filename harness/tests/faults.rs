@@ -813,3 +813,41 @@ fn without_cgroups_a_user_fork_bomb_stops_at_rlimit_nproc() {
     let left = processes_with(marker);
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A tmpfs without a size reports no blocks at all, free or total: that is
+/// not a full disk, and a clean run on it passes.
+#[test]
+fn artifacts_on_a_file_system_without_a_size_are_not_full() {
+    let sb = Sandbox::new();
+    let disk = match Tmpfs::mount(&sb.path().join("disk"), "0") {
+        Ok(d) => d,
+        Err(why) => {
+            return skip(
+                "artifacts_on_a_file_system_without_a_size_are_not_full",
+                &why,
+            )
+        }
+    };
+    let results = sb.results();
+    let art = disk.0.join("art");
+    let done = vkexit(
+        &sb,
+        &[],
+        &[
+            "run",
+            "--no-validation",
+            "--runs",
+            "1",
+            "--artifacts",
+            art.to_str().unwrap(),
+            "--json",
+            results.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "exit 0",
+        ],
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert_eq!(count(only_cell(&sb.read_results()), "pass"), 1);
+}

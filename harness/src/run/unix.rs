@@ -157,6 +157,11 @@ pub fn disk_full(dir: &std::path::Path) -> Option<String> {
     if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
         return None;
     }
+    // A file system without a size (tmpfs with size=0, some FUSE ones)
+    // reports no blocks at all: nothing to judge by.
+    if st.f_blocks == 0 {
+        return None;
+    }
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     // Root may write into the blocks ext4 reserves; others may not.
