@@ -390,6 +390,8 @@ fn bundle(args: BundleArgs) -> Result<Outcome> {
 }
 
 fn install_interrupt() -> Result<()> {
+    // A bad process limit would make every run an error: refuse it before any run.
+    run::cgroup::max_processes().map_err(Error::Usage)?;
     run::interrupt::install()
         .map_err(|e| Error::Usage(format!("cannot install signal handlers: {e}")))
 }

@@ -124,7 +124,8 @@ fn show(p: &Option<PathBuf>) -> String {
     })
 }
 
-fn max_processes() -> Result<u64, String> {
+/// The limit on processes and threads of one run: `VKEXIT_MAX_PROCESSES`, else the default.
+pub fn max_processes() -> Result<u64, String> {
     match std::env::var(MAX_PROCESSES_VAR) {
         Err(_) => Ok(DEFAULT_MAX_PROCESSES),
         Ok(v) => match v.trim().parse::<u64>() {
