@@ -271,7 +271,9 @@ pub fn allow_in_cell(
         .cloned()
         .partition(|id| allows.iter().any(|a| a.allows(id)));
     let mut counts = cell.counts;
-    if vuids.is_empty() {
+    // Only ids taken out make a `vuid` run pass: a cell with `vuid` runs but no ids listed
+    // (a file cut short, or written by hand) keeps its failures.
+    if vuids.is_empty() && !removed.is_empty() {
         counts.pass += counts.vuid;
         counts.vuid = 0;
     }
@@ -852,6 +854,34 @@ reason = "driver quirk"
             ..s
         };
         assert_eq!(b.allowed(&nvidia, Some("1.3.239")).len(), 2);
+    }
+
+    #[test]
+    fn a_results_cell_passes_its_vuid_runs_only_when_allowed_ids_were_all_it_logged() {
+        use crate::report::junit::tests::{cell, counts};
+        let allow = Allow {
+            vuids: vec!["UNASSIGNED-fp-*".into()],
+            driver: None,
+            layer_version: None,
+            reason: "false positive".into(),
+            source: "b.toml:2".into(),
+        };
+        let mut c = cell("x", "external", CellVerdict::Fail, counts(0, 0, 3));
+        c.vuids = vec!["UNASSIGNED-fp-1".into()];
+        let (seen, removed) = allow_in_cell(&c, &[&allow]);
+        assert_eq!((seen.counts.pass, seen.counts.vuid), (3, 0));
+        assert_eq!(removed, ["UNASSIGNED-fp-1"]);
+
+        c.vuids.push("VUID-real".into());
+        let (seen, _) = allow_in_cell(&c, &[&allow]);
+        assert_eq!((seen.counts.pass, seen.counts.vuid), (0, 3));
+        assert_eq!(seen.vuids, ["VUID-real"]);
+
+        // vuid runs with no ids listed, and nothing allowed: still failures.
+        c.vuids.clear();
+        let (seen, removed) = allow_in_cell(&c, &[&allow]);
+        assert_eq!((seen.counts.pass, seen.counts.vuid), (0, 3));
+        assert!(removed.is_empty());
     }
 
     #[test]

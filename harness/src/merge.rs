@@ -243,14 +243,12 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
 
 /// Judges the cells again against baseline files, as `vkexit run --baseline` would: the first
 /// entry that matches a cell, else the built-in baseline; the allow-lists that apply take their
-/// ids out first. Cells that did not run (skipped, or an error before any run) keep their verdict.
+/// ids out first. Skipped and error cells keep their verdict.
 pub fn judge_against(results: &mut Results, baseline: &Baseline) {
     for c in &mut results.cells {
-        let ran = c.counts.total() > 0;
-        if !ran
-            || c.verdict == CellVerdict::Skipped
-            || c.reason.as_deref().is_some_and(|r| r.contains("overflow"))
-        {
+        // An error stays one whatever a baseline says (runs that could not be judged, a part
+        // that could not run, counts that overflow), and a skipped cell has nothing to judge.
+        if matches!(c.verdict, CellVerdict::Error | CellVerdict::Skipped) {
             continue;
         }
         let subject = Subject::of_result(c);
@@ -315,6 +313,7 @@ fn join_text(a: Option<String>, b: Option<String>) -> Option<String> {
 mod tests {
     use super::*;
     use crate::report::junit::tests::{cell, counts, results};
+    use crate::toml_file::TomlFile;
 
     fn file(cells: Vec<CellResult>) -> String {
         serde_json::to_string_pretty(&results(cells)).unwrap()
@@ -466,6 +465,34 @@ mod tests {
             reason.starts_with("driver nvidia could not be probed: boom; where it ran: pass"),
             "{reason}"
         );
+    }
+
+    #[test]
+    fn a_baseline_leaves_error_cells_errors() {
+        let mut broken = cell(
+            "clean-exit",
+            "refrt:never",
+            CellVerdict::Error,
+            counts(0, 0, 0),
+        );
+        broken.reason = Some("driver nvidia could not be probed: boom".into());
+        let ran = cell(
+            "clean-exit",
+            "refrt:never",
+            CellVerdict::Pass,
+            counts(3, 0, 0),
+        );
+        let mut merged = merge(vec![results(vec![ran]), results(vec![broken])]);
+        let file = TomlFile {
+            path: "b.toml".into(),
+            text: "[[expect]]\nexpect = \"pass\"\nreason = \"all clean\"\n".into(),
+        };
+        let baseline = Baseline {
+            files: vec![crate::expectations::BaselineFile::parse(&file).unwrap()],
+        };
+        judge_against(&mut merged, &baseline);
+        assert_eq!(merged.cells[0].verdict, CellVerdict::Error);
+        assert!(merged.cells[0].reason.as_deref().unwrap().contains("boom"));
     }
 
     #[test]
