@@ -19,9 +19,7 @@
 //! entry says, which is what this update checked.
 
 use crate::baseline::{self, Expectation, Observed, BUILTIN_SOURCE};
-use crate::expectations::{
-    self, layers_text, Allow, BaselineFile, Entry, Expect, Pattern, Subject,
-};
+use crate::expectations::{self, layers_text, BaselineFile, Entry, Expect, Pattern, Subject};
 use crate::report::{case_rank, runtime_rank};
 use crate::results::{CellResult, Results};
 use crate::verdict::{CellVerdict, RunVerdict};
@@ -59,7 +57,7 @@ pub fn update(old: &BaselineFile, results: &Results, prune: bool) -> (BaselineFi
         if !judged(cell) {
             continue;
         }
-        let seen = observed(cell, &subject, &old.allows);
+        let seen = observed(cell, &subject, old);
         if let Some(i) = mine {
             if fits(Some(&exact[i].0.expectation()), &seen) {
                 changes.kept += 1;
@@ -139,12 +137,8 @@ fn builtin(cell: &CellResult) -> Option<Expectation> {
 
 /// What the cell did once the file's `[[allow]]` entries that apply to it took their ids out, as
 /// a run with the file would have judged it.
-fn observed(cell: &CellResult, subject: &Subject, allows: &[Allow]) -> Observed {
-    let version = expectations::layer_version_of(cell);
-    let applying: Vec<&Allow> = allows
-        .iter()
-        .filter(|a| a.applies(subject, version))
-        .collect();
+fn observed(cell: &CellResult, subject: &Subject, file: &BaselineFile) -> Observed {
+    let applying = file.allowed(subject, expectations::layer_version_of(cell));
     expectations::allow_in_cell(cell, &applying).0
 }
 

@@ -251,8 +251,7 @@ impl Baseline {
     pub fn allowed(&self, s: &Subject, layer_version: Option<&str>) -> Vec<&Allow> {
         self.files
             .iter()
-            .flat_map(|f| &f.allows)
-            .filter(|a| a.applies(s, layer_version))
+            .flat_map(|f| f.allowed(s, layer_version))
             .collect()
     }
 }
@@ -394,6 +393,14 @@ const LAYER_VALUES: [&str; 4] = ["none", "validation", "trace", "trace+validatio
 const EMULATION_VALUES: [&str; 3] = ["none", "tegra", "tegra-racy"];
 
 impl BaselineFile {
+    /// The allow-lists of this file that apply to the cell.
+    pub fn allowed(&self, s: &Subject, layer_version: Option<&str>) -> Vec<&Allow> {
+        self.allows
+            .iter()
+            .filter(|a| a.applies(s, layer_version))
+            .collect()
+    }
+
     pub fn read(path: &Path) -> Result<BaselineFile> {
         BaselineFile::parse(&TomlFile::read(path, "cannot read the baseline file")?)
     }

@@ -236,9 +236,9 @@ const RUN_FILES: [&str; 8] = [
     "command.txt",
     "stderr.txt",
     "stdout.txt",
-    "validation.log",
-    "timeline.jsonl",
-    "crash.jsonl",
+    crate::validation::LOG_FILE,
+    crate::explain::TIMELINE_FILE,
+    crate::explain::CRASH_FILE,
     "hang.json",
 ];
 
