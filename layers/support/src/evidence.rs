@@ -30,55 +30,72 @@ pub struct EvidenceLog {
 impl EvidenceLog {
     /// Opens (creating if needed, mode 0644) `path` with `O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC`.
     pub fn open(path: &Path) -> io::Result<Self> {
-        let c_path = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
-        let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC;
-        // SAFETY: a NUL-terminated path; open has no other preconditions.
-        let fd = unsafe { libc::open(c_path.as_ptr(), flags, 0o644 as libc::c_uint) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just opened and is owned by nobody else.
-        Ok(Self {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        open_append(path, libc::O_WRONLY).map(|fd| Self { fd })
     }
 
     /// Opens the file named by environment variable `var`; `None` when it is unset or empty.
     /// A file that cannot be opened is reported once on stderr (prefixed by `who`) and gives
     /// `None`: a run without its evidence must look different from a run with it.
     pub fn from_env(var: &str, who: &str) -> Option<Self> {
-        let path = std::env::var_os(var).filter(|p| !p.is_empty())?;
-        match Self::open(Path::new(&path)) {
-            Ok(log) => Some(log),
-            Err(err) => {
-                eprintln!(
-                    "{who}: cannot open {var}={}: {err}",
-                    Path::new(&path).display()
-                );
-                None
-            }
-        }
+        open_from_env(var, who, Self::open)
     }
 
     /// Appends `record` as one line with a single `write()` (retried only on `EINTR`, and for
     /// the rest of a short write).
     pub fn write(&self, mut record: Record) -> io::Result<()> {
-        let mut rest: &[u8] = record.finish_line();
-        while !rest.is_empty() {
-            // SAFETY: writes from a live buffer of `rest.len()` bytes to our own descriptor.
-            let n = unsafe { libc::write(self.fd.as_raw_fd(), rest.as_ptr().cast(), rest.len()) };
-            if n < 0 {
-                let err = io::Error::last_os_error();
-                if err.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(err);
-            }
-            rest = &rest[n as usize..];
-        }
-        Ok(())
+        write_all(self.fd.as_raw_fd(), record.finish_line())
     }
+}
+
+/// Opens (creating if needed, mode 0644) `path` with `access | O_APPEND | O_CREAT | O_CLOEXEC`.
+pub(crate) fn open_append(path: &Path, access: libc::c_int) -> io::Result<OwnedFd> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
+    let flags = access | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC;
+    // SAFETY: a NUL-terminated path; open has no other preconditions.
+    let fd = unsafe { libc::open(c_path.as_ptr(), flags, 0o644 as libc::c_uint) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `open` on the file named by environment variable `var`; `None` when it is unset or empty.
+/// A file that cannot be opened is reported once on stderr, prefixed by `who`.
+pub(crate) fn open_from_env<T>(
+    var: &str,
+    who: &str,
+    open: impl FnOnce(&Path) -> io::Result<T>,
+) -> Option<T> {
+    let path = std::env::var_os(var).filter(|p| !p.is_empty())?;
+    match open(Path::new(&path)) {
+        Ok(log) => Some(log),
+        Err(err) => {
+            eprintln!(
+                "{who}: cannot open {var}={}: {err}",
+                Path::new(&path).display()
+            );
+            None
+        }
+    }
+}
+
+/// Writes all of `rest` to `fd`, retrying on `EINTR` and after a short write.
+pub(crate) fn write_all(fd: libc::c_int, mut rest: &[u8]) -> io::Result<()> {
+    while !rest.is_empty() {
+        // SAFETY: writes from a live buffer of `rest.len()` bytes to our own descriptor.
+        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        rest = &rest[n as usize..];
+    }
+    Ok(())
 }
 
 /// One evidence record: a JSON object on one line, starting with

@@ -16,14 +16,12 @@
 //! mapped, is written with one `write()` per record instead, as [`crate::EvidenceLog`] does.
 
 use std::cell::UnsafeCell;
-use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::evidence::{fork_generation, Record};
+use crate::evidence::{fork_generation, open_append, open_from_env, write_all, Record};
 
 /// How much of the file a process takes at a time.
 pub const CHUNK: u64 = 256 * 1024;
@@ -76,16 +74,7 @@ impl std::fmt::Debug for MappedLog {
 impl MappedLog {
     /// Opens (creating if needed, mode 0644) `path` for reading and writing.
     pub fn open(path: &Path) -> io::Result<Self> {
-        let c_path = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
-        let flags = libc::O_RDWR | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC;
-        // SAFETY: a NUL-terminated path; open has no other preconditions.
-        let fd = unsafe { libc::open(c_path.as_ptr(), flags, 0o644 as libc::c_uint) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just opened and is owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = open_append(path, libc::O_RDWR)?;
         let mappable =
             fstat(fd.as_raw_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG);
         Ok(Self {
@@ -99,17 +88,7 @@ impl MappedLog {
     /// Opens the file named by environment variable `var`; `None` when it is unset or empty.
     /// A file that cannot be opened is reported once on stderr (prefixed by `who`).
     pub fn from_env(var: &str, who: &str) -> Option<Self> {
-        let path = std::env::var_os(var).filter(|p| !p.is_empty())?;
-        match Self::open(Path::new(&path)) {
-            Ok(log) => Some(log),
-            Err(err) => {
-                eprintln!(
-                    "{who}: cannot open {var}={}: {err}",
-                    Path::new(&path).display()
-                );
-                None
-            }
-        }
+        open_from_env(var, who, Self::open)
     }
 
     /// Adds `record` as one line. Never allocates.
@@ -315,22 +294,6 @@ fn page_size() -> u64 {
     } else {
         4096
     }
-}
-
-fn write_all(fd: RawFd, mut rest: &[u8]) -> io::Result<()> {
-    while !rest.is_empty() {
-        // SAFETY: writes from a live buffer of `rest.len()` bytes to our own descriptor.
-        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err);
-        }
-        rest = &rest[n as usize..];
-    }
-    Ok(())
 }
 
 #[cfg(test)]
