@@ -305,8 +305,7 @@ impl From<bool> for Outcome {
 }
 
 fn run_command(args: RunArgs) -> Result<Outcome> {
-    // From here on a Ctrl-C is vkexit's to handle: nothing may be left behind.
-    install_interrupt()?;
+    prepare_to_run()?;
     let mut matrix = match &args.config {
         Some(path) => Matrix::read(path)?,
         None => Matrix::default(),
@@ -389,15 +388,16 @@ fn bundle(args: BundleArgs) -> Result<Outcome> {
     Ok(Outcome::Green)
 }
 
-fn install_interrupt() -> Result<()> {
-    // A bad process limit would make every run an error: refuse it before any run.
+/// What `run` and `repro` do before anything else: refuse a process limit that would make every
+/// run an error, then take over Ctrl-C, so that nothing may be left behind.
+fn prepare_to_run() -> Result<()> {
     run::cgroup::max_processes().map_err(Error::Usage)?;
     run::interrupt::install()
         .map_err(|e| Error::Usage(format!("cannot install signal handlers: {e}")))
 }
 
 fn repro(args: ReproArgs) -> Result<Outcome> {
-    install_interrupt()?;
+    prepare_to_run()?;
     let mut matrix = Matrix::default();
     matrix.apply(args.select.overrides(&args.exec, None, args.command))?;
     let [set] = matrix.layer_sets()[..] else {
