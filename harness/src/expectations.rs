@@ -224,7 +224,7 @@ impl Allow {
     }
 
     pub fn allows(&self, id: &str) -> bool {
-        self.vuids.iter().any(|p| glob::matches(p, id))
+        self.vuids.iter().any(|p| crate::vuid::matches(p, id))
     }
 }
 
@@ -1000,5 +1000,38 @@ reason = "driver quirk"
         let (v, why) = baseline::evaluate(e.as_ref(), &seen("VUID-vkDestroyBuffer-buffer-00922"));
         assert_eq!(v, CellVerdict::Fail);
         assert!(why.contains("no VUID-vkDestroyDevice-device-*"), "{why}");
+    }
+
+    #[test]
+    fn a_check_matches_entries_and_allow_lists_written_under_its_other_name() {
+        let old = CHILDREN;
+        let new = "VUID-vkDestroyDevice-device-05137";
+        let layers = validation();
+        let seen = |id: &str| Observed {
+            counts: Counts {
+                vuid: 2,
+                ..Counts::default()
+            },
+            vuids: vec![id.to_string()],
+            signals: vec![],
+        };
+        for (written, logged) in [(old, new), (new, old)] {
+            let b = baseline(&format!(
+                "[[expect]]\nexpect = \"fail\"\nvuids = [\"{written}\"]\nreason = \"kept buffer\"\n"
+            ));
+            let e = b.judge(&subject("x", "external", &layers), None);
+            let (v, why) = baseline::evaluate(e.as_ref(), &seen(logged));
+            assert_eq!(v, CellVerdict::ExpectedFail, "{written} vs {logged}: {why}");
+            let allow = Allow {
+                vuids: vec![written.into()],
+                driver: None,
+                layer_version: None,
+                reason: "r".into(),
+                source: "b.toml:1".into(),
+            };
+            let mut runs = vec![run(RunVerdict::Vuid, &[logged], None)];
+            assert_eq!(apply_allow(&mut runs, &[&allow], false), [logged]);
+            assert_eq!(runs[0].classification.verdict, RunVerdict::Pass);
+        }
     }
 }

@@ -194,6 +194,7 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
             add(c.vuid_counts.entry(id).or_insert(0), n);
         }
         union_sorted(&mut c.vuids, p.vuids);
+        c.vuid_names = crate::vuid::renamed_ids(&c.vuids);
         union_sorted(&mut c.signals, p.signals);
         union_sorted(&mut c.allowed_vuids, p.allowed_vuids);
         for f in p.findings {
@@ -261,6 +262,7 @@ pub fn judge_against(results: &mut Results, baseline: &Baseline) {
             c.vuid_counts.remove(id);
         }
         c.counts = seen.counts;
+        c.vuid_names = crate::vuid::renamed_ids(&seen.vuids);
         c.vuids = seen.vuids;
         c.pass_rate = report::pass_rate(c.counts);
         c.pass_rate_95 = report::pass_rate_95(c.counts);

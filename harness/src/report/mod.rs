@@ -77,6 +77,7 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
         runs: n,
         counts,
         verdict,
+        vuid_names: crate::vuid::renamed_ids(&vuids),
         vuids,
         vuid_counts,
         signals,
