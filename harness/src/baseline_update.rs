@@ -593,4 +593,35 @@ reason = "an old layer's false positive"
         let again = parse(&render(&f));
         assert_eq!(again.entries[0].reason, "say \"why\"\nsecond line");
     }
+
+    #[test]
+    fn version_keyed_entries_and_allow_lists_are_kept_as_written() {
+        let old = parse(
+            r#"
+[[allow]]
+allow_vuids = ["UNASSIGNED-x"]
+layer_versions = "..1.3.268"
+reason = "old layers"
+
+[[expect]]
+case = "clean-exit"
+runtime = "refrt:static-destructor"
+layer_versions = "1.4.309.."
+expect = "fail"
+run_verdicts = ["crash"]
+signals = ["SIGSEGV"]
+reason = "newer layers fault at exit"
+"#,
+        );
+        let (new, changes) = update(&old, &results(vec![]), false);
+        assert_eq!(
+            changes.kept + changes.added.len() + changes.removed.len(),
+            0
+        );
+        let again = parse(&render(&new));
+        assert_eq!(again.entries.len(), 1);
+        assert_eq!(again.entries[0].pattern, old.entries[0].pattern);
+        assert_eq!(again.allows[0].layer_versions, old.allows[0].layer_versions);
+        assert!(render(&new).contains("layer_versions = \"1.4.309..\"\n"));
+    }
 }
