@@ -110,12 +110,12 @@ unsafe extern "C" fn dlopen_observed(
         .bool("ok", !handle.is_null())
         .bool("observed", true)
         .u64("call_ns", call_ns);
-    timeline::c_str_field(
-        &mut record,
-        "caller",
-        objects::object_of(caller).and_then(|o| o.name),
-    );
+    let caller = objects::object_of(caller).and_then(|o| o.name);
+    timeline::c_str_field(&mut record, "caller", caller);
     timeline::write(record);
+    if !handle.is_null() {
+        crate::vulkan::scan(name, caller);
+    }
     handle
 }
 
