@@ -228,10 +228,12 @@ pub fn selected_manifest_name(driver: &Driver) -> String {
     let name: String = driver
         .name
         .chars()
-        .map(|c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-            true => c,
-            false => '_',
-        })
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                true => c,
+                false => '_',
+            },
+        )
         .collect();
     // FNV-1a: stable across builds and machines, unlike std's hasher.
     let hash = driver
@@ -276,12 +278,19 @@ pub fn write_selected_manifest(driver: &Driver, dir: &Path) -> std::io::Result<P
 
 /// The variables that choose `driver` for a run. `copies` is where
 /// [`write_selected_manifest`] put the copy.
-pub fn selection_env(driver: &Driver, selection: Selection, copies: &Path) -> Vec<(String, String)> {
+pub fn selection_env(
+    driver: &Driver,
+    selection: Selection,
+    copies: &Path,
+) -> Vec<(String, String)> {
     match selection {
         Selection::LoaderSelect => vec![
             (
                 "VK_ADD_DRIVER_FILES".into(),
-                copies.join(selected_manifest_name(driver)).display().to_string(),
+                copies
+                    .join(selected_manifest_name(driver))
+                    .display()
+                    .to_string(),
             ),
             (
                 "VK_LOADER_DRIVERS_SELECT".into(),

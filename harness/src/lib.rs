@@ -17,6 +17,7 @@ pub mod gate;
 pub mod glob;
 pub mod hang;
 pub mod layers;
+pub mod loader;
 pub mod matrix;
 pub mod merge;
 pub mod plan;
