@@ -343,6 +343,101 @@ mod tests {
         assert!(read_manifest(&path).unwrap_err().contains("library_path"));
     }
 
+    fn driver(manifest: &str) -> Driver {
+        Driver {
+            name: "lavapipe".into(),
+            manifest: manifest.into(),
+            library: "libvulkan_lvp.so".into(),
+        }
+    }
+
+    #[test]
+    fn loaders_from_1_3_234_select_through_the_loader_and_older_ones_by_files() {
+        assert_eq!(
+            Selection::for_loader(Some("1.3.239")),
+            Selection::LoaderSelect
+        );
+        assert_eq!(
+            Selection::for_loader(Some("1.3.234")),
+            Selection::LoaderSelect
+        );
+        assert_eq!(
+            Selection::for_loader(Some("1.4.313")),
+            Selection::LoaderSelect
+        );
+        assert_eq!(
+            Selection::for_loader(Some("1.3.233")),
+            Selection::DriverFiles
+        );
+        assert_eq!(
+            Selection::for_loader(Some("1.2.198")),
+            Selection::DriverFiles
+        );
+        assert_eq!(Selection::for_loader(None), Selection::LoaderSelect);
+        assert_eq!(parse_version("1.3"), None);
+        assert_eq!(parse_version("1.3.239.0"), None);
+        let env = selection_env(
+            &driver("/m/lvp.json"),
+            Selection::DriverFiles,
+            Path::new("/c"),
+        );
+        assert_eq!(
+            env,
+            [
+                ("VK_DRIVER_FILES".to_string(), "/m/lvp.json".to_string()),
+                ("VK_ICD_FILENAMES".to_string(), "/m/lvp.json".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn manifests_with_one_file_name_in_two_directories_get_copies_of_their_own() {
+        let (a, b) = (
+            driver("/usr/share/vulkan/icd.d/x_icd.json"),
+            driver("/etc/vulkan/icd.d/x_icd.json"),
+        );
+        assert_ne!(selected_manifest_name(&a), selected_manifest_name(&b));
+        assert_eq!(
+            selected_manifest_name(&a),
+            selected_manifest_name(&a.clone())
+        );
+        assert!(!selected_manifest_name(&a).contains(['*', '?', '[', '/']));
+        let env = selection_env(&a, Selection::LoaderSelect, Path::new("/c"));
+        let copy = format!("/c/{}", selected_manifest_name(&a));
+        assert_eq!(env[0], ("VK_ADD_DRIVER_FILES".to_string(), copy));
+        assert_eq!(
+            env[1],
+            (
+                "VK_LOADER_DRIVERS_SELECT".to_string(),
+                selected_manifest_name(&a)
+            )
+        );
+    }
+
+    #[test]
+    fn a_copy_takes_a_relative_library_path_from_the_original_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("icd.d/my_icd.json");
+        std::fs::create_dir_all(manifest.parent().unwrap()).unwrap();
+        std::fs::write(&manifest, r#"{"file_format_version": "1.0.0", "ICD": {"library_path": "../lib/libmy.so", "api_version": "1.3.0"}}"#).unwrap();
+        let copy = write_selected_manifest(
+            &driver(manifest.to_str().unwrap()),
+            &dir.path().join("copies"),
+        )
+        .unwrap();
+        let read = read_manifest(&copy).unwrap();
+        assert_eq!(
+            read.library,
+            dir.path()
+                .join("icd.d/../lib/libmy.so")
+                .display()
+                .to_string()
+        );
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&copy).unwrap()).unwrap();
+        assert_eq!(json["ICD"]["api_version"], "1.3.0");
+    }
+
     #[test]
     fn selecting_an_unknown_driver_lists_the_known_ones() {
         let all = vec![Driver {

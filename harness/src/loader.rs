@@ -171,14 +171,9 @@ pub fn version_of(path: &Path) -> Option<String> {
 }
 
 fn version_in_name(path: &Path) -> Option<String> {
-    let name = path.file_name()?.to_str()?;
-    let rest = name.strip_prefix("libvulkan.so.")?;
-    let version = rest
-        .split_once('.')
-        .map(|(_, v)| v)
-        .filter(|v| drivers::parse_version(v).is_some())?;
-    // libvulkan.so.1.3.239: the soname's major, then the loader's version.
-    Some(version.to_string())
+    // libvulkan.so.1.3.239: the soname, libvulkan.so.1, grown to the loader's full version.
+    let version = path.file_name()?.to_str()?.strip_prefix("libvulkan.so.")?;
+    drivers::parse_version(version).map(|_| version.to_string())
 }
 
 fn ask_loader(path: &Path) -> Option<String> {

@@ -707,7 +707,7 @@ emulation = "tegra"
         .unwrap();
         assert_eq!(m.cases.len(), 2);
         assert_eq!(m.externals.len(), 2);
-        assert_eq!(m.externals[1].name, "env");
+        assert_eq!(m.externals[1].name, "true");
         assert_eq!((m.runs(), m.jobs, m.timeout_secs()), (3, Some(1), 5.0));
         let e = file()
             .apply(Overrides {
@@ -716,7 +716,10 @@ emulation = "tegra"
             })
             .unwrap_err()
             .to_string();
-        assert!(e.contains("two cases would be named `my-test`"), "{e}");
+        assert!(
+            e.contains("two cases would be named `my-test`: `/bin/true` and `/x/my-test`"),
+            "{e}"
+        );
         let e = file()
             .apply(Overrides {
                 timeout: Some(0.0),
@@ -725,6 +728,60 @@ emulation = "tegra"
             .unwrap_err()
             .to_string();
         assert!(e.contains("--timeout"), "{e}");
+    }
+
+    #[test]
+    fn a_command_can_be_named_and_run_in_a_private_directory() {
+        let mut m = file();
+        m.apply(Overrides {
+            command: vec!["python3".into(), "my-test".into()],
+            name: Some("mine".into()),
+            private_cwd: true,
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(m.externals[1].name, "mine");
+        assert!(m.externals.iter().all(|e| e.private_cwd));
+        let e = Matrix::default()
+            .apply(Overrides {
+                name: Some("mine".into()),
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--name mine") && e.contains("after `--`"), "{e}");
+        let e = Matrix::default()
+            .apply(Overrides {
+                command: vec!["/bin/true".into()],
+                name: Some("clean-exit".into()),
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is a built-in case"), "{e}");
+        // A script named after a case of the file: both commands are shown.
+        let e = file()
+            .apply(Overrides {
+                command: vec!["python3".into(), "t/my-test".into()],
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`/bin/true` and `python3 t/my-test`") && e.contains("--name"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn private_cwd_is_a_key_of_an_external_case_and_duplicates_show_both_commands() {
+        let m = parse("[[external]]\nname = \"t\"\nargv = [\"a\"]\nprivate_cwd = true\n").unwrap();
+        assert!(m.externals[0].private_cwd);
+        let e = parse(
+            "[[external]]\nname = \"t\"\nargv = [\"a\"]\n[[external]]\nname = \"t\"\nargv = [\"b\", \"-x\"]\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("named `t`: `a` and `b -x`"), "{e}");
     }
 
     #[test]

@@ -681,6 +681,28 @@ mod tests {
     }
 
     #[test]
+    fn a_case_run_by_an_interpreter_is_named_after_its_script() {
+        let name =
+            |args: &[&str]| external_name(&args.iter().map(OsString::from).collect::<Vec<_>>());
+        assert_eq!(
+            name(&["python3", "tests/my_test.py", "--fast"]),
+            "my_test.py"
+        );
+        assert_eq!(
+            name(&["/usr/bin/python3.11", "-u", "-W", "ignore", "x.py"]),
+            "x.py"
+        );
+        assert_eq!(name(&["python3", "-m", "pytest", "-x"]), "pytest");
+        assert_eq!(name(&["python3", "-c", "print(1)"]), "python3");
+        assert_eq!(name(&["bash", "ci/run.sh"]), "run.sh");
+        assert_eq!(name(&["node", "--require", "hook.js", "app.js"]), "app.js");
+        assert_eq!(name(&["env", "A=1", "python3", "y.py"]), "y.py");
+        assert_eq!(name(&["/usr/bin/env", "true"]), "true");
+        assert_eq!(name(&["build/my-test", "x.py"]), "my-test");
+        assert_eq!(name(&["python3"]), "python3");
+    }
+
+    #[test]
     fn unknown_cases_list_the_built_in_ones() {
         let request = Request {
             cases: vec!["buffer-kept".into()],
