@@ -114,7 +114,10 @@ unsafe extern "C" fn dlopen_observed(
     timeline::c_str_field(&mut record, "caller", caller);
     timeline::write(record);
     if !handle.is_null() {
-        crate::vulkan::scan(name, caller);
+        let mut path = [0u8; 512];
+        // SAFETY: a live handle that dlopen just returned.
+        let opened = unsafe { object_path(handle, &mut path) };
+        crate::vulkan::scan(Some(opened), caller);
     }
     handle
 }

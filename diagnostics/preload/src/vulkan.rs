@@ -32,10 +32,10 @@ struct Batch {
     count: usize,
 }
 
-/// Looks at the objects loaded since the last scan. `target` is the file a `dlopen` just
-/// loaded and `caller` the object that called it: a driver that is that target was loaded
-/// by `caller`.
-pub(crate) fn scan(target: Option<&CStr>, caller: Option<&CStr>) {
+/// Looks at the objects loaded since the last scan, and at `opened`, the object a `dlopen`
+/// by `caller` just returned, every time (an object unloaded and loaded again can come back
+/// at the address it had, and who opened a driver is what matters).
+pub(crate) fn scan(opened: Option<&[u8]>, caller: Option<&CStr>) {
     if timeline::get().is_none() {
         return;
     }
@@ -49,11 +49,16 @@ pub(crate) fn scan(target: Option<&CStr>, caller: Option<&CStr>) {
         unsafe { libc::dl_iterate_phdr(Some(collect), std::ptr::from_mut(&mut batch).cast()) };
         for i in 0..batch.count {
             let name = &batch.names[i][..batch.lens[i]];
-            classify(name, target, caller);
+            if opened != Some(name) {
+                classify(name, None);
+            }
         }
         if batch.count < BATCH {
-            return;
+            break;
         }
+    }
+    if let Some(name) = opened.filter(|n| !n.is_empty() && n.len() < NAME_MAX) {
+        classify(name, caller);
     }
 }
 
@@ -99,7 +104,7 @@ fn first_sight(address: usize) -> bool {
     true
 }
 
-fn classify(name: &[u8], target: Option<&CStr>, caller: Option<&CStr>) {
+fn classify(name: &[u8], caller: Option<&CStr>) {
     let file = name.rsplit(|&b| b == b'/').next().unwrap_or(name);
     let role = if file.starts_with(b"libvulkan.so") {
         "loader"
@@ -110,15 +115,8 @@ fn classify(name: &[u8], target: Option<&CStr>, caller: Option<&CStr>) {
     };
     let mut record = Record::new("vulkan-object");
     record.str("role", role).bytes_str("path", name);
-    let loaded_by = caller.filter(|_| target.is_some_and(|t| same_file(t.to_bytes(), name)));
-    timeline::c_str_field(&mut record, "caller", loaded_by);
+    timeline::c_str_field(&mut record, "caller", caller);
     timeline::write(record);
-}
-
-/// `dlopen`'s argument and the link map's name of the same file: the same path, or the
-/// same file name when the argument was a bare name.
-fn same_file(argument: &[u8], name: &[u8]) -> bool {
-    argument == name || (!argument.contains(&b'/') && name.ends_with(argument))
 }
 
 fn is_driver(name: &[u8]) -> bool {
@@ -165,25 +163,4 @@ fn defined_in(address: *mut c_void, name: &[u8]) -> bool {
     }
     // SAFETY: dladdr's file name is NUL-terminated and lives as long as the object.
     unsafe { CStr::from_ptr(info.dli_fname) }.to_bytes() == name
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_bare_dlopen_name_matches_the_link_maps_path() {
-        assert!(same_file(
-            b"libvulkan.so.1",
-            b"/usr/lib/x86_64-linux-gnu/libvulkan.so.1"
-        ));
-        assert!(same_file(
-            b"/opt/x/libvulkan_lvp.so",
-            b"/opt/x/libvulkan_lvp.so"
-        ));
-        assert!(!same_file(
-            b"/opt/y/libvulkan_lvp.so",
-            b"/opt/x/libvulkan_lvp.so"
-        ));
-    }
 }
