@@ -122,14 +122,13 @@ fn classify(name: &[u8], caller: Option<&CStr>) {
 fn is_driver(name: &[u8]) -> bool {
     let mut path = [0u8; NAME_MAX + 1];
     path[..name.len()].copy_from_slice(name);
+    type Dlopen = unsafe extern "C" fn(*const libc::c_char, c_int) -> *mut c_void;
+    type Dlclose = unsafe extern "C" fn(*mut c_void) -> c_int;
     // SAFETY: glibc's dlopen and dlclose have these signatures.
-    let (dlopen, dlclose): (
-        unsafe extern "C" fn(*const libc::c_char, c_int) -> *mut c_void,
-        unsafe extern "C" fn(*mut c_void) -> c_int,
-    ) = unsafe {
+    let (dlopen, dlclose) = unsafe {
         (
-            std::mem::transmute(real::DLOPEN.get()),
-            std::mem::transmute(real::DLCLOSE.get()),
+            std::mem::transmute::<usize, Dlopen>(real::DLOPEN.get()),
+            std::mem::transmute::<usize, Dlclose>(real::DLCLOSE.get()),
         )
     };
     // SAFETY: a NUL-terminated path; RTLD_NOLOAD only takes a reference to a loaded object.
