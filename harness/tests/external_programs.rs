@@ -88,3 +88,47 @@ fn two_cases_of_one_name_are_refused_with_both_commands() {
                 .and(contains("--name")),
         );
 }
+
+#[test]
+fn a_manifest_outside_the_search_path_is_chosen_through_the_loader() {
+    // A copy of lavapipe's manifest with the installed one's file name, elsewhere: the run
+    // adds it and selects it by a name of its own, never through VK_ICD_FILENAMES.
+    let sb = Sandbox::new();
+    let installed = std::path::Path::new("/usr/share/vulkan/icd.d");
+    let original = std::fs::read_dir(installed)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("lvp_icd")
+        })
+        .unwrap();
+    let elsewhere = sb.path().join("icd").join(original.file_name().unwrap());
+    std::fs::create_dir_all(elsewhere.parent().unwrap()).unwrap();
+    std::fs::copy(&original, &elsewhere).unwrap();
+    let manifest = elsewhere.to_str().unwrap();
+    let mock = mock();
+    let out = sb
+        .vkexit()
+        .args(["run", "--driver", manifest, "--runs", "1", "--keep-passing"])
+        .args(["--json", sb.results().to_str().unwrap(), "--"])
+        .arg(&mock)
+        .output()
+        .unwrap();
+    let r = sb.read_results();
+    let c = only_cell(&r);
+    assert_eq!((out.status.code(), count(c, "pass")), (Some(0), 1), "{c:#}");
+    assert_eq!(c["driver_manifest"], manifest);
+    let run_dir = strings(&c["artifacts"]).remove(0);
+    let command =
+        std::fs::read_to_string(std::path::Path::new(&run_dir).join("command.txt")).unwrap();
+    assert!(
+        command.contains("\nVK_LOADER_DRIVERS_SELECT=vkexit-driver-lavapipe-")
+            && command.contains("\nVK_ADD_DRIVER_FILES=")
+            && !command.contains("VK_ICD_FILENAMES=")
+            && !command.contains("VK_DRIVER_FILES="),
+        "{command}"
+    );
+}
