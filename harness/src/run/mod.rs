@@ -75,7 +75,7 @@ pub fn execute(
     // Runs work in their own directory: every path they get is absolute.
     let mut chain = options.chain.clone();
     chain.write_manifests(&root.join(".layers"), &plan.scenario_dir)?;
-    write_driver_manifests(plan, &root)?;
+    write_driver_manifests(plan, &root);
     if options.diagnostics {
         let preload = plan.scenario_dir.join(PRELOAD_LIBRARY);
         if !preload.exists() {
@@ -296,22 +296,33 @@ pub fn selection(cell: &Cell) -> Selection {
 /// Where the manifest copies that [`Selection::LoaderSelect`] names are written.
 const DRIVERS_DIR: &str = ".drivers";
 
-/// Writes the manifest copy of every runnable cell's driver, once, before any run.
-fn write_driver_manifests(plan: &Plan, root: &Path) -> Result<()> {
+/// Writes the manifest copy of every runnable cell's driver, once, before any run. One that
+/// cannot be written (a full disk) makes each run of its cells an `error`, as a run
+/// directory that cannot be prepared does ([`judge_loader_use`]).
+fn write_driver_manifests(plan: &Plan, root: &Path) {
     let dir = root.join(DRIVERS_DIR);
     for cell in plan.cells.iter().filter(|c| c.not_run.is_none()) {
         if selection(cell) == Selection::LoaderSelect {
-            drivers::write_selected_manifest(&cell.driver, &dir)
-                .map_err(|e| Error::io("cannot write the driver's manifest copy", &dir, e))?;
+            let _ = drivers::write_selected_manifest(&cell.driver, &dir);
         }
     }
-    Ok(())
 }
 
 /// Records the loader the program used, and turns the verdict into `error` when the
-/// program went around the loader while layers were asked for (no layer saw its calls), or
-/// its loader ignored the variables that chose the driver.
+/// driver's selection was not in place, the program went around the loader while layers
+/// were asked for (no layer saw its calls), or its loader ignored the variables that chose
+/// the driver.
 fn judge_loader_use(dir: &Path, cell: &Cell, options: &Options, record: &mut RunRecord) {
+    let copies = options.artifacts.join(DRIVERS_DIR);
+    let copy = copies.join(drivers::selected_manifest_name(&cell.driver));
+    if selection(cell) == Selection::LoaderSelect && !copy.is_file() {
+        let why = format!(
+            "the manifest copy that chooses driver {}, {}, could not be written: the driver was not chosen",
+            cell.driver.name,
+            copy.display()
+        );
+        overrule(&mut record.classification, why);
+    }
     let Some(used) = loader::read(&dir.join(explain::TIMELINE_FILE)) else {
         return;
     };
