@@ -197,6 +197,8 @@ fn plan_one(args: &BenchArgs, work: &Path) -> Result<(Plan, run::Options)> {
         runtimes: vec![args.runtime.clone()],
         drivers: args.driver.iter().cloned().collect(),
         command: args.command.clone(),
+        name: None,
+        private_cwd: false,
         runs: Some(args.runs),
         jobs: None,
         timeout: None,

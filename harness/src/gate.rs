@@ -213,15 +213,16 @@ pub fn request(matrix: &Matrix, chain: Chain) -> plan::Request {
             .map(|e| ExternalCase {
                 name: e.name.clone(),
                 argv: from_here(&e.argv),
+                private_cwd: e.private_cwd,
             })
             .collect(),
         chain,
     }
 }
 
-/// Runs start in their own directory, so a relative program path (one with
-/// a `/`) is made absolute from the directory vkexit runs in; a bare name
-/// is still looked up in `PATH`.
+/// A relative program path (one with a `/`) is made absolute from the
+/// directory vkexit runs in, for runs that start in their own directory; a
+/// bare name is still looked up in `PATH`.
 fn from_here(argv: &[OsString]) -> Vec<OsString> {
     let mut argv = argv.to_vec();
     if let Some(program) = argv.first_mut() {

@@ -16,6 +16,7 @@ pub mod glob;
 pub mod hang;
 pub mod judge;
 pub mod layers;
+pub mod loader;
 pub mod matrix;
 pub mod merge;
 pub mod plan;

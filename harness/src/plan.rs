@@ -95,6 +95,9 @@ pub struct Cell {
     pub layers: Vec<String>,
     pub emulation: Emulation,
     pub command: CaseCommand,
+    /// Where its runs start: the caller's directory for an external case (relative paths
+    /// work, as under ctest); `None`: the run's own private directory.
+    pub workdir: Option<PathBuf>,
     /// Set when the cell cannot run here.
     pub not_run: Option<NotRun>,
     /// The validation layer's version, when the runs use it.
@@ -164,17 +167,82 @@ pub struct Request {
 pub struct ExternalCase {
     pub name: String,
     pub argv: Vec<OsString>,
+    /// Its runs start in their own private directory, not in the caller's.
+    pub private_cwd: bool,
 }
 
-/// The case name of `-- CMD ARGS`: the program's file name.
+/// The case name of `-- CMD ARGS`: the program's file name, or, when the program is an
+/// interpreter (`python3 x.py`, `bash x.sh`, `node x.js`, also behind `env`), the script's
+/// (`x.py`), or the module's of `python3 -m MODULE`. Code given inline (`-c`) keeps the
+/// interpreter's name.
 pub fn external_name(argv: &[OsString]) -> String {
-    let Some(program) = argv.first() else {
+    let file_name = |arg: &OsString| {
+        Path::new(arg)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| arg.to_string_lossy().into_owned())
+    };
+    let Some(mut at) = (!argv.is_empty()).then_some(0) else {
         return String::new();
     };
-    Path::new(program)
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| program.to_string_lossy().into_owned())
+    if file_name(&argv[0]) == "env" {
+        // `env [-i] [NAME=VALUE]... PROGRAM ARGS`.
+        match argv[1..].iter().position(|a| {
+            let a = a.to_string_lossy();
+            !a.starts_with('-') && !a.contains('=')
+        }) {
+            Some(i) => at = i + 1,
+            None => return file_name(&argv[0]),
+        }
+    }
+    let program = file_name(&argv[at]);
+    if !is_interpreter(&program) {
+        return program;
+    }
+    let mut args = argv[at + 1..].iter().map(|a| a.to_string_lossy());
+    while let Some(arg) = args.next() {
+        match arg.as_ref() {
+            "-m" => return args.next().map_or(program, |m| m.into_owned()),
+            "-c" | "-e" | "--eval" | "-p" | "--print" => return program,
+            // Options that take the next argument.
+            "-W" | "-X" | "-o" | "-O" | "-r" | "--require" | "--import" | "--loader" => {
+                args.next();
+            }
+            "--" => {
+                return args
+                    .next()
+                    .map_or(program, |s| file_name(&s.into_owned().into()))
+            }
+            option if option.starts_with('-') => {}
+            script => return file_name(&script.to_string().into()),
+        }
+    }
+    program
+}
+
+/// Programs whose first operand is the script they run.
+fn is_interpreter(program: &str) -> bool {
+    let base = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    matches!(
+        base,
+        "python"
+            | "pypy"
+            | "bash"
+            | "sh"
+            | "dash"
+            | "zsh"
+            | "ksh"
+            | "node"
+            | "nodejs"
+            | "bun"
+            | "perl"
+            | "ruby"
+            | "lua"
+            | "luajit"
+            | "Rscript"
+            | "php"
+            | "tclsh"
+    )
 }
 
 #[derive(Debug)]
@@ -322,6 +390,8 @@ pub fn plan(request: &Request) -> Result<Plan> {
         .as_ref()
         .map(|v| v.api_version.clone());
 
+    let here = std::env::current_dir()
+        .map_err(|e| Error::io("cannot read the working directory", Path::new("."), e))?;
     let mut cells = Vec::new();
     for (driver, device, not_run) in &drivers {
         for external in &request.externals {
@@ -333,6 +403,10 @@ pub fn plan(request: &Request) -> Result<Plan> {
                 layers: layers.clone(),
                 emulation,
                 command: CaseCommand::External(external.argv.clone()),
+                workdir: match external.private_cwd {
+                    true => None,
+                    false => Some(here.clone()),
+                },
                 not_run: not_run.clone(),
                 env: Vec::new(),
                 validation_layer: validation_layer.clone(),
@@ -357,6 +431,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
                     layers: layers.clone(),
                     emulation,
                     command: CaseCommand::Scenario(binary.clone()),
+                    workdir: None,
                     not_run,
                     env: runtime_env(runtime),
                     validation_layer: validation_layer.clone(),
@@ -634,6 +709,28 @@ mod tests {
     }
 
     #[test]
+    fn a_case_run_by_an_interpreter_is_named_after_its_script() {
+        let name =
+            |args: &[&str]| external_name(&args.iter().map(OsString::from).collect::<Vec<_>>());
+        assert_eq!(
+            name(&["python3", "tests/my_test.py", "--fast"]),
+            "my_test.py"
+        );
+        assert_eq!(
+            name(&["/usr/bin/python3.11", "-u", "-W", "ignore", "x.py"]),
+            "x.py"
+        );
+        assert_eq!(name(&["python3", "-m", "pytest", "-x"]), "pytest");
+        assert_eq!(name(&["python3", "-c", "print(1)"]), "python3");
+        assert_eq!(name(&["bash", "ci/run.sh"]), "run.sh");
+        assert_eq!(name(&["node", "--require", "hook.js", "app.js"]), "app.js");
+        assert_eq!(name(&["env", "A=1", "python3", "y.py"]), "y.py");
+        assert_eq!(name(&["/usr/bin/env", "true"]), "true");
+        assert_eq!(name(&["build/my-test", "x.py"]), "my-test");
+        assert_eq!(name(&["python3"]), "python3");
+    }
+
+    #[test]
     fn unknown_cases_list_the_built_in_ones() {
         let request = Request {
             cases: vec!["buffer-kept".into()],
@@ -649,6 +746,7 @@ mod tests {
             externals: vec![ExternalCase {
                 name: "true".into(),
                 argv: vec!["/bin/true".into()],
+                private_cwd: false,
             }],
             ..request()
         };
@@ -750,6 +848,7 @@ mod tests {
             layers: vec!["validation".into()],
             emulation: Emulation::None,
             command: CaseCommand::External(vec![]),
+            workdir: None,
             not_run: None,
             env: Vec::new(),
             validation_layer: None,

@@ -2,6 +2,8 @@
 //! validation layer, the kernel and the C library. A result from another
 //! machine (a shard, a CI runner) says what it was measured on.
 
+use crate::drivers::Selection;
+use crate::loader::VulkanUse;
 use crate::probe::DeviceInfo;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
@@ -22,8 +24,17 @@ pub struct Provenance {
     pub driver_info: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_version: Option<u32>,
+    /// The loader vkexit found (`libvulkan.so.1`): it decides how the driver is chosen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loader: Option<String>,
+    /// How the runs' driver was chosen (`VK_LOADER_DRIVERS_SELECT + VK_ADD_DRIVER_FILES`,
+    /// or `VK_DRIVER_FILES + VK_ICD_FILENAMES` for a loader before 1.3.234).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_selection: Option<String>,
+    /// The loaders the runs' programs loaded, each with the number of runs that loaded it:
+    /// "1.4.313 (/…/ggml/libvulkan.so.1): 5 runs". "none" for runs that loaded none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaders_used: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation_layer: Option<String>,
     pub kernel: String,
@@ -46,11 +57,38 @@ impl Provenance {
             driver_info: device.and_then(|d| d.driver_info.clone()),
             driver_version: device.map(|d| d.driver_version),
             loader: loader.map(str::to_string),
+            driver_selection: None,
+            loaders_used: Vec::new(),
             validation_layer: validation_layer.map(str::to_string),
             kernel: kernel.clone(),
             glibc: glibc.clone(),
             arch: std::env::consts::ARCH.to_string(),
         }
+    }
+}
+
+impl Provenance {
+    /// Adds how the driver was chosen and which loaders the runs used (`None`: a run made
+    /// without the preload, which records nothing).
+    pub fn with_runs<'a>(
+        mut self,
+        selection: Selection,
+        used: impl IntoIterator<Item = Option<&'a VulkanUse>>,
+    ) -> Self {
+        self.driver_selection = Some(selection.describe().to_string());
+        let mut counts: Vec<(String, u64)> = Vec::new();
+        for run in used.into_iter().flatten() {
+            let loaders = run.describe_loaders();
+            match counts.iter_mut().find(|(l, _)| *l == loaders) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((loaders, 1)),
+            }
+        }
+        self.loaders_used = counts
+            .into_iter()
+            .map(|(loaders, n)| format!("{loaders}: {n} run{}", if n == 1 { "" } else { "s" }))
+            .collect();
+        self
     }
 }
 
@@ -87,5 +125,29 @@ mod tests {
         assert!(!p.kernel.is_empty());
         assert!(p.glibc.starts_with("2."), "{}", p.glibc);
         assert!(p.device.is_none());
+    }
+
+    #[test]
+    fn the_loaders_the_runs_used_are_counted() {
+        let used = |path: &str| VulkanUse {
+            loaders: vec![crate::loader::LoaderSeen {
+                path: path.into(),
+                version: Some("1.4.313".into()),
+            }],
+            drivers: Vec::new(),
+        };
+        let (a, b) = (used("/c/ggml/libvulkan.so.1"), VulkanUse::default());
+        let p = Provenance::of(None, Some("1.3.239"), None).with_runs(
+            Selection::LoaderSelect,
+            [Some(&a), Some(&a), Some(&b), None],
+        );
+        assert_eq!(
+            p.loaders_used,
+            ["1.4.313 (/c/ggml/libvulkan.so.1): 2 runs", "none: 1 run"]
+        );
+        assert!(p
+            .driver_selection
+            .unwrap()
+            .starts_with("VK_LOADER_DRIVERS_SELECT"));
     }
 }

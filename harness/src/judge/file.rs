@@ -937,6 +937,7 @@ reason = "general"
             stdout_bytes: 0,
             stderr_bytes: 0,
             kept,
+            vulkan: None,
         }
     }
 

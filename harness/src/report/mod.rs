@@ -84,13 +84,19 @@ pub fn summarize(cell: &Cell, expectation: Option<&Expectation>, runs: &[RunReco
         duration_ms: runs.iter().map(|r| r.duration_ms).sum(),
         reason: Some(reason),
         device: cell.device.as_ref().map(|d| d.name.clone()),
-        provenance: Some(crate::provenance::Provenance::of(
-            cell.device.as_ref(),
-            cell.device
-                .as_ref()
-                .and_then(|d| d.loader_version.as_deref()),
-            cell.validation_layer.as_deref(),
-        )),
+        provenance: Some(
+            crate::provenance::Provenance::of(
+                cell.device.as_ref(),
+                cell.device
+                    .as_ref()
+                    .and_then(|d| d.loader_version.as_deref()),
+                cell.validation_layer.as_deref(),
+            )
+            .with_runs(
+                crate::run::selection(cell),
+                runs.iter().map(|r| r.vulkan.as_ref()),
+            ),
+        ),
         driver_manifest: Some(cell.driver.manifest.display().to_string()),
         expectation: judged.source,
         flaky_expected: judged.flaky_expected,
