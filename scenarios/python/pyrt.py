@@ -1,0 +1,70 @@
+"""What the Python-runtime exit-ordering scripts share: finding a runtime's wheels in the
+runtime cache that ci/setup-python-more.sh fills, the step lines, and the worker that
+releases objects while the main thread exits.
+
+The scripts run under vkexit, which points HOME into each run's own directory, so the cache
+is found as vkexit finds it (VKEXIT_RUNTIME_CACHE, then XDG_CACHE_HOME) and otherwise under
+the user's home from the password database, never from HOME.
+"""
+
+import os
+import pwd
+import sys
+import threading
+from pathlib import Path
+
+# Exit status for "this run could not do what it is for": vkexit judges it a failure, so a
+# machine without the runtime or without a Vulkan device never looks like a passing run.
+CANNOT_RUN = 3
+
+
+def step(message):
+    """One `vkexit-step:` line, as the built-in scenarios print them."""
+    os.write(1, f"vkexit-step: {message}\n".encode())
+
+
+def cannot_run(message):
+    sys.stderr.write(message + "\n")
+    sys.exit(CANNOT_RUN)
+
+
+def cache_dir():
+    named = os.environ.get("VKEXIT_RUNTIME_CACHE")
+    if named:
+        return Path(named)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    home = Path(xdg) if xdg else Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache"
+    return home / "vkexit" / "runtimes"
+
+
+def use_runtime(name):
+    """Puts the runtime's unpacked wheels for this interpreter first on sys.path."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    where = cache_dir() / name / f"cp{sys.version_info.major}{sys.version_info.minor}"
+    if not (where / "PINS").is_file():
+        cannot_run(
+            f"{name} is not in the runtime cache for Python {version} ({where}): "
+            "run ci/setup-python-more.sh"
+        )
+    sys.path.insert(0, str(where))
+    return where
+
+
+def release_on_worker_at_exit(held, release):
+    """Hands the only references to `held` to a daemon thread that releases them once the
+    main thread has begun to exit (Python's first exit handler, registered here, wakes it).
+    The main thread does not wait: it goes on finalizing and then runs the C exit handlers
+    (the driver's, the layers') while the worker may still be inside the runtime."""
+    wake = threading.Event()
+
+    def worker(box):
+        wake.wait()
+        step("worker releases the objects")
+        release(box.pop())
+        step("worker released the objects")
+
+    threading.Thread(target=worker, args=([held],), daemon=True).start()
+    import atexit
+
+    atexit.register(wake.set)
+    step("objects handed to a worker thread that releases them at exit")
