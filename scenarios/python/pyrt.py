@@ -50,21 +50,18 @@ def use_runtime(name):
     return where
 
 
-def release_on_worker_at_exit(held, release):
-    """Hands the only references to `held` to a daemon thread that releases them once the
-    main thread has begun to exit (Python's first exit handler, registered here, wakes it).
-    The main thread does not wait: it goes on finalizing and then runs the C exit handlers
-    (the driver's, the layers') while the worker may still be inside the runtime."""
-    wake = threading.Event()
+def worker_release(held, release):
+    """A daemon thread that will hold the only references to `held` (the caller drops its own)
+    and release them; returns the function that starts it. A script calls it as its last
+    statement, so the worker runs while the main thread finalizes and then runs the C exit
+    handlers (the driver's, the layers'): Python does not wait for daemon threads, and a
+    runtime that releases the GIL inside its C release races the exit."""
+    box = [held]
 
-    def worker(box):
-        wake.wait()
+    def worker():
         step("worker releases the objects")
         release(box.pop())
         step("worker released the objects")
 
-    threading.Thread(target=worker, args=([held],), daemon=True).start()
-    import atexit
-
-    atexit.register(wake.set)
-    step("objects handed to a worker thread that releases them at exit")
+    thread = threading.Thread(target=worker, daemon=True)
+    return thread.start
