@@ -99,8 +99,9 @@ setup_runtime() {
     done
     {
         echo "runtime: $name"
-        echo "version: ${pins%% *} for ${present[*]}, with ${pins#* }"
+        echo "version: $(sed 's/==/ /' <<<"${pins%% *}") for ${present[*]}"
         echo "package: ${pins%% *}"
+        echo "dependencies: ${pins#* }"
         echo "source: $source"
     } >"$dest/VERSION"
 }

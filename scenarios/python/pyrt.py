@@ -65,3 +65,20 @@ def worker_release(held, release):
 
     thread = threading.Thread(target=worker, daemon=True)
     return thread.start
+
+
+def park_on_daemon_thread(held):
+    """Hands the only references to `held` to a daemon thread that blocks for ever. Python
+    never frees a daemon thread's locals: at exit the thread is simply not resumed, so the
+    objects are alive through finalization and the C exit handlers."""
+    box = [held]
+    parked = threading.Event()
+
+    def worker():
+        objects = box.pop()  # noqa: F841  (kept alive by this frame)
+        parked.set()
+        threading.Event().wait()
+
+    threading.Thread(target=worker, daemon=True).start()
+    parked.wait()
+    step("objects parked on a daemon thread that never returns")
