@@ -5,6 +5,7 @@ ti.init(arch=ti.vulkan) falls back to the CPU, with only a warning, when Vulkan 
 used; `start` checks the backend it got, so such a run exits 3 instead of passing.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -39,6 +40,10 @@ class Held:
 def load():
     """Imports taichi (and numpy) from the cache; exits 3 when they are missing."""
     pyrt.use_runtime("taichi")
+    # ti.init starts a daemon thread that posts the version to Taichi's server over HTTPS; it
+    # can still be loading certificates when OpenSSL's exit handler runs, and crash there
+    # (version-check-at-exit.py). The other scripts turn it off to measure Vulkan alone.
+    os.environ.setdefault("TI_SKIP_VERSION_CHECK", "ON")
     import taichi as ti
 
     step(f"taichi {'.'.join(map(str, ti.__version__))} imported")
