@@ -73,7 +73,7 @@ setup_runtime() {
         work=$(mktemp -d) || return 0
         if ! download "$version" "$work" "$pins" >"$work/log" 2>&1; then
             say "$name: cannot download $pins for Python $version; not set up for it:"
-            grep -m 3 ERROR "$work/log" | sed 's/^/    /'
+            grep ERROR "$work/log" | grep -v 'Ignored the following' | head -n 2 | cut -c1-160 | sed 's/^/    /'
             rm -rf "$work"
             continue
         fi
