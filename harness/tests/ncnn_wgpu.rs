@@ -280,22 +280,33 @@ fn the_real_runtimes_matrix_is_green_against_its_baseline() {
         return;
     }
     wgpu_bin("wgpu-clean-exit");
+    // The matrix's Python-runtime cases (IREE, Taichi, wgpu-py) are tests/python_runtimes.rs's.
+    let matrix = std::fs::read_to_string(repo().join("ci/matrix/real-runtimes.toml")).unwrap();
+    let cases: Vec<&str> = matrix
+        .lines()
+        .filter_map(|l| l.strip_prefix("name = \"")?.strip_suffix('"'))
+        .filter(|name| {
+            name.starts_with("ncnn-") || name.starts_with("wgpu-") && !name.starts_with("wgpu-py-")
+        })
+        .collect();
     let sb = Sandbox::new();
-    let out = sb
-        .vkexit()
-        .current_dir(repo())
-        .args([
-            "run",
-            "--config",
-            "ci/matrix/real-runtimes.toml",
-            "--baseline",
-            "ci/baselines/real-runtimes-ext.toml",
-            "--driver",
-            "lavapipe",
-            "--runs",
-            "1",
-            "--json",
-        ])
+    let mut cmd = sb.vkexit();
+    cmd.current_dir(repo()).args([
+        "run",
+        "--config",
+        "ci/matrix/real-runtimes.toml",
+        "--baseline",
+        "ci/baselines/real-runtimes-ext.toml",
+        "--driver",
+        "lavapipe",
+        "--runs",
+        "1",
+    ]);
+    for case in &cases {
+        cmd.args(["--case", case]);
+    }
+    let out = cmd
+        .arg("--json")
         .arg(sb.results())
         .arg("--artifacts")
         .arg(sb.path().join("artifacts"))
