@@ -1,7 +1,7 @@
 //! Classification: a pure function from what a run left behind to its verdict.
 //! No Vulkan, no processes: everything it needs is in `RunEvidence`.
 
-use crate::evidence::{TegraSummary, TraceSummary};
+use crate::evidence::{CrashSummary, ProcessCrash, TegraSummary, TraceSummary};
 use crate::verdict::RunVerdict;
 use crate::vuid::VuidReport;
 use serde::{Deserialize, Serialize};
@@ -57,6 +57,20 @@ pub struct RunEvidence {
     pub tegra: Option<TegraSummary>,
     /// Objects alive at exit fail the run.
     pub fail_on_leak: bool,
+    /// The crash reports of every process of the run.
+    pub tree: ProcessTree,
+}
+
+/// The processes of a run, as the crash report saw them.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessTree {
+    /// The process vkexit started; `None` when none was.
+    pub main_pid: Option<i64>,
+    /// `crash.jsonl`: every process of the run writes its crashes there.
+    pub crashes: CrashSummary,
+    /// The program crashes children on purpose (death tests): their crashes
+    /// are findings, not failures.
+    pub children_may_crash: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +83,34 @@ pub struct Classification {
     /// What the vkexit layers saw, as sentences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,
+    /// The layer whose library held the pc of the crash that failed the run
+    /// (`validation`, `trace`, or another layer's file name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash_layer: Option<String>,
+}
+
+/// The layer a library belongs to, by its file name: vkexit's names for the
+/// layers it enables, the file name for any other layer (`libVkLayer_*`).
+/// The tegra-exit layer stands in for the driver: a fault of its emulated
+/// driver is the emulation working, the application's crash, not a layer's.
+pub fn layer_of(mapping: &str) -> Option<String> {
+    let file = mapping.rsplit('/').next().unwrap_or(mapping);
+    let stem = file.split(".so").next().unwrap_or(file);
+    match stem {
+        "libVkLayer_khronos_validation" => Some("validation".into()),
+        "libVkLayer_vkexit_trace" => Some("trace".into()),
+        "libVkLayer_vkexit_tegra_exit" => None,
+        _ if stem.starts_with("libVkLayer_") => Some(file.to_string()),
+        _ => None,
+    }
+}
+
+/// `the validation layer` or `the layer libVkLayer_x.so`, for sentences.
+pub fn layer_phrase(layer: &str) -> String {
+    match layer {
+        "validation" | "trace" => format!("the {layer} layer"),
+        other => format!("the layer {other}"),
+    }
 }
 
 pub fn signal_name(signal: i32) -> String {
@@ -129,13 +171,80 @@ pub fn classify(evidence: &RunEvidence) -> Classification {
         }
         Termination::Exited { .. } => classify_clean_exit(evidence, &vuids),
     };
-    Classification {
+    let mut c = Classification {
         verdict,
         reason,
         signal,
         vuids,
         findings,
+        crash_layer: None,
+    };
+    judge_the_tree(&mut c, evidence);
+    c
+}
+
+/// A fatal signal anywhere in the run's process tree fails the run, not only
+/// the main process's: a child that crashes while its parent exits 0 is the
+/// exit crash nobody notices. A hang or a run that never started keeps its
+/// verdict; the crashes are said in its findings.
+fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
+    let tree = &evidence.tree;
+    let main = match &evidence.termination {
+        Termination::Signaled { .. } => tree.crashes.of(tree.main_pid),
+        _ => None,
+    };
+    if let Some(layer) = main.and_then(|p| layer_of(&p.pc_mapping)) {
+        c.reason
+            .push_str(&format!(", in {}", layer_phrase(&layer)));
+        c.crash_layer = Some(layer);
     }
+    let others: Vec<&ProcessCrash> = tree.crashes.fatal_besides(tree.main_pid).collect();
+    for p in &others {
+        let mut line = format!("{} killed by {}", p.describe(), p.signal);
+        if let Some(layer) = layer_of(&p.pc_mapping) {
+            line.push_str(&format!(", in {}", layer_phrase(&layer)));
+        }
+        if tree.children_may_crash {
+            line.push_str(" (children may crash: recorded, not judged)");
+        }
+        c.findings.push(line);
+    }
+    if tree.crashes.more > 0 {
+        c.findings.push(format!(
+            "{} more process(es) crashed",
+            tree.crashes.more
+        ));
+    }
+    let judged = matches!(
+        evidence.termination,
+        Termination::Exited { .. } | Termination::Signaled { .. }
+    );
+    let Some(first) = others.first().filter(|_| judged && !tree.children_may_crash) else {
+        return;
+    };
+    if c.verdict == RunVerdict::Crash {
+        // The main process's own crash is the headline.
+        c.reason
+            .push_str(&format!("; {} other process(es) crashed too", others.len()));
+        return;
+    }
+    let layer = layer_of(&first.pc_mapping);
+    let place = layer
+        .as_deref()
+        .map_or(String::new(), |l| format!(", in {}", layer_phrase(l)));
+    c.reason = format!(
+        "{} killed by {}{place}; the main process {}",
+        first.describe(),
+        first.signal,
+        c.reason
+    );
+    if others.len() > 1 {
+        c.reason
+            .push_str(&format!("; {} more process(es) crashed", others.len() - 1));
+    }
+    c.verdict = RunVerdict::Crash;
+    c.signal = Some(first.signal.clone());
+    c.crash_layer = layer;
 }
 
 /// A run that exited 0: first every layer asked for must prove it was
@@ -225,6 +334,7 @@ mod tests {
             trace: None,
             tegra: None,
             fail_on_leak: false,
+            tree: ProcessTree::default(),
         })
     }
 
@@ -235,6 +345,7 @@ mod tests {
             trace: Some(crate::evidence::read_trace(trace.as_bytes()).unwrap()),
             tegra: None,
             fail_on_leak,
+            tree: ProcessTree::default(),
         })
     }
 

@@ -1,6 +1,7 @@
-//! The JSON-lines evidence the vkexit layers leave in a run directory:
-//! `trace.jsonl` from VK_LAYER_VKEXIT_trace and `tegra.jsonl` from
-//! VK_LAYER_VKEXIT_tegra_exit. Read in bounded memory; a line cut by a crash
+//! The JSON-lines evidence the vkexit layers and the crash report leave in a
+//! run directory: `trace.jsonl` from VK_LAYER_VKEXIT_trace, `tegra.jsonl` from
+//! VK_LAYER_VKEXIT_tegra_exit and `crash.jsonl` from the preloaded crash
+//! handler, which every process of the run writes to. Read in bounded memory; a line cut by a crash
 //! or any line that is not a JSON object is counted and skipped, never fatal.
 
 use serde::{Deserialize, Serialize};
@@ -133,6 +134,102 @@ impl TegraSummary {
     }
 }
 
+/// At most this many crashed processes are kept per run; more are counted.
+const MAX_CRASHED_PROCESSES: usize = 64;
+
+/// One process of a run's tree that took a crash signal: its first `crash`
+/// record, and whether the signal ended it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessCrash {
+    pub pid: i64,
+    pub ppid: i64,
+    /// The process's arguments joined by spaces (empty from an older handler).
+    pub cmdline: String,
+    pub signal: String,
+    pub thread: String,
+    pub pc: String,
+    /// The file of the process's maps that held the pc, `unmapped`, `[anonymous]`, …
+    pub pc_mapping: String,
+    /// The signal ended the process: its default action was taken, at once or
+    /// after a program handler gave up on the fault. A crash the program's own
+    /// handler survived (a JIT's guard page, a death-test's parent) is not fatal.
+    pub fatal: bool,
+}
+
+impl ProcessCrash {
+    /// `process 1234 (mock --signal SIGSEGV)`, for sentences.
+    pub fn describe(&self) -> String {
+        match self.cmdline.as_str() {
+            "" => format!("process {}", self.pid),
+            cmdline => format!("process {} ({})", self.pid, cut(cmdline, 160)),
+        }
+    }
+}
+
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// What `crash.jsonl` says about the processes of one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrashSummary {
+    /// In the order of their first crash record.
+    pub processes: Vec<ProcessCrash>,
+    /// Crashed processes beyond the ones kept.
+    pub more: u64,
+    pub bad_lines: u64,
+}
+
+impl CrashSummary {
+    fn add(&mut self, record: &Value) {
+        let field = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or("");
+        let Some(pid) = record.get("pid").and_then(Value::as_i64) else {
+            return;
+        };
+        let ev = field("ev");
+        if ev != "crash" && ev != "fatal" {
+            return;
+        }
+        // An older handler wrote no `then`: its crash counts as the end of the process,
+        // so a crash is never lost for want of the field.
+        let ends_it = ev == "fatal" || field("then") != "program-handler";
+        if let Some(known) = self.processes.iter_mut().find(|p| p.pid == pid) {
+            known.fatal |= ends_it;
+            return;
+        }
+        // A `fatal` record whose crash record was lost (a cut line) still names the process.
+        if self.processes.len() >= MAX_CRASHED_PROCESSES {
+            self.more += 1;
+            return;
+        }
+        self.processes.push(ProcessCrash {
+            pid,
+            ppid: record.get("ppid").and_then(Value::as_i64).unwrap_or(0),
+            cmdline: field("cmdline").to_string(),
+            signal: field("signal").to_string(),
+            thread: field("thread").to_string(),
+            pc: field("pc").to_string(),
+            pc_mapping: field("pc_mapping").to_string(),
+            fatal: ends_it,
+        });
+    }
+
+    /// The processes other than `main_pid` that died of a crash signal.
+    pub fn fatal_besides(&self, main_pid: Option<i64>) -> impl Iterator<Item = &ProcessCrash> {
+        self.processes
+            .iter()
+            .filter(move |p| p.fatal && Some(p.pid) != main_pid)
+    }
+
+    /// The main process's crash, when it wrote one.
+    pub fn of(&self, pid: Option<i64>) -> Option<&ProcessCrash> {
+        self.processes.iter().find(|p| Some(p.pid) == pid)
+    }
+}
+
 /// Reads JSON lines, handing each object to `add`; returns the number of
 /// lines that were not JSON objects.
 pub(crate) fn read_lines(reader: impl Read, mut add: impl FnMut(&Value)) -> std::io::Result<u64> {
@@ -165,6 +262,12 @@ pub(crate) fn read_lines(reader: impl Read, mut add: impl FnMut(&Value)) -> std:
 
 pub fn read_trace(reader: impl Read) -> std::io::Result<TraceSummary> {
     let mut summary = TraceSummary::default();
+    summary.bad_lines = read_lines(reader, |v| summary.add(v))?;
+    Ok(summary)
+}
+
+pub fn read_crashes(reader: impl Read) -> std::io::Result<CrashSummary> {
+    let mut summary = CrashSummary::default();
     summary.bad_lines = read_lines(reader, |v| summary.add(v))?;
     Ok(summary)
 }

@@ -135,6 +135,13 @@ struct Execution {
     /// Time every C++ static destructor in the exit timeline too (slower exit: can change races).
     #[arg(long)]
     time_destructors: bool,
+    /// The program crashes child processes on purpose (death tests): their crashes are
+    /// recorded as findings, not failures. Only the started process's own end is judged.
+    #[arg(long)]
+    children_may_crash: bool,
+    /// Do not run a cell again without the layer its crashes were in (validation, trace).
+    #[arg(long)]
+    no_rerun_without_layer: bool,
 }
 
 impl Selection {
@@ -321,6 +328,8 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
         diagnostics: !args.exec.no_diagnostics,
         time_destructors: args.exec.time_destructors,
         shard: args.shard,
+        children_may_crash: args.exec.children_may_crash,
+        rerun_without_layer: !args.exec.no_rerun_without_layer,
     };
     let gate = Gate::plan(&matrix, &baseline, settings)?;
     for note in &gate.notes {
@@ -419,6 +428,7 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
         fail_on_leak: matrix.fail_on_leak,
         diagnostics: !args.exec.no_diagnostics,
         time_destructors: args.exec.time_destructors,
+        children_may_crash: args.exec.children_may_crash,
     };
     let needed = vkexit::repro::clean_runs_needed(args.max_rate);
     if let Some(cell) = plan.cells.first().filter(|_| plan.cells.len() == 1) {

@@ -98,6 +98,7 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
         expectation: judged_by.map(|e| e.source.clone()),
         flaky_expected: judged_by.is_some_and(|e| e.outcome == baseline::Outcome::Flaky),
         allowed_vuids: Vec::new(),
+        crash_in_layer: None,
     }
 }
 

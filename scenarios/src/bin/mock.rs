@@ -51,6 +51,9 @@ fn main() {
         Some((vulkan, false)) => vulkan.destroy(),
         None => {}
     }
+    if let Some(child) = options.crashing_child {
+        actions::run_crashing_child(&child.child_args(options.device));
+    }
     // Registered after Vulkan loaded, so they run before any exit handler of the driver or layers.
     if options.crash_at_exit {
         actions::crash_at_exit();

@@ -95,6 +95,21 @@ pub fn hang(place: &str) -> ! {
     }
 }
 
+/// Starts a copy of this program with `args` (fork and exec: the preloaded crash report must
+/// come with the exec), waits for it and says how it ended, then goes on as a parent that
+/// ignores its children's crashes does.
+pub fn run_crashing_child(args: &[String]) {
+    let me = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(e) => setup_failed(format_args!("cannot find this program to start again: {e}")),
+    };
+    step!("start a child: {} {}", me.display(), args.join(" "));
+    match std::process::Command::new(&me).args(args).status() {
+        Ok(status) => step!("child ended: {status}; ignored"),
+        Err(e) => setup_failed(format_args!("cannot start {}: {e}", me.display())),
+    }
+}
+
 /// Registers the exit handler that crashes with SIGSEGV.
 pub fn crash_at_exit() {
     register_exit_handler("crash-at-exit", crash_at_exit_handler);
