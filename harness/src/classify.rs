@@ -194,8 +194,7 @@ fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
         _ => None,
     };
     if let Some(layer) = main.and_then(|p| layer_of(&p.pc_mapping)) {
-        c.reason
-            .push_str(&format!(", in {}", layer_phrase(&layer)));
+        c.reason.push_str(&format!(", in {}", layer_phrase(&layer)));
         c.crash_layer = Some(layer);
     }
     let others: Vec<&ProcessCrash> = tree.crashes.fatal_besides(tree.main_pid).collect();
@@ -210,16 +209,17 @@ fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
         c.findings.push(line);
     }
     if tree.crashes.more > 0 {
-        c.findings.push(format!(
-            "{} more process(es) crashed",
-            tree.crashes.more
-        ));
+        c.findings
+            .push(format!("{} more process(es) crashed", tree.crashes.more));
     }
     let judged = matches!(
         evidence.termination,
         Termination::Exited { .. } | Termination::Signaled { .. }
     );
-    let Some(first) = others.first().filter(|_| judged && !tree.children_may_crash) else {
+    let Some(first) = others
+        .first()
+        .filter(|_| judged && !tree.children_may_crash)
+    else {
         return;
     };
     if c.verdict == RunVerdict::Crash {

@@ -178,7 +178,11 @@ impl<'a> Gate<'a> {
             return Ok(None);
         };
         let version = match layer.as_str() {
-            "validation" => options.chain.validation.as_ref().map(|v| v.api_version.clone()),
+            "validation" => options
+                .chain
+                .validation
+                .as_ref()
+                .map(|v| v.api_version.clone()),
             _ => None,
         };
         let named = match &version {
