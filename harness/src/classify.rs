@@ -505,6 +505,105 @@ mod tests {
         assert_eq!(c.verdict, RunVerdict::Pass);
     }
 
+    fn tree(termination: Termination, crashes: &str, children_may_crash: bool) -> Classification {
+        classify(&RunEvidence {
+            termination,
+            validation: clean_log(),
+            trace: None,
+            tegra: None,
+            fail_on_leak: false,
+            tree: ProcessTree {
+                main_pid: Some(10),
+                crashes: crate::evidence::read_crashes(crashes.as_bytes()).unwrap(),
+                children_may_crash,
+            },
+        })
+    }
+
+    const CHILD_SEGV: &str = r#"{"ev":"crash","pid":20,"ppid":10,"cmdline":"worker --n 1","then":"default-action","signal":"SIGSEGV","pc_mapping":"/lib/libc.so.6"}
+"#;
+    const MAIN_IN_VALIDATION: &str = r#"{"ev":"crash","pid":10,"ppid":1,"cmdline":"app","then":"default-action","signal":"SIGSEGV","pc_mapping":"/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so"}
+"#;
+    const SEGV: Termination = Termination::Signaled {
+        signal: libc::SIGSEGV,
+        core_dumped: false,
+    };
+
+    #[test]
+    fn a_child_that_died_of_a_signal_fails_a_run_whose_main_process_exited_0() {
+        let c = tree(Termination::Exited { code: 0 }, CHILD_SEGV, false);
+        assert_eq!(c.verdict, RunVerdict::Crash);
+        assert_eq!(c.signal.as_deref(), Some("SIGSEGV"));
+        assert_eq!(
+            c.reason,
+            "process 20 (worker --n 1) killed by SIGSEGV; the main process exited 0, validation clean"
+        );
+        assert_eq!(c.findings, ["process 20 (worker --n 1) killed by SIGSEGV"]);
+        // Whatever the main process did, the crash is the verdict.
+        let c = tree(Termination::Exited { code: 3 }, CHILD_SEGV, false);
+        assert_eq!(c.verdict, RunVerdict::Crash);
+        assert!(c.reason.ends_with("the main process exited with code 3"));
+    }
+
+    #[test]
+    fn children_that_may_crash_are_findings_and_the_main_process_is_still_judged() {
+        let c = tree(Termination::Exited { code: 0 }, CHILD_SEGV, true);
+        assert_eq!(c.verdict, RunVerdict::Pass);
+        assert_eq!(
+            c.findings,
+            ["process 20 (worker --n 1) killed by SIGSEGV (children may crash: recorded, not judged)"]
+        );
+        let c = tree(SEGV, MAIN_IN_VALIDATION, true);
+        assert_eq!(c.verdict, RunVerdict::Crash);
+    }
+
+    #[test]
+    fn a_crash_a_program_handler_survived_fails_nothing() {
+        let survived = r#"{"ev":"crash","pid":20,"then":"program-handler","signal":"SIGSEGV"}"#;
+        let c = tree(Termination::Exited { code: 0 }, survived, false);
+        assert_eq!(c.verdict, RunVerdict::Pass);
+        assert!(c.findings.is_empty());
+    }
+
+    #[test]
+    fn a_crash_in_a_layers_library_names_the_layer() {
+        let c = tree(SEGV, MAIN_IN_VALIDATION, false);
+        assert_eq!(c.reason, "killed by SIGSEGV, in the validation layer");
+        assert_eq!(c.crash_layer.as_deref(), Some("validation"));
+        let both = format!("{MAIN_IN_VALIDATION}{CHILD_SEGV}");
+        let c = tree(SEGV, &both, false);
+        assert_eq!(c.verdict, RunVerdict::Crash);
+        assert_eq!(
+            c.reason,
+            "killed by SIGSEGV, in the validation layer; 1 other process(es) crashed too"
+        );
+        // The main process's crash record is its own, not any other's.
+        let c = tree(SEGV, CHILD_SEGV, false);
+        assert_eq!(c.crash_layer, None);
+    }
+
+    #[test]
+    fn layers_are_known_by_their_library() {
+        let of = |m: &str| layer_of(m);
+        assert_eq!(
+            of("/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so").as_deref(),
+            Some("validation")
+        );
+        assert_eq!(
+            of("/x/libVkLayer_vkexit_trace.so").as_deref(),
+            Some("trace")
+        );
+        assert_eq!(
+            of("/usr/lib/libVkLayer_MESA_device_select.so.1").as_deref(),
+            Some("libVkLayer_MESA_device_select.so.1")
+        );
+        // The emulated driver's fault is the emulation, never a layer's bug.
+        assert_eq!(of("/x/libVkLayer_vkexit_tegra_exit.so"), None);
+        for not_a_layer in ["/lib/libc.so.6", "unmapped", "[anonymous]", ""] {
+            assert_eq!(of(not_a_layer), None, "{not_a_layer}");
+        }
+    }
+
     #[test]
     fn unknown_signal_numbers_get_a_name() {
         assert_eq!(signal_name(libc::SIGBUS), "SIGBUS");

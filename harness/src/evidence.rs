@@ -341,6 +341,49 @@ mod tests {
     }
 
     #[test]
+    fn crashes_are_told_apart_by_process_and_by_whether_they_ended_it() {
+        let text = r#"{"ev":"crash","pid":20,"ppid":10,"cmdline":"mock --signal SIGSEGV","then":"default-action","signal":"SIGSEGV","thread":"mock","pc":"0x1","pc_mapping":"/lib/libc.so.6"}
+{"ev":"backtrace","pid":20,"frames":[]}
+{"ev":"crash","pid":30,"ppid":10,"cmdline":"jit","then":"program-handler","signal":"SIGSEGV","pc":"0x2","pc_mapping":"[anonymous]"}
+{"ev":"crash","pid":40,"ppid":10,"cmdline":"rust","then":"program-handler","signal":"SIGSEGV","pc":"0x3","pc_mapping":"/x/libVkLayer_vkexit_trace.so"}
+{"ev":"fatal","pid":40,"signal":"SIGSEGV","pc":"0x3"}
+{"ev":"crash","pid":50,"signal":"SIGABRT"}
+{"ev":"fatal","pid":60,"signal":"SIGBUS"}
+{"ev":"crash","pid":
+"#;
+        let s = read_crashes(text.as_bytes()).unwrap();
+        let fatal: Vec<(i64, bool)> = s.processes.iter().map(|p| (p.pid, p.fatal)).collect();
+        // 30's own handler took the fault and it lived on; 40's gave it back (Rust's does);
+        // 50 is from a handler too old to say, so it counts; 60's crash line was lost.
+        assert_eq!(
+            fatal,
+            [(20, true), (30, false), (40, true), (50, true), (60, true)]
+        );
+        assert_eq!(s.bad_lines, 1);
+        assert_eq!(
+            s.processes[0].describe(),
+            "process 20 (mock --signal SIGSEGV)"
+        );
+        assert_eq!(s.processes[3].describe(), "process 50");
+        let besides: Vec<i64> = s.fatal_besides(Some(20)).map(|p| p.pid).collect();
+        assert_eq!(besides, [40, 50, 60]);
+        assert_eq!(
+            s.of(Some(40)).unwrap().pc_mapping,
+            "/x/libVkLayer_vkexit_trace.so"
+        );
+    }
+
+    #[test]
+    fn a_crash_file_from_a_fork_bomb_stays_bounded() {
+        let text: String = (0..1000)
+            .map(|pid| format!("{{\"ev\":\"crash\",\"pid\":{pid},\"signal\":\"SIGSEGV\"}}\n"))
+            .collect();
+        let s = read_crashes(text.as_bytes()).unwrap();
+        assert_eq!(s.processes.len(), MAX_CRASHED_PROCESSES);
+        assert_eq!(s.more, 1000 - MAX_CRASHED_PROCESSES as u64);
+    }
+
+    #[test]
     fn tegra_evidence_says_how_many_workers_were_alive_at_the_unmap() {
         let text = r#"{"ev":"loaded","layer":"VK_LAYER_VKEXIT_tegra_exit","mode":"deterministic"}
 {"ev":"region-mapped","start":"0x7f00","end":"0x8000"}

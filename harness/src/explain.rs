@@ -176,7 +176,7 @@ impl Story {
                 if self.main_pid.is_none_or(|(t, _)| t_ns < t) {
                     self.main_pid = Some((t_ns, pid));
                 }
-                format!("process {pid} starts: {}", s("program"))
+                format!("process starts: {} (pid {pid})", s("program"))
             }
             ("exit", "main-start") => "main starts".to_string(),
             ("exit", "main-returned") => {
