@@ -164,9 +164,7 @@ impl<'a> Gate<'a> {
 
     /// A failing cell whose crashes all had their pc in one layer's library:
     /// which layer, and, when vkexit put that layer in the chain and may take
-    /// it out, what the same runs do without it. The tegra-exit layer's fault
-    /// is the emulated driver's crash, the thing emulated, never a layer bug:
-    /// it is named, never run away.
+    /// it out, what the same runs do without it.
     fn layer_crash(
         &self,
         options: &run::Options,
@@ -177,78 +175,91 @@ impl<'a> Gate<'a> {
         let Some((layer, crashed)) = crashes_in_one_layer(runs) else {
             return Ok(None);
         };
-        let version = match layer.as_str() {
-            "validation" => options
-                .chain
-                .validation
-                .as_ref()
-                .map(|v| v.api_version.clone()),
-            _ => None,
+        let without = match self.settings.rerun_without_layer {
+            true => run_without_layer(plan, cell, options, &layer, options.runs)?,
+            false => None,
         };
-        let named = match &version {
-            Some(v) => format!("{} {v}", classify::layer_phrase(&layer)),
-            None => classify::layer_phrase(&layer),
-        };
-        let mut summary = format!("crash in {named}");
-        let without = match self.without_layer(options, plan, cell, &layer)? {
-            Some(without) => {
-                summary.push_str(&format!("; without {layer}: {}", without.summary));
-                Some(without)
-            }
-            None => None,
-        };
-        Ok(Some(LayerCrash {
-            layer,
-            version,
-            crashed_runs: crashed,
-            without,
-            summary,
-        }))
+        Ok(Some(layer_crash(options, layer, crashed, without)))
     }
+}
 
-    /// The cell's runs again, in their own artifacts directory, with `layer`
-    /// taken out of the chain; `None` when vkexit may not take it out.
-    fn without_layer(
-        &self,
-        options: &run::Options,
-        plan: &Plan,
-        cell: &Cell,
-        layer: &str,
-    ) -> Result<Option<WithoutLayer>> {
-        if !self.settings.rerun_without_layer || run::interrupt::interrupted() {
-            return Ok(None);
-        }
-        let mut chain = options.chain.clone();
-        match layer {
-            "validation" if chain.validation.is_some() => chain.validation = None,
-            // Leaks cannot be judged without the trace layer.
-            "trace" if chain.trace && !options.fail_on_leak => chain.trace = false,
-            _ => return Ok(None),
-        }
-        let mut alone = cell.clone();
-        alone.layers = chain.names();
-        if layer == "validation" {
-            alone.validation_layer = None;
-        }
-        let single = Plan {
-            cells: vec![alone],
-            notes: Vec::new(),
-            scenario_dir: plan.scenario_dir.clone(),
-        };
-        let rerun = run::Options {
-            artifacts: self.settings.artifacts.join(format!("without-{layer}")),
-            chain,
-            ..options.clone()
-        };
-        let runs = run::execute(&single, &rerun, |_, _| {})?;
-        let runs = runs.into_iter().next().unwrap_or_default();
-        Ok(Some(without_summary(&runs)))
+/// What a cell's crashes in `layer` come to, in one line too: "crash in the
+/// validation layer 1.3.239; without validation: pass 5/5".
+pub fn layer_crash(
+    options: &run::Options,
+    layer: String,
+    crashed_runs: u64,
+    without: Option<WithoutLayer>,
+) -> LayerCrash {
+    let version = match layer.as_str() {
+        "validation" => options
+            .chain
+            .validation
+            .as_ref()
+            .map(|v| v.api_version.clone()),
+        _ => None,
+    };
+    let mut summary = format!("crash in {}", classify::layer_phrase(&layer));
+    if let Some(v) = &version {
+        summary.push_str(&format!(" {v}"));
     }
+    if let Some(without) = &without {
+        summary.push_str(&format!("; without {layer}: {}", without.summary));
+    }
+    LayerCrash {
+        layer,
+        version,
+        crashed_runs,
+        without,
+        summary,
+    }
+}
+
+/// The cell's runs made again, `runs` of them, with `layer` taken out of the
+/// chain, in `<artifacts>/without-<layer>/`; `None` when vkexit may not take
+/// it out: a layer it did not put in, or the trace layer when leaks are
+/// judged. The tegra-exit layer's fault is the emulated driver's crash, the
+/// thing emulated, never a layer bug: it is never run away.
+pub fn run_without_layer(
+    plan: &Plan,
+    cell: &Cell,
+    options: &run::Options,
+    layer: &str,
+    runs: u32,
+) -> Result<Option<WithoutLayer>> {
+    if run::interrupt::interrupted() {
+        return Ok(None);
+    }
+    let mut chain = options.chain.clone();
+    match layer {
+        "validation" if chain.validation.is_some() => chain.validation = None,
+        "trace" if chain.trace && !options.fail_on_leak => chain.trace = false,
+        _ => return Ok(None),
+    }
+    let mut alone = cell.clone();
+    alone.layers = chain.names();
+    if layer == "validation" {
+        alone.validation_layer = None;
+    }
+    let single = Plan {
+        cells: vec![alone],
+        notes: Vec::new(),
+        scenario_dir: plan.scenario_dir.clone(),
+    };
+    let rerun = run::Options {
+        runs,
+        artifacts: options.artifacts.join(format!("without-{layer}")),
+        chain,
+        ..options.clone()
+    };
+    let records = run::execute(&single, &rerun, |_, _| {})?;
+    let records = records.into_iter().next().unwrap_or_default();
+    Ok(Some(without_summary(&records)))
 }
 
 /// The layer every crashing run of a failing cell crashed in, and how many
 /// runs that is; `None` when a crash was elsewhere (the application's own).
-fn crashes_in_one_layer(runs: &[run::RunRecord]) -> Option<(String, u64)> {
+pub fn crashes_in_one_layer(runs: &[run::RunRecord]) -> Option<(String, u64)> {
     let crashes: Vec<&run::RunRecord> = runs
         .iter()
         .filter(|r| r.classification.verdict == RunVerdict::Crash)

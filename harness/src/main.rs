@@ -457,6 +457,10 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
             println!("  evidence: {}", dir.display());
         }
     }
+    let rerun = !args.exec.no_rerun_without_layer;
+    if let Some(line) = repro_without_layer(&plan, &options, &outcome, rerun, matrix.runs())? {
+        println!("{line}");
+    }
     let n = outcome.runs;
     let failures = outcome.failures.len();
     let (lo, hi) = vkexit::stats::wilson95(failures as u64, n);
@@ -480,6 +484,35 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
         pct(outcome.upper_bound())
     );
     Ok(Outcome::Green)
+}
+
+/// When every failure of a repro was a crash in one layer: that layer's line,
+/// with the cell's runs made again without it unless turned off.
+fn repro_without_layer(
+    plan: &plan::Plan,
+    options: &run::Options,
+    outcome: &vkexit::repro::Outcome,
+    rerun: bool,
+    runs: u32,
+) -> Result<Option<String>> {
+    let mut layers = outcome.failures.iter().map(|f| match f.verdict {
+        vkexit::verdict::RunVerdict::Crash => f.crash_layer.clone(),
+        _ => None,
+    });
+    let Some(Some(layer)) = layers.next() else {
+        return Ok(None);
+    };
+    if !layers.all(|l| l.as_deref() == Some(layer.as_str())) {
+        return Ok(None);
+    }
+    let without = match rerun {
+        true => gate::run_without_layer(plan, &plan.cells[0], options, &layer, runs)?,
+        false => None,
+    };
+    let crashed = outcome.failures.len() as u64;
+    Ok(Some(
+        gate::layer_crash(options, layer, crashed, without).summary,
+    ))
 }
 
 fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> Result<Outcome> {

@@ -97,3 +97,23 @@ fn the_tegra_emulations_fault_is_never_run_away() {
         .join("vkexit-artifacts/without-tegra-exit")
         .exists());
 }
+
+#[test]
+fn repro_says_whether_the_application_crashes_without_the_layer() {
+    let sb = Sandbox::new();
+    let mock = mock();
+    let out = sb
+        .vkexit()
+        .env(FAULT, "1")
+        .args(["repro", "--driver", "lavapipe", "--trace", "-j", "1", "--"])
+        .arg(&mock)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l == "crash in the trace layer; without trace: pass 5/5"),
+        "{text}"
+    );
+}
