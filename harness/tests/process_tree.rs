@@ -87,6 +87,22 @@ fn a_child_that_crashes_while_its_parent_exits_0_fails_the_run() {
 }
 
 #[test]
+fn a_forked_child_that_never_execs_still_has_the_crash_report() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run_mock(2, &[], &["--forked-child-crash"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
+    for run in kept_runs(cell) {
+        // Inherited across fork: the parent's handler, its file, the child's own pid.
+        let crash = child_crash(&run);
+        assert_eq!(crash["ppid"].as_i64().unwrap(), main_pid(&run));
+        let cmdline = crash["cmdline"].as_str().unwrap();
+        assert!(cmdline.ends_with("mock --forked-child-crash"), "{cmdline}");
+        assert!(reason(&run).contains("the main process exited 0"));
+    }
+}
+
+#[test]
 fn a_grandchild_that_crashes_fails_the_run() {
     let sb = Sandbox::new();
     let (_, r) = sb.run_mock(2, &[], &["--grandchild-crash"]);

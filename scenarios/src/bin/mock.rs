@@ -5,7 +5,7 @@ use vkexit_fixtures::args::{exit_help, exit_usage};
 use vkexit_fixtures::{step, Parsed};
 use vkexit_scenarios::mock::options::USAGE;
 use vkexit_scenarios::mock::vulkan::MockVulkan;
-use vkexit_scenarios::mock::{actions, MockOptions, VulkanPlan};
+use vkexit_scenarios::mock::{actions, CrashingChild, MockOptions, VulkanPlan};
 
 fn main() {
     let options = match MockOptions::parse(std::env::args().skip(1)) {
@@ -51,8 +51,10 @@ fn main() {
         Some((vulkan, false)) => vulkan.destroy(),
         None => {}
     }
-    if let Some(child) = options.crashing_child {
-        actions::run_crashing_child(&child.child_args(options.device));
+    match options.crashing_child {
+        Some(CrashingChild::Forked) => actions::fork_crashing_child(),
+        Some(child) => actions::run_crashing_child(&child.child_args(options.device)),
+        None => {}
     }
     // Registered after Vulkan loaded, so they run before any exit handler of the driver or layers.
     if options.crash_at_exit {

@@ -34,6 +34,8 @@ options, in the order they take effect:
   --keep-vulkan                  leave the instance and device alive at exit
   --child-crash                  start a copy of mock that uses Vulkan, then raises SIGSEGV;
                                  wait for it, ignore its status and go on (exit 0 unless told)
+  --forked-child-crash           fork (no exec, as a multiprocessing pool does) a child that
+                                 raises SIGSEGV; wait for it, ignore its status and go on
   --grandchild-crash             start a copy of mock (no Vulkan) that does --child-crash and
                                  exits 0: the crash is two processes down
   --child-crash-at-exit          start a copy of mock that uses Vulkan and crashes in its own
@@ -97,6 +99,8 @@ pub struct MockOptions {
 pub enum CrashingChild {
     /// The child raises SIGSEGV in main.
     Child,
+    /// A forked copy of this process, never exec'd, raises SIGSEGV.
+    Forked,
     /// The child starts a grandchild that raises SIGSEGV.
     Grandchild,
     /// The child faults in its own atexit handler.
@@ -104,11 +108,12 @@ pub enum CrashingChild {
 }
 
 impl CrashingChild {
-    /// The arguments of the copy of mock this starts.
+    /// The arguments of the copy of mock this starts (none for a forked child).
     pub fn child_args(self, device: u32) -> Vec<String> {
         let device = ["--device".to_string(), device.to_string()];
         let own: &[&str] = match self {
             CrashingChild::Child => &["--signal", "SIGSEGV"],
+            CrashingChild::Forked => return Vec::new(),
             CrashingChild::Grandchild => &["--no-vulkan", "--child-crash"],
             CrashingChild::ChildAtExit => &["--crash-at-exit"],
         };
@@ -118,6 +123,7 @@ impl CrashingChild {
     fn option(self) -> &'static str {
         match self {
             CrashingChild::Child => "--child-crash",
+            CrashingChild::Forked => "--forked-child-crash",
             CrashingChild::Grandchild => "--grandchild-crash",
             CrashingChild::ChildAtExit => "--child-crash-at-exit",
         }
@@ -171,6 +177,7 @@ impl MockOptions {
                 "--crash-at-exit" => options.crash_at_exit = true,
                 "--child-crash" => set_child(&mut options, CrashingChild::Child)?,
                 "--grandchild-crash" => set_child(&mut options, CrashingChild::Grandchild)?,
+                "--forked-child-crash" => set_child(&mut options, CrashingChild::Forked)?,
                 "--child-crash-at-exit" => set_child(&mut options, CrashingChild::ChildAtExit)?,
                 "--crash-probability" => {
                     options.crash_probability = Some(probability(&mut cursor)?)
