@@ -193,14 +193,14 @@ fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
         Termination::Signaled { .. } => tree.crashes.of(tree.main_pid),
         _ => None,
     };
-    if let Some(layer) = main.and_then(|p| layer_of(&p.pc_mapping)) {
+    if let Some(layer) = main.and_then(|p| layer_of(&p.culprit)) {
         c.reason.push_str(&format!(", in {}", layer_phrase(&layer)));
         c.crash_layer = Some(layer);
     }
     let others: Vec<&ProcessCrash> = tree.crashes.fatal_besides(tree.main_pid).collect();
     for p in &others {
         let mut line = format!("{} killed by {}", p.describe(), p.signal);
-        if let Some(layer) = layer_of(&p.pc_mapping) {
+        if let Some(layer) = layer_of(&p.culprit) {
             line.push_str(&format!(", in {}", layer_phrase(&layer)));
         }
         if tree.children_may_crash {
@@ -228,7 +228,7 @@ fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
             .push_str(&format!("; {} other process(es) crashed too", others.len()));
         return;
     }
-    let layer = layer_of(&first.pc_mapping);
+    let layer = layer_of(&first.culprit);
     let place = layer
         .as_deref()
         .map_or(String::new(), |l| format!(", in {}", layer_phrase(l)));
@@ -580,6 +580,23 @@ mod tests {
         // The main process's crash record is its own, not any other's.
         let c = tree(SEGV, CHILD_SEGV, false);
         assert_eq!(c.crash_layer, None);
+    }
+
+    #[test]
+    fn an_abort_called_from_a_layer_is_the_layers_crash() {
+        let abort = r#"{"ev":"crash","pid":10,"then":"default-action","signal":"SIGABRT","pc_mapping":"/lib/x86_64-linux-gnu/libc.so.6"}
+{"ev":"backtrace","pid":10,"frames":[{"object":"/lib/x86_64-linux-gnu/libc.so.6"},{"object":"/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so"}]}
+"#;
+        let c = tree(
+            Termination::Signaled {
+                signal: libc::SIGABRT,
+                core_dumped: false,
+            },
+            abort,
+            false,
+        );
+        assert_eq!(c.reason, "killed by SIGABRT, in the validation layer");
+        assert_eq!(c.crash_layer.as_deref(), Some("validation"));
     }
 
     #[test]

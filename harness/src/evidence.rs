@@ -150,6 +150,12 @@ pub struct ProcessCrash {
     pub pc: String,
     /// The file of the process's maps that held the pc, `unmapped`, `[anonymous]`, …
     pub pc_mapping: String,
+    /// The object whose code brought the crash about: the pc's, or, when the
+    /// pc is in the C or C++ runtime (`abort`, `raise`, a failed assertion),
+    /// the first object of the backtrace outside it. A layer that aborts is
+    /// known by this, not by its pc.
+    #[serde(default)]
+    pub culprit: String,
     /// The signal ended the process: its default action was taken, at once or
     /// after a program handler gave up on the fault. A crash the program's own
     /// handler survived (a JIT's guard page, a death-test's parent) is not fatal.
@@ -164,6 +170,22 @@ impl ProcessCrash {
             cmdline => format!("process {} ({})", self.pid, cut(cmdline, 160)),
         }
     }
+}
+
+/// The C and C++ runtime: where `abort`, `raise` and assertion failures
+/// have their pc, whoever called them.
+fn is_runtime(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    [
+        "libc.so",
+        "libstdc++.so",
+        "libgcc_s.so",
+        "libc++.so",
+        "libc++abi.so",
+        "ld-linux",
+    ]
+    .iter()
+    .any(|name| file.starts_with(name))
 }
 
 fn cut(text: &str, max: usize) -> String {
@@ -190,6 +212,10 @@ impl CrashSummary {
             return;
         };
         let ev = field("ev");
+        if ev == "backtrace" {
+            self.blame(pid, record);
+            return;
+        }
         if ev != "crash" && ev != "fatal" {
             return;
         }
@@ -213,8 +239,32 @@ impl CrashSummary {
             thread: field("thread").to_string(),
             pc: field("pc").to_string(),
             pc_mapping: field("pc_mapping").to_string(),
+            culprit: field("pc_mapping").to_string(),
             fatal: ends_it,
         });
+    }
+
+    /// A crash whose pc is in the C or C++ runtime is put on the first
+    /// object of its backtrace outside the runtime (and outside vkexit's
+    /// preloaded library).
+    fn blame(&mut self, pid: i64, record: &Value) {
+        let Some(crash) = self.processes.iter_mut().find(|p| p.pid == pid) else {
+            return;
+        };
+        if !is_runtime(&crash.culprit) {
+            return;
+        }
+        let frames = record.get("frames").and_then(Value::as_array);
+        let objects = frames
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.get("object").and_then(Value::as_str));
+        if let Some(object) = objects
+            .filter(|o| !o.is_empty())
+            .find(|o| !is_runtime(o) && !o.ends_with("/libvkexit_preload.so"))
+        {
+            crash.culprit = object.to_string();
+        }
     }
 
     /// The processes other than `main_pid` that died of a crash signal.
@@ -371,6 +421,22 @@ mod tests {
             s.of(Some(40)).unwrap().pc_mapping,
             "/x/libVkLayer_vkexit_trace.so"
         );
+    }
+
+    #[test]
+    fn an_abort_is_put_on_the_object_that_called_it() {
+        let text = r#"{"ev":"crash","pid":7,"then":"default-action","signal":"SIGABRT","pc":"0x1","pc_mapping":"/usr/lib/x86_64-linux-gnu/libc.so.6"}
+{"ev":"backtrace","pid":7,"frames":[{"ip":"0x1","object":"/lib/x86_64-linux-gnu/libc.so.6"},{"ip":"0x2","object":"/x/libvkexit_preload.so"},{"ip":"0x3","object":"/usr/lib/x86_64-linux-gnu/libstdc++.so.6"},{"ip":"0x4","object":"/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so"},{"ip":"0x5","object":"/x/app"}]}
+{"ev":"crash","pid":8,"then":"default-action","signal":"SIGSEGV","pc":"0x1","pc_mapping":"/x/libVkLayer_vkexit_trace.so"}
+{"ev":"backtrace","pid":8,"frames":[{"ip":"0x1","object":"/x/app"}]}
+"#;
+        let s = read_crashes(text.as_bytes()).unwrap();
+        assert_eq!(
+            s.processes[0].culprit,
+            "/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so"
+        );
+        // A pc outside the runtime is its own culprit, whatever the frames say.
+        assert_eq!(s.processes[1].culprit, "/x/libVkLayer_vkexit_trace.so");
     }
 
     #[test]
