@@ -106,7 +106,7 @@ pub fn bench(args: BenchArgs) -> Result<bool> {
         "vkexit bench: {} runs of {} [{}], {}",
         args.runs,
         cell.label(),
-        vkexit::expectations::layers_text(&cell.layers),
+        vkexit::judge::layers_text(&cell.layers),
         load_note()
     );
     let runs = args.runs;

@@ -7,10 +7,9 @@
 //! vkexit's own environment, which every run inherits; a case with variables
 //! of its own runs in an execution of its own, with them set.
 
-use crate::baseline::{self, BUILTIN_SOURCE};
 use crate::classify;
 use crate::errors::Result;
-use crate::expectations::{self, Baseline, Subject};
+use crate::judge::{self, Baseline, Expectation, BUILTIN_SOURCE};
 use crate::layers::Chain;
 use crate::matrix::{LayerSet, Matrix};
 use crate::plan::{self, Cell, ExternalCase, Plan};
@@ -40,12 +39,19 @@ pub struct Settings {
     pub rerun_without_layer: bool,
 }
 
+/// One layer set's plan, with each cell's expectation.
+struct Part {
+    chain: Chain,
+    plan: Plan,
+    expectations: Vec<Option<Expectation>>,
+}
+
 /// The planned gate: one plan per layer set.
 pub struct Gate<'a> {
     matrix: &'a Matrix,
     baseline: &'a Baseline,
     settings: Settings,
-    parts: Vec<(Chain, Plan)>,
+    parts: Vec<Part>,
     /// Facts to show before the table (drivers left out, the shard, …).
     pub notes: Vec<String>,
 }
@@ -76,11 +82,14 @@ impl<'a> Gate<'a> {
             }
             kept += plan.cells.len();
             for cell in &mut plan.cells {
-                let builtin = cell.expectation.take();
-                cell.expectation = baseline.judge(&Subject::of_cell(cell), builtin);
                 cell.env = cell_env(matrix, cell);
             }
-            parts.push((chain, plan));
+            let expectations = judge::expectations(&plan.cells, baseline);
+            parts.push(Part {
+                chain,
+                plan,
+                expectations,
+            });
         }
         if let Some(shard) = settings.shard {
             notes.push(format!("shard {shard}: {kept} of {all} cells"));
@@ -98,7 +107,7 @@ impl<'a> Gate<'a> {
     pub fn runnable_cells(&self) -> usize {
         self.parts
             .iter()
-            .flat_map(|(_, p)| &p.cells)
+            .flat_map(|p| &p.plan.cells)
             .filter(|c| c.not_run.is_none())
             .count()
     }
@@ -107,18 +116,22 @@ impl<'a> Gate<'a> {
     /// when its last run has finished.
     pub fn run(&self, mut on_cell_done: impl FnMut(&Cell)) -> Result<Vec<CellResult>> {
         let mut cells = Vec::new();
-        for (chain, plan) in &self.parts {
-            cells.extend(self.run_part(chain, plan, &mut on_cell_done)?);
+        for part in &self.parts {
+            cells.extend(self.run_part(part, &mut on_cell_done)?);
         }
         Ok(cells)
     }
 
     fn run_part(
         &self,
-        chain: &Chain,
-        plan: &Plan,
+        part: &Part,
         on_cell_done: &mut impl FnMut(&Cell),
     ) -> Result<Vec<CellResult>> {
+        let Part {
+            chain,
+            plan,
+            expectations,
+        } = part;
         let options = run::Options {
             runs: self.matrix.runs(),
             jobs: self.settings.jobs,
@@ -138,20 +151,11 @@ impl<'a> Gate<'a> {
                 on_cell_done(cell);
             }
         })?;
-        let layer_version = chain.validation.as_ref().map(|v| v.api_version.as_str());
-        let builtin_allows = baseline::builtin_allows(layer_version);
         let mut judged = Vec::with_capacity(plan.cells.len());
-        for (cell, mut cell_runs) in plan.cells.iter().zip(runs) {
-            let subject = Subject::of_cell(cell);
-            let mut allows = self.baseline.allowed(&subject, layer_version);
-            allows.extend(
-                builtin_allows
-                    .iter()
-                    .filter(|a| a.applies(&subject, layer_version)),
-            );
-            let removed =
-                expectations::apply_allow(&mut cell_runs, &allows, self.matrix.fail_on_leak);
-            let mut result = report::summarize(cell, &cell_runs);
+        for ((cell, expectation), mut cell_runs) in plan.cells.iter().zip(expectations).zip(runs) {
+            let allows = judge::allows_for(self.baseline, cell);
+            let removed = judge::apply_allow(&mut cell_runs, &allows, self.matrix.fail_on_leak);
+            let mut result = report::summarize(cell, expectation.as_ref(), &cell_runs);
             result.allowed_vuids = removed;
             result.crash_in_layer = self.layer_crash(&options, plan, cell, &cell_runs)?;
             if let Some(layer) = &result.crash_in_layer {

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use vkexit::errors::{Error, Result};
-use vkexit::expectations::{Baseline, BaselineFile};
 use vkexit::gate::{self, Gate};
+use vkexit::judge::{Baseline, BaselineFile};
 use vkexit::matrix::{Matrix, Overrides};
 use vkexit::{doctor, drivers, plan, report, run};
 
@@ -435,8 +435,8 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
         println!(
             "repro: {} [{}, emulation {}]: until the first failure, or {needed} runs without one (failure rate below {}), {} at once",
             cell.label(),
-            vkexit::expectations::layers_text(&cell.layers),
-            cell.emulation,
+            vkexit::judge::layers_text(&cell.layers),
+            cell.emulation.name(),
             vkexit::repro::percent(args.max_rate),
             options.jobs
         );
@@ -583,20 +583,9 @@ fn cores() -> usize {
 
 fn list() -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let describe = |case: &str| match case {
-        "clean-exit" => "init, allocate, free everything, exit",
-        "buffer-kept-at-exit" => "a device buffer and a pinned host buffer still allocated at exit",
-        "handler-before-load" => {
-            "atexit(cleanup) before the runtime is loaded; cleanup frees after teardown"
-        }
-        "events-freed-after-teardown" => {
-            "events recorded, freed by a handler that runs after the teardown"
-        }
-        _ => "",
-    };
     let _ = writeln!(out, "cases:");
-    for case in plan::BUILTIN_CASES {
-        let _ = writeln!(out, "  {case:30} {}", describe(case));
+    for case in plan::CASES {
+        let _ = writeln!(out, "  {:30} {}", case.name, case.description);
     }
     let _ = writeln!(out, "runtimes:");
     for policy in plan::POLICIES {

@@ -1,23 +1,62 @@
 //! Planning: which cells to run. A cell is one case × runtime × driver ×
 //! layers × emulation; it is run N times.
 
-use crate::baseline::{self, Expectation};
 use crate::drivers::{self, Driver};
 use crate::errors::{Error, Result};
-use crate::layers::Chain;
+use crate::layers::{Chain, Emulation};
 use crate::probe::{self, DeviceInfo};
 use crate::results::CellId;
 use crate::shard::Shard;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// The ordering scenarios built into vkexit, in the order they are reported.
-pub const BUILTIN_CASES: [&str; 4] = [
-    "clean-exit",
-    "buffer-kept-at-exit",
-    "handler-before-load",
-    "events-freed-after-teardown",
+/// An ordering scenario built into vkexit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Case {
+    pub name: &'static str,
+    /// What it does, as `vkexit list` shows it.
+    pub description: &'static str,
+}
+
+/// The catalogue of built-in cases, in the order they are planned, listed
+/// and reported.
+pub const CASES: [Case; 4] = [
+    Case {
+        name: "clean-exit",
+        description: "init, allocate, free everything, exit",
+    },
+    Case {
+        name: "buffer-kept-at-exit",
+        description: "a device buffer and a pinned host buffer still allocated at exit",
+    },
+    Case {
+        name: "handler-before-load",
+        description: "atexit(cleanup) before the runtime is loaded; cleanup frees after teardown",
+    },
+    Case {
+        name: "events-freed-after-teardown",
+        description: "events recorded, freed by a handler that runs after the teardown",
+    },
 ];
+
+/// The names of [`CASES`], in their order.
+pub const BUILTIN_CASES: [&str; 4] = [CASES[0].name, CASES[1].name, CASES[2].name, CASES[3].name];
+
+/// Built-in cases in their order, before any other (stable sort keeps the rest).
+pub fn case_rank(case: &str) -> usize {
+    BUILTIN_CASES
+        .iter()
+        .position(|c| *c == case)
+        .unwrap_or(usize::MAX)
+}
+
+/// refrt policies from the oldest behaviour to the final fix, before any other.
+pub fn runtime_rank(runtime: &str) -> usize {
+    runtime
+        .strip_prefix("refrt:")
+        .and_then(|p| POLICIES.iter().position(|q| *q == p))
+        .unwrap_or(usize::MAX)
+}
 
 /// refrt's teardown policies, from the oldest behaviour to the final fix.
 pub const POLICIES: [&str; 5] = [
@@ -54,7 +93,7 @@ pub struct Cell {
     pub driver: Driver,
     pub device: Option<DeviceInfo>,
     pub layers: Vec<String>,
-    pub emulation: String,
+    pub emulation: Emulation,
     pub command: CaseCommand,
     /// Set when the cell cannot run here.
     pub not_run: Option<NotRun>,
@@ -63,7 +102,6 @@ pub struct Cell {
     /// Variables added to every run of the cell (a matrix's `env`, an
     /// external case's own).
     pub env: Vec<(String, String)>,
-    pub expectation: Option<Expectation>,
 }
 
 impl Cell {
@@ -79,7 +117,7 @@ impl Cell {
             } else {
                 self.layers.join("+")
             },
-            self.emulation
+            self.emulation.name()
         );
         raw.chars()
             .map(|c| {
@@ -103,7 +141,7 @@ impl Cell {
             runtime: self.runtime.clone(),
             driver: self.driver.name.clone(),
             layers: self.layers.clone(),
-            emulation: self.emulation.clone(),
+            emulation: self.emulation.name().to_string(),
         }
     }
 }
@@ -277,8 +315,7 @@ pub fn plan(request: &Request) -> Result<Plan> {
     }
     let drivers = choose_drivers(request, &mut notes)?;
     let layers = request.chain.names();
-    let emulation = request.chain.emulation.name().to_string();
-    let validation = request.chain.validation.is_some();
+    let emulation = request.chain.emulation;
     let validation_layer = request
         .chain
         .validation
@@ -294,12 +331,11 @@ pub fn plan(request: &Request) -> Result<Plan> {
                 driver: driver.clone(),
                 device: device.clone(),
                 layers: layers.clone(),
-                emulation: emulation.clone(),
+                emulation,
                 command: CaseCommand::External(external.argv.clone()),
                 not_run: not_run.clone(),
                 env: Vec::new(),
                 validation_layer: validation_layer.clone(),
-                expectation: None,
             });
         }
         for case in &cases {
@@ -319,18 +355,11 @@ pub fn plan(request: &Request) -> Result<Plan> {
                     driver: driver.clone(),
                     device: device.clone(),
                     layers: layers.clone(),
-                    emulation: emulation.clone(),
+                    emulation,
                     command: CaseCommand::Scenario(binary.clone()),
                     not_run,
                     env: runtime_env(runtime),
                     validation_layer: validation_layer.clone(),
-                    expectation: baseline::builtin(
-                        case,
-                        runtime,
-                        &driver.name,
-                        &emulation,
-                        validation,
-                    ),
                 });
             }
         }
@@ -541,7 +570,6 @@ fn guess_name(manifest: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::Emulation;
 
     fn request() -> Request {
         Request {
@@ -720,12 +748,11 @@ mod tests {
             },
             device: None,
             layers: vec!["validation".into()],
-            emulation: "none".into(),
+            emulation: Emulation::None,
             command: CaseCommand::External(vec![]),
             not_run: None,
             env: Vec::new(),
             validation_layer: None,
-            expectation: None,
         };
         assert_eq!(
             cell.slug(),

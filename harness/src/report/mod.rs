@@ -7,9 +7,9 @@ pub mod junit;
 pub mod markdown;
 mod markup;
 
-use crate::baseline::{self, Observed};
 use crate::errors::{Error, Result};
-use crate::plan::{Cell, NotRun};
+use crate::judge::{self, Expectation, Observed};
+use crate::plan::{case_rank, runtime_rank, Cell};
 use crate::results::{CellResult, Counts, Results, SCHEMA};
 use crate::run::RunRecord;
 use crate::stats::wilson95;
@@ -17,8 +17,10 @@ use crate::verdict::{CellVerdict, RunVerdict};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub use crate::util::write_atomically;
+
 /// One cell's runs, summarised and judged against its expectation.
-pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
+pub fn summarize(cell: &Cell, expectation: Option<&Expectation>, runs: &[RunRecord]) -> CellResult {
     let mut counts = Counts::default();
     let mut vuids: Vec<String> = Vec::new();
     let mut signals: Vec<String> = Vec::new();
@@ -52,20 +54,14 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
     }
     vuids.sort();
     signals.sort();
-    let (verdict, reason) = match &cell.not_run {
-        Some(NotRun::Skipped(why)) => (CellVerdict::Skipped, why.clone()),
-        Some(NotRun::Broken(why)) => (CellVerdict::Error, why.clone()),
-        None => {
-            let observed = Observed {
-                counts,
-                vuids: vuids.clone(),
-                signals: signals.clone(),
-            };
-            let (verdict, why) = baseline::evaluate(cell.expectation.as_ref(), &observed);
-            (verdict, explain_errors(verdict, why, runs))
-        }
+    let observed = Observed {
+        counts,
+        vuids: vuids.clone(),
+        signals: signals.clone(),
     };
-    let judged_by = cell.expectation.as_ref().filter(|_| cell.not_run.is_none());
+    let judged = judge::cell(cell, expectation, &observed);
+    let verdict = judged.verdict;
+    let reason = explain_errors(verdict, judged.reason, runs);
     let n = counts.total();
     let [lo, hi] = pass_rate_95(counts);
     CellResult {
@@ -73,10 +69,11 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
         runtime: cell.runtime.clone(),
         driver: cell.driver.name.clone(),
         layers: cell.layers.clone(),
-        emulation: cell.emulation.clone(),
+        emulation: cell.emulation.name().to_string(),
         runs: n,
         counts,
         verdict,
+        vuid_names: crate::vuid::renamed_ids(&vuids),
         vuids,
         vuid_counts,
         signals,
@@ -95,8 +92,8 @@ pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
             cell.validation_layer.as_deref(),
         )),
         driver_manifest: Some(cell.driver.manifest.display().to_string()),
-        expectation: judged_by.map(|e| e.source.clone()),
-        flaky_expected: judged_by.is_some_and(|e| e.outcome == baseline::Outcome::Flaky),
+        expectation: judged.source,
+        flaky_expected: judged.flaky_expected,
         allowed_vuids: Vec::new(),
         crash_in_layer: None,
     }
@@ -168,31 +165,6 @@ pub fn write_json(path: &Path, results: &Results) -> Result<()> {
     let text = serde_json::to_string_pretty(results).expect("results serialise");
     write_atomically(path, (text + "\n").as_bytes())
         .map_err(|e| Error::io("cannot write the results file", path, e))
-}
-
-/// Writes a report whole or not at all: into a temporary file next to
-/// `path`, flushed to disk, then renamed over it. A vkexit killed while
-/// writing, or a full disk, leaves the old file (or none), never half of a
-/// new one that a later merge or gate would read as complete.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    let mut temp_name = std::ffi::OsString::from(".");
-    temp_name.push(name);
-    temp_name.push(format!(".{}.tmp", std::process::id()));
-    let temp = path.with_file_name(temp_name);
-    let written = std::fs::File::create(&temp).and_then(|mut f| {
-        f.write_all(contents)?;
-        f.sync_all()
-    });
-    match written.and_then(|()| std::fs::rename(&temp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&temp);
-            Err(e)
-        }
-    }
 }
 
 /// The report files asked for (`--json`, `--junit`, `--markdown`, `--html`).
@@ -381,22 +353,6 @@ impl Group<'_> {
             .find(|c| c.case == case && c.runtime == runtime)
             .copied()
     }
-}
-
-/// Built-in cases in their order, before any other (stable sort keeps the rest).
-pub fn case_rank(case: &str) -> usize {
-    crate::plan::BUILTIN_CASES
-        .iter()
-        .position(|c| *c == case)
-        .unwrap_or(usize::MAX)
-}
-
-/// refrt policies from the oldest behaviour to the final fix, before any other.
-pub fn runtime_rank(runtime: &str) -> usize {
-    runtime
-        .strip_prefix("refrt:")
-        .and_then(|p| crate::plan::POLICIES.iter().position(|q| *q == p))
-        .unwrap_or(usize::MAX)
 }
 
 /// Not-green cells first (each kept in its order), then the green ones.

@@ -533,7 +533,7 @@ fn write_evidence(
         dir.join("stderr.txt"),
     )?))?;
     let json = serde_json::to_string_pretty(record).expect("a run record serialises");
-    crate::report::write_atomically(&dir.join("result.json"), (json + "\n").as_bytes())
+    crate::util::write_atomically(&dir.join("result.json"), (json + "\n").as_bytes())
 }
 
 #[cfg(test)]
