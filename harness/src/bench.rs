@@ -244,6 +244,7 @@ fn plan_one(args: &BenchArgs, work: &Path) -> Result<(Plan, run::Options)> {
         // their cost counts as vkexit's.
         diagnostics: false,
         time_destructors: false,
+        children_may_crash: false,
     };
     Ok((plan, options))
 }

@@ -1,7 +1,7 @@
 //! Classification: a pure function from what a run left behind to its verdict.
 //! No Vulkan, no processes: everything it needs is in `RunEvidence`.
 
-use crate::evidence::{TegraSummary, TraceSummary};
+use crate::evidence::{CrashSummary, ProcessCrash, TegraSummary, TraceSummary};
 use crate::verdict::RunVerdict;
 use crate::vuid::VuidReport;
 use serde::{Deserialize, Serialize};
@@ -57,6 +57,20 @@ pub struct RunEvidence {
     pub tegra: Option<TegraSummary>,
     /// Objects alive at exit fail the run.
     pub fail_on_leak: bool,
+    /// The crash reports of every process of the run.
+    pub tree: ProcessTree,
+}
+
+/// The processes of a run, as the crash report saw them.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessTree {
+    /// The process vkexit started; `None` when none was.
+    pub main_pid: Option<i64>,
+    /// `crash.jsonl`: every process of the run writes its crashes there.
+    pub crashes: CrashSummary,
+    /// The program crashes children on purpose (death tests): their crashes
+    /// are findings, not failures.
+    pub children_may_crash: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +83,34 @@ pub struct Classification {
     /// What the vkexit layers saw, as sentences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,
+    /// The layer whose library held the pc of the crash that failed the run
+    /// (`validation`, `trace`, or another layer's file name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash_layer: Option<String>,
+}
+
+/// The layer a library belongs to, by its file name: vkexit's names for the
+/// layers it enables, the file name for any other layer (`libVkLayer_*`).
+/// The tegra-exit layer stands in for the driver: a fault of its emulated
+/// driver is the emulation working, the application's crash, not a layer's.
+pub fn layer_of(mapping: &str) -> Option<String> {
+    let file = mapping.rsplit('/').next().unwrap_or(mapping);
+    let stem = file.split(".so").next().unwrap_or(file);
+    match stem {
+        "libVkLayer_khronos_validation" => Some("validation".into()),
+        "libVkLayer_vkexit_trace" => Some("trace".into()),
+        "libVkLayer_vkexit_tegra_exit" => None,
+        _ if stem.starts_with("libVkLayer_") => Some(file.to_string()),
+        _ => None,
+    }
+}
+
+/// `the validation layer` or `the layer libVkLayer_x.so`, for sentences.
+pub fn layer_phrase(layer: &str) -> String {
+    match layer {
+        "validation" | "trace" => format!("the {layer} layer"),
+        other => format!("the layer {other}"),
+    }
 }
 
 pub fn signal_name(signal: i32) -> String {
@@ -129,13 +171,80 @@ pub fn classify(evidence: &RunEvidence) -> Classification {
         }
         Termination::Exited { .. } => classify_clean_exit(evidence, &vuids),
     };
-    Classification {
+    let mut c = Classification {
         verdict,
         reason,
         signal,
         vuids,
         findings,
+        crash_layer: None,
+    };
+    judge_the_tree(&mut c, evidence);
+    c
+}
+
+/// A fatal signal anywhere in the run's process tree fails the run, not only
+/// the main process's: a child that crashes while its parent exits 0 is the
+/// exit crash nobody notices. A hang or a run that never started keeps its
+/// verdict; the crashes are said in its findings.
+fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
+    let tree = &evidence.tree;
+    let main = match &evidence.termination {
+        Termination::Signaled { .. } => tree.crashes.of(tree.main_pid),
+        _ => None,
+    };
+    if let Some(layer) = main.and_then(|p| layer_of(&p.culprit)) {
+        c.reason.push_str(&format!(", in {}", layer_phrase(&layer)));
+        c.crash_layer = Some(layer);
     }
+    let others: Vec<&ProcessCrash> = tree.crashes.fatal_besides(tree.main_pid).collect();
+    for p in &others {
+        let mut line = format!("{} killed by {}", p.describe(), p.signal);
+        if let Some(layer) = layer_of(&p.culprit) {
+            line.push_str(&format!(", in {}", layer_phrase(&layer)));
+        }
+        if tree.children_may_crash {
+            line.push_str(" (children may crash: recorded, not judged)");
+        }
+        c.findings.push(line);
+    }
+    if tree.crashes.more > 0 {
+        c.findings
+            .push(format!("{} more process(es) crashed", tree.crashes.more));
+    }
+    let judged = matches!(
+        evidence.termination,
+        Termination::Exited { .. } | Termination::Signaled { .. }
+    );
+    let Some(first) = others
+        .first()
+        .filter(|_| judged && !tree.children_may_crash)
+    else {
+        return;
+    };
+    if c.verdict == RunVerdict::Crash {
+        // The main process's own crash is the headline.
+        c.reason
+            .push_str(&format!("; {} other process(es) crashed too", others.len()));
+        return;
+    }
+    let layer = layer_of(&first.culprit);
+    let place = layer
+        .as_deref()
+        .map_or(String::new(), |l| format!(", in {}", layer_phrase(l)));
+    c.reason = format!(
+        "{} killed by {}{place}; the main process {}",
+        first.describe(),
+        first.signal,
+        c.reason
+    );
+    if others.len() > 1 {
+        c.reason
+            .push_str(&format!("; {} more process(es) crashed", others.len() - 1));
+    }
+    c.verdict = RunVerdict::Crash;
+    c.signal = Some(first.signal.clone());
+    c.crash_layer = layer;
 }
 
 /// A run that exited 0: first every layer asked for must prove it was
@@ -225,6 +334,7 @@ mod tests {
             trace: None,
             tegra: None,
             fail_on_leak: false,
+            tree: ProcessTree::default(),
         })
     }
 
@@ -235,6 +345,7 @@ mod tests {
             trace: Some(crate::evidence::read_trace(trace.as_bytes()).unwrap()),
             tegra: None,
             fail_on_leak,
+            tree: ProcessTree::default(),
         })
     }
 
@@ -392,6 +503,122 @@ mod tests {
     fn no_validation_requested_passes_on_exit_zero() {
         let c = run(Termination::Exited { code: 0 }, Validation::NotRequested);
         assert_eq!(c.verdict, RunVerdict::Pass);
+    }
+
+    fn tree(termination: Termination, crashes: &str, children_may_crash: bool) -> Classification {
+        classify(&RunEvidence {
+            termination,
+            validation: clean_log(),
+            trace: None,
+            tegra: None,
+            fail_on_leak: false,
+            tree: ProcessTree {
+                main_pid: Some(10),
+                crashes: crate::evidence::read_crashes(crashes.as_bytes()).unwrap(),
+                children_may_crash,
+            },
+        })
+    }
+
+    const CHILD_SEGV: &str = r#"{"ev":"crash","pid":20,"ppid":10,"cmdline":"worker --n 1","then":"default-action","signal":"SIGSEGV","pc_mapping":"/lib/libc.so.6"}
+"#;
+    const MAIN_IN_VALIDATION: &str = r#"{"ev":"crash","pid":10,"ppid":1,"cmdline":"app","then":"default-action","signal":"SIGSEGV","pc_mapping":"/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so"}
+"#;
+    const SEGV: Termination = Termination::Signaled {
+        signal: libc::SIGSEGV,
+        core_dumped: false,
+    };
+
+    #[test]
+    fn a_child_that_died_of_a_signal_fails_a_run_whose_main_process_exited_0() {
+        let c = tree(Termination::Exited { code: 0 }, CHILD_SEGV, false);
+        assert_eq!(c.verdict, RunVerdict::Crash);
+        assert_eq!(c.signal.as_deref(), Some("SIGSEGV"));
+        assert_eq!(
+            c.reason,
+            "process 20 (worker --n 1) killed by SIGSEGV; the main process exited 0, validation clean"
+        );
+        assert_eq!(c.findings, ["process 20 (worker --n 1) killed by SIGSEGV"]);
+        // Whatever the main process did, the crash is the verdict.
+        let c = tree(Termination::Exited { code: 3 }, CHILD_SEGV, false);
+        assert_eq!(c.verdict, RunVerdict::Crash);
+        assert!(c.reason.ends_with("the main process exited with code 3"));
+    }
+
+    #[test]
+    fn children_that_may_crash_are_findings_and_the_main_process_is_still_judged() {
+        let c = tree(Termination::Exited { code: 0 }, CHILD_SEGV, true);
+        assert_eq!(c.verdict, RunVerdict::Pass);
+        assert_eq!(
+            c.findings,
+            ["process 20 (worker --n 1) killed by SIGSEGV (children may crash: recorded, not judged)"]
+        );
+        let c = tree(SEGV, MAIN_IN_VALIDATION, true);
+        assert_eq!(c.verdict, RunVerdict::Crash);
+    }
+
+    #[test]
+    fn a_crash_a_program_handler_survived_fails_nothing() {
+        let survived = r#"{"ev":"crash","pid":20,"then":"program-handler","signal":"SIGSEGV"}"#;
+        let c = tree(Termination::Exited { code: 0 }, survived, false);
+        assert_eq!(c.verdict, RunVerdict::Pass);
+        assert!(c.findings.is_empty());
+    }
+
+    #[test]
+    fn a_crash_in_a_layers_library_names_the_layer() {
+        let c = tree(SEGV, MAIN_IN_VALIDATION, false);
+        assert_eq!(c.reason, "killed by SIGSEGV, in the validation layer");
+        assert_eq!(c.crash_layer.as_deref(), Some("validation"));
+        let both = format!("{MAIN_IN_VALIDATION}{CHILD_SEGV}");
+        let c = tree(SEGV, &both, false);
+        assert_eq!(c.verdict, RunVerdict::Crash);
+        assert_eq!(
+            c.reason,
+            "killed by SIGSEGV, in the validation layer; 1 other process(es) crashed too"
+        );
+        // The main process's crash record is its own, not any other's.
+        let c = tree(SEGV, CHILD_SEGV, false);
+        assert_eq!(c.crash_layer, None);
+    }
+
+    #[test]
+    fn an_abort_called_from_a_layer_is_the_layers_crash() {
+        let abort = r#"{"ev":"crash","pid":10,"then":"default-action","signal":"SIGABRT","pc_mapping":"/lib/x86_64-linux-gnu/libc.so.6"}
+{"ev":"backtrace","pid":10,"frames":[{"object":"/lib/x86_64-linux-gnu/libc.so.6"},{"object":"/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so"}]}
+"#;
+        let c = tree(
+            Termination::Signaled {
+                signal: libc::SIGABRT,
+                core_dumped: false,
+            },
+            abort,
+            false,
+        );
+        assert_eq!(c.reason, "killed by SIGABRT, in the validation layer");
+        assert_eq!(c.crash_layer.as_deref(), Some("validation"));
+    }
+
+    #[test]
+    fn layers_are_known_by_their_library() {
+        let of = |m: &str| layer_of(m);
+        assert_eq!(
+            of("/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so").as_deref(),
+            Some("validation")
+        );
+        assert_eq!(
+            of("/x/libVkLayer_vkexit_trace.so").as_deref(),
+            Some("trace")
+        );
+        assert_eq!(
+            of("/usr/lib/libVkLayer_MESA_device_select.so.1").as_deref(),
+            Some("libVkLayer_MESA_device_select.so.1")
+        );
+        // The emulated driver's fault is the emulation, never a layer's bug.
+        assert_eq!(of("/x/libVkLayer_vkexit_tegra_exit.so"), None);
+        for not_a_layer in ["/lib/libc.so.6", "unmapped", "[anonymous]", ""] {
+            assert_eq!(of(not_a_layer), None, "{not_a_layer}");
+        }
     }
 
     #[test]

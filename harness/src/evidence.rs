@@ -1,6 +1,7 @@
-//! The JSON-lines evidence the vkexit layers leave in a run directory:
-//! `trace.jsonl` from VK_LAYER_VKEXIT_trace and `tegra.jsonl` from
-//! VK_LAYER_VKEXIT_tegra_exit. Read in bounded memory; a line cut by a crash
+//! The JSON-lines evidence the vkexit layers and the crash report leave in a
+//! run directory: `trace.jsonl` from VK_LAYER_VKEXIT_trace, `tegra.jsonl` from
+//! VK_LAYER_VKEXIT_tegra_exit and `crash.jsonl` from the preloaded crash
+//! handler, which every process of the run writes to. Read in bounded memory; a line cut by a crash
 //! or any line that is not a JSON object is counted and skipped, never fatal.
 
 use serde::{Deserialize, Serialize};
@@ -133,6 +134,152 @@ impl TegraSummary {
     }
 }
 
+/// At most this many crashed processes are kept per run; more are counted.
+const MAX_CRASHED_PROCESSES: usize = 64;
+
+/// One process of a run's tree that took a crash signal: its first `crash`
+/// record, and whether the signal ended it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessCrash {
+    pub pid: i64,
+    pub ppid: i64,
+    /// The process's arguments joined by spaces (empty from an older handler).
+    pub cmdline: String,
+    pub signal: String,
+    pub thread: String,
+    pub pc: String,
+    /// The file of the process's maps that held the pc, `unmapped`, `[anonymous]`, …
+    pub pc_mapping: String,
+    /// The object whose code brought the crash about: the pc's, or, when the
+    /// pc is in the C or C++ runtime (`abort`, `raise`, a failed assertion),
+    /// the first object of the backtrace outside it. A layer that aborts is
+    /// known by this, not by its pc.
+    #[serde(default)]
+    pub culprit: String,
+    /// The signal ended the process: its default action was taken, at once or
+    /// after a program handler gave up on the fault. A crash the program's own
+    /// handler survived (a JIT's guard page, a death-test's parent) is not fatal.
+    pub fatal: bool,
+}
+
+impl ProcessCrash {
+    /// `process 1234 (mock --signal SIGSEGV)`, for sentences.
+    pub fn describe(&self) -> String {
+        match self.cmdline.as_str() {
+            "" => format!("process {}", self.pid),
+            cmdline => format!("process {} ({})", self.pid, cut(cmdline, 160)),
+        }
+    }
+}
+
+/// The C and C++ runtime: where `abort`, `raise` and assertion failures
+/// have their pc, whoever called them.
+fn is_runtime(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    [
+        "libc.so",
+        "libstdc++.so",
+        "libgcc_s.so",
+        "libc++.so",
+        "libc++abi.so",
+        "ld-linux",
+    ]
+    .iter()
+    .any(|name| file.starts_with(name))
+}
+
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// What `crash.jsonl` says about the processes of one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrashSummary {
+    /// In the order of their first crash record.
+    pub processes: Vec<ProcessCrash>,
+    /// Crashed processes beyond the ones kept.
+    pub more: u64,
+    pub bad_lines: u64,
+}
+
+impl CrashSummary {
+    fn add(&mut self, record: &Value) {
+        let field = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or("");
+        let Some(pid) = record.get("pid").and_then(Value::as_i64) else {
+            return;
+        };
+        let ev = field("ev");
+        if ev == "backtrace" {
+            self.blame(pid, record);
+            return;
+        }
+        if ev != "crash" && ev != "fatal" {
+            return;
+        }
+        // An older handler wrote no `then`: its crash counts as the end of the process,
+        // so a crash is never lost for want of the field.
+        let ends_it = ev == "fatal" || field("then") != "program-handler";
+        if let Some(known) = self.processes.iter_mut().find(|p| p.pid == pid) {
+            known.fatal |= ends_it;
+            return;
+        }
+        // A `fatal` record whose crash record was lost (a cut line) still names the process.
+        if self.processes.len() >= MAX_CRASHED_PROCESSES {
+            self.more += 1;
+            return;
+        }
+        self.processes.push(ProcessCrash {
+            pid,
+            ppid: record.get("ppid").and_then(Value::as_i64).unwrap_or(0),
+            cmdline: field("cmdline").to_string(),
+            signal: field("signal").to_string(),
+            thread: field("thread").to_string(),
+            pc: field("pc").to_string(),
+            pc_mapping: field("pc_mapping").to_string(),
+            culprit: field("pc_mapping").to_string(),
+            fatal: ends_it,
+        });
+    }
+
+    /// A crash whose pc is in the C or C++ runtime is put on the first
+    /// object of its backtrace outside the runtime (and outside vkexit's
+    /// preloaded library).
+    fn blame(&mut self, pid: i64, record: &Value) {
+        let Some(crash) = self.processes.iter_mut().find(|p| p.pid == pid) else {
+            return;
+        };
+        if !is_runtime(&crash.culprit) {
+            return;
+        }
+        let frames = record.get("frames").and_then(Value::as_array);
+        let objects = frames
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.get("object").and_then(Value::as_str));
+        if let Some(object) = objects
+            .filter(|o| !o.is_empty())
+            .find(|o| !is_runtime(o) && !o.ends_with("/libvkexit_preload.so"))
+        {
+            crash.culprit = object.to_string();
+        }
+    }
+
+    /// The processes other than `main_pid` that died of a crash signal.
+    pub fn fatal_besides(&self, main_pid: Option<i64>) -> impl Iterator<Item = &ProcessCrash> {
+        self.processes
+            .iter()
+            .filter(move |p| p.fatal && Some(p.pid) != main_pid)
+    }
+
+    /// The main process's crash, when it wrote one.
+    pub fn of(&self, pid: Option<i64>) -> Option<&ProcessCrash> {
+        self.processes.iter().find(|p| Some(p.pid) == pid)
+    }
+}
+
 /// Reads JSON lines, handing each object to `add`; returns the number of
 /// lines that were not JSON objects.
 pub(crate) fn read_lines(reader: impl Read, mut add: impl FnMut(&Value)) -> std::io::Result<u64> {
@@ -165,6 +312,12 @@ pub(crate) fn read_lines(reader: impl Read, mut add: impl FnMut(&Value)) -> std:
 
 pub fn read_trace(reader: impl Read) -> std::io::Result<TraceSummary> {
     let mut summary = TraceSummary::default();
+    summary.bad_lines = read_lines(reader, |v| summary.add(v))?;
+    Ok(summary)
+}
+
+pub fn read_crashes(reader: impl Read) -> std::io::Result<CrashSummary> {
+    let mut summary = CrashSummary::default();
     summary.bad_lines = read_lines(reader, |v| summary.add(v))?;
     Ok(summary)
 }
@@ -235,6 +388,65 @@ mod tests {
         assert!(!s.loaded);
         assert_eq!(s.bad_lines, 2);
         assert!(!s.leaked());
+    }
+
+    #[test]
+    fn crashes_are_told_apart_by_process_and_by_whether_they_ended_it() {
+        let text = r#"{"ev":"crash","pid":20,"ppid":10,"cmdline":"mock --signal SIGSEGV","then":"default-action","signal":"SIGSEGV","thread":"mock","pc":"0x1","pc_mapping":"/lib/libc.so.6"}
+{"ev":"backtrace","pid":20,"frames":[]}
+{"ev":"crash","pid":30,"ppid":10,"cmdline":"jit","then":"program-handler","signal":"SIGSEGV","pc":"0x2","pc_mapping":"[anonymous]"}
+{"ev":"crash","pid":40,"ppid":10,"cmdline":"rust","then":"program-handler","signal":"SIGSEGV","pc":"0x3","pc_mapping":"/x/libVkLayer_vkexit_trace.so"}
+{"ev":"fatal","pid":40,"signal":"SIGSEGV","pc":"0x3"}
+{"ev":"crash","pid":50,"signal":"SIGABRT"}
+{"ev":"fatal","pid":60,"signal":"SIGBUS"}
+{"ev":"crash","pid":
+"#;
+        let s = read_crashes(text.as_bytes()).unwrap();
+        let fatal: Vec<(i64, bool)> = s.processes.iter().map(|p| (p.pid, p.fatal)).collect();
+        // 30's own handler took the fault and it lived on; 40's gave it back (Rust's does);
+        // 50 is from a handler too old to say, so it counts; 60's crash line was lost.
+        assert_eq!(
+            fatal,
+            [(20, true), (30, false), (40, true), (50, true), (60, true)]
+        );
+        assert_eq!(s.bad_lines, 1);
+        assert_eq!(
+            s.processes[0].describe(),
+            "process 20 (mock --signal SIGSEGV)"
+        );
+        assert_eq!(s.processes[3].describe(), "process 50");
+        let besides: Vec<i64> = s.fatal_besides(Some(20)).map(|p| p.pid).collect();
+        assert_eq!(besides, [40, 50, 60]);
+        assert_eq!(
+            s.of(Some(40)).unwrap().pc_mapping,
+            "/x/libVkLayer_vkexit_trace.so"
+        );
+    }
+
+    #[test]
+    fn an_abort_is_put_on_the_object_that_called_it() {
+        let text = r#"{"ev":"crash","pid":7,"then":"default-action","signal":"SIGABRT","pc":"0x1","pc_mapping":"/usr/lib/x86_64-linux-gnu/libc.so.6"}
+{"ev":"backtrace","pid":7,"frames":[{"ip":"0x1","object":"/lib/x86_64-linux-gnu/libc.so.6"},{"ip":"0x2","object":"/x/libvkexit_preload.so"},{"ip":"0x3","object":"/usr/lib/x86_64-linux-gnu/libstdc++.so.6"},{"ip":"0x4","object":"/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so"},{"ip":"0x5","object":"/x/app"}]}
+{"ev":"crash","pid":8,"then":"default-action","signal":"SIGSEGV","pc":"0x1","pc_mapping":"/x/libVkLayer_vkexit_trace.so"}
+{"ev":"backtrace","pid":8,"frames":[{"ip":"0x1","object":"/x/app"}]}
+"#;
+        let s = read_crashes(text.as_bytes()).unwrap();
+        assert_eq!(
+            s.processes[0].culprit,
+            "/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so"
+        );
+        // A pc outside the runtime is its own culprit, whatever the frames say.
+        assert_eq!(s.processes[1].culprit, "/x/libVkLayer_vkexit_trace.so");
+    }
+
+    #[test]
+    fn a_crash_file_from_a_fork_bomb_stays_bounded() {
+        let text: String = (0..1000)
+            .map(|pid| format!("{{\"ev\":\"crash\",\"pid\":{pid},\"signal\":\"SIGSEGV\"}}\n"))
+            .collect();
+        let s = read_crashes(text.as_bytes()).unwrap();
+        assert_eq!(s.processes.len(), MAX_CRASHED_PROCESSES);
+        assert_eq!(s.more, 1000 - MAX_CRASHED_PROCESSES as u64);
     }
 
     #[test]

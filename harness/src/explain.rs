@@ -38,6 +38,9 @@ struct Group {
     id: u64,
 }
 
+/// An exit handler: every process of a run numbers its own from 1.
+type HandlerKey = (i64, u64);
+
 /// What is known of one exit handler.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Handler {
@@ -58,7 +61,7 @@ impl Handler {
         format!(
             "exit handler #{id}{symbol} ({}, registered by {})",
             kind_name(&self.kind),
-            short(&self.registrant)
+            registrant(&self.registrant)
         )
     }
 }
@@ -68,6 +71,18 @@ fn kind_name(kind: &str) -> &str {
         "atexit" => "atexit",
         "cxa-atexit" | "cxa-atexit-untimed" => "C++ static destructor",
         other => other,
+    }
+}
+
+/// A registrant's file name, and the layer it is when it is one: a layer's
+/// own exit handlers are where a layer's crash at exit happens.
+fn registrant(path: &str) -> String {
+    match crate::classify::layer_of(path) {
+        Some(layer) if !layer.starts_with("lib") => {
+            format!("{}, the {layer} layer", short(path))
+        }
+        Some(_) => format!("{}, a layer", short(path)),
+        None => short(path).to_string(),
     }
 }
 
@@ -83,9 +98,11 @@ fn short(path: &str) -> &str {
 #[derive(Debug, Default)]
 pub struct Story {
     pub events: Vec<Event>,
-    handlers: BTreeMap<u64, Handler>,
-    /// The exit handler that started last, in time.
-    last_started: Option<u64>,
+    handlers: BTreeMap<HandlerKey, Handler>,
+    /// The exit handler that started last, in time, per process.
+    last_started: BTreeMap<i64, u64>,
+    /// The process vkexit started: the first whose preloaded library loaded.
+    main_pid: Option<(u64, i64)>,
     crash: Option<Value>,
     backtrace: Vec<String>,
     main_returned: bool,
@@ -138,8 +155,9 @@ impl Story {
     }
 
     /// Groups only C++ static destructors: `atexit` handlers stay one a line.
-    fn group_of(&self, id: u64, what: &'static str) -> Option<Group> {
-        let h = self.handlers.get(&id)?;
+    fn group_of(&self, key: HandlerKey, what: &'static str) -> Option<Group> {
+        let id = key.1;
+        let h = self.handlers.get(&key)?;
         (h.kind == "cxa-atexit").then(|| Group {
             what,
             registrant: short(&h.registrant).to_string(),
@@ -151,8 +169,15 @@ impl Story {
         let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         let n = |k: &str| r.get(k).and_then(Value::as_i64).unwrap_or(0);
         let thread = s("thread");
+        let pid = n("pid");
         let text = match (source, s("ev").as_str()) {
-            ("exit", "preload-loaded") => format!("process starts: {}", s("program")),
+            ("exit", "preload-loaded") => {
+                let t_ns = r.get("t_ns").and_then(Value::as_u64).unwrap_or(0);
+                if self.main_pid.is_none_or(|(t, _)| t_ns < t) {
+                    self.main_pid = Some((t_ns, pid));
+                }
+                format!("process starts: {} (pid {pid})", s("program"))
+            }
             ("exit", "main-start") => "main starts".to_string(),
             ("exit", "main-returned") => {
                 self.main_returned = true;
@@ -172,8 +197,8 @@ impl Story {
                     ..Handler::default()
                 };
                 let text = format!("{} registered", h.describe(id));
-                self.handlers.insert(id, h);
-                let group = self.group_of(id, "registered");
+                self.handlers.insert((pid, id), h);
+                let group = self.group_of((pid, id), "registered");
                 self.push_grouped(r, source, text, group);
                 return;
             }
@@ -186,7 +211,7 @@ impl Story {
                     .saturating_add(end.saturating_sub(first).saturating_add(1));
                 for id in (first..=end).take(room as usize) {
                     self.handlers.insert(
-                        id,
+                        (pid, id),
                         Handler {
                             kind: "cxa-atexit-untimed".into(),
                             registrant: s("registrant"),
@@ -197,7 +222,7 @@ impl Story {
                 let text = format!(
                     "exit handlers #{first}–#{last} registered: {} C++ static destructors of {} (not timed)",
                     n("count"),
-                    short(&s("registrant"))
+                    registrant(&s("registrant"))
                 );
                 // Written when the run ended: placed where it began.
                 let t_ns = r.get("first_t_ns").and_then(Value::as_u64).unwrap_or(0);
@@ -211,17 +236,17 @@ impl Story {
             }
             ("exit", "handler-start") | ("exit", "handler-end") => {
                 let id = n("id") as u64;
-                let h = self.handlers.entry(id).or_default();
+                let h = self.handlers.entry((pid, id)).or_default();
                 let start = s("ev") == "handler-start";
                 if start {
                     h.started = true;
-                    self.last_started = Some(id);
+                    self.last_started.insert(pid, id);
                 } else {
                     h.ended = true;
                 }
                 let what = if start { "runs" } else { "returned" };
                 let text = format!("{} {what}", h.describe(id));
-                let group = self.group_of(id, "ran");
+                let group = self.group_of((pid, id), "ran");
                 self.push_grouped(r, source, text, group);
                 return;
             }
@@ -293,8 +318,15 @@ impl Story {
     pub fn summary(&self) -> Option<String> {
         let crash = self.crash.as_ref()?;
         let mut text = crash_line(crash);
-        if let Some(id) = self.last_started {
-            let h = &self.handlers[&id];
+        let pid = crash.get("pid").and_then(Value::as_i64).unwrap_or(0);
+        if self.main_pid.is_some_and(|(_, main)| main != pid) {
+            text.push_str(&format!(", in process {pid}"));
+            if let Some(cmdline) = crash.get("cmdline").and_then(Value::as_str) {
+                text.push_str(&format!(" ({cmdline})"));
+            }
+        }
+        if let Some(&id) = self.last_started.get(&pid) {
+            let h = &self.handlers[&(pid, id)];
             text.push_str(&format!("; last exit handler to run: {}", h.describe(id)));
         }
         Some(text)
@@ -306,9 +338,16 @@ impl Story {
         let mut lines = Vec::new();
         let mut destructors: BTreeMap<&str, u64> = BTreeMap::new();
         let untimed = |h: &Handler| h.kind == "cxa-atexit-untimed";
-        for (id, h) in self
+        let crashed = self
+            .crash
+            .as_ref()
+            .and_then(|c| c.get("pid"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        for ((_, id), h) in self
             .handlers
             .iter()
+            .filter(|((pid, _), _)| *pid == crashed)
             .filter(|(_, h)| !h.started && !h.registrant.is_empty() && !untimed(h))
         {
             if h.kind == "cxa-atexit" {

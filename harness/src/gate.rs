@@ -7,16 +7,18 @@
 //! vkexit's own environment, which every run inherits; a case with variables
 //! of its own runs in an execution of its own, with them set.
 
+use crate::classify;
 use crate::errors::Result;
 use crate::judge::{self, Baseline, Expectation, BUILTIN_SOURCE};
 use crate::layers::Chain;
 use crate::matrix::{LayerSet, Matrix};
 use crate::plan::{self, Cell, ExternalCase, Plan};
 use crate::report;
-use crate::results::CellResult;
+use crate::results::{CellResult, Counts, LayerCrash, WithoutLayer};
 use crate::run;
 use crate::shard::Shard;
 use crate::validation::{self, ValidationLayer};
+use crate::verdict::RunVerdict;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -30,6 +32,11 @@ pub struct Settings {
     pub diagnostics: bool,
     pub time_destructors: bool,
     pub shard: Option<Shard>,
+    /// Crashes of processes other than the one started are recorded, not judged.
+    pub children_may_crash: bool,
+    /// A failing cell whose crashes are in a layer vkexit enabled is run
+    /// again without that layer.
+    pub rerun_without_layer: bool,
 }
 
 /// One layer set's plan, with each cell's expectation.
@@ -135,6 +142,7 @@ impl<'a> Gate<'a> {
             fail_on_leak: self.matrix.fail_on_leak,
             diagnostics: self.settings.diagnostics,
             time_destructors: self.settings.time_destructors,
+            children_may_crash: self.settings.children_may_crash,
         };
         let mut done = vec![0u32; plan.cells.len()];
         let runs = run::execute(plan, &options, |cell, record| {
@@ -143,15 +151,160 @@ impl<'a> Gate<'a> {
                 on_cell_done(cell);
             }
         })?;
-        let judged = plan.cells.iter().zip(expectations).zip(runs);
-        let judged = judged.map(|((cell, expectation), mut cell_runs)| {
+        let mut judged = Vec::with_capacity(plan.cells.len());
+        for ((cell, expectation), mut cell_runs) in plan.cells.iter().zip(expectations).zip(runs) {
             let allows = judge::allows_for(self.baseline, cell);
             let removed = judge::apply_allow(&mut cell_runs, &allows, self.matrix.fail_on_leak);
             let mut result = report::summarize(cell, expectation.as_ref(), &cell_runs);
             result.allowed_vuids = removed;
-            result
-        });
-        Ok(judged.collect())
+            result.crash_in_layer = self.layer_crash(&options, plan, cell, &cell_runs)?;
+            if let Some(layer) = &result.crash_in_layer {
+                result.findings.insert(0, layer.summary.clone());
+            }
+            judged.push(result);
+        }
+        Ok(judged)
+    }
+
+    /// A failing cell whose crashes all had their pc in one layer's library:
+    /// which layer, and, when vkexit put that layer in the chain and may take
+    /// it out, what the same runs do without it.
+    fn layer_crash(
+        &self,
+        options: &run::Options,
+        plan: &Plan,
+        cell: &Cell,
+        runs: &[run::RunRecord],
+    ) -> Result<Option<LayerCrash>> {
+        let Some((layer, crashed)) = crashes_in_one_layer(runs) else {
+            return Ok(None);
+        };
+        let without = match self.settings.rerun_without_layer {
+            true => run_without_layer(plan, cell, options, &layer, options.runs)?,
+            false => None,
+        };
+        Ok(Some(layer_crash(options, layer, crashed, without)))
+    }
+}
+
+/// What a cell's crashes in `layer` come to, in one line too: "crash in the
+/// validation layer 1.3.239; without validation: pass 5/5".
+pub fn layer_crash(
+    options: &run::Options,
+    layer: String,
+    crashed_runs: u64,
+    without: Option<WithoutLayer>,
+) -> LayerCrash {
+    let version = match layer.as_str() {
+        "validation" => options
+            .chain
+            .validation
+            .as_ref()
+            .map(|v| v.api_version.clone()),
+        _ => None,
+    };
+    let mut summary = format!("crash in {}", classify::layer_phrase(&layer));
+    if let Some(v) = &version {
+        summary.push_str(&format!(" {v}"));
+    }
+    if let Some(without) = &without {
+        summary.push_str(&format!("; without {layer}: {}", without.summary));
+    }
+    LayerCrash {
+        layer,
+        version,
+        crashed_runs,
+        without,
+        summary,
+    }
+}
+
+/// The cell's runs made again, `runs` of them, with `layer` taken out of the
+/// chain, in `<artifacts>/without-<layer>/`; `None` when vkexit may not take
+/// it out: a layer it did not put in, or the trace layer when leaks are
+/// judged. The tegra-exit layer's fault is the emulated driver's crash, the
+/// thing emulated, never a layer bug: it is never run away.
+pub fn run_without_layer(
+    plan: &Plan,
+    cell: &Cell,
+    options: &run::Options,
+    layer: &str,
+    runs: u32,
+) -> Result<Option<WithoutLayer>> {
+    if run::interrupt::interrupted() {
+        return Ok(None);
+    }
+    let mut chain = options.chain.clone();
+    match layer {
+        "validation" if chain.validation.is_some() => chain.validation = None,
+        "trace" if chain.trace && !options.fail_on_leak => chain.trace = false,
+        _ => return Ok(None),
+    }
+    let mut alone = cell.clone();
+    alone.layers = chain.names();
+    if layer == "validation" {
+        alone.validation_layer = None;
+    }
+    let single = Plan {
+        cells: vec![alone],
+        notes: Vec::new(),
+        scenario_dir: plan.scenario_dir.clone(),
+    };
+    let rerun = run::Options {
+        runs,
+        artifacts: options.artifacts.join(format!("without-{layer}")),
+        chain,
+        ..options.clone()
+    };
+    let records = run::execute(&single, &rerun, |_, _| {})?;
+    let records = records.into_iter().next().unwrap_or_default();
+    Ok(Some(without_summary(&records)))
+}
+
+/// The layer every crashing run of a failing cell crashed in, and how many
+/// runs that is; `None` when a crash was elsewhere (the application's own).
+pub fn crashes_in_one_layer(runs: &[run::RunRecord]) -> Option<(String, u64)> {
+    let crashes: Vec<&run::RunRecord> = runs
+        .iter()
+        .filter(|r| r.classification.verdict == RunVerdict::Crash)
+        .collect();
+    let layer = crashes.first()?.classification.crash_layer.clone()?;
+    crashes
+        .iter()
+        .all(|r| r.classification.crash_layer.as_deref() == Some(layer.as_str()))
+        .then_some((layer, crashes.len() as u64))
+}
+
+fn without_summary(runs: &[run::RunRecord]) -> WithoutLayer {
+    let mut counts = Counts::default();
+    let mut signals: Vec<String> = Vec::new();
+    for r in runs {
+        counts.add(r.classification.verdict);
+        if let Some(s) = &r.classification.signal {
+            if !signals.contains(s) {
+                signals.push(s.clone());
+            }
+        }
+    }
+    let n = counts.total();
+    let parts: Vec<String> = RunVerdict::ALL
+        .iter()
+        .filter(|&&v| counts.get(v) > 0)
+        .map(|&v| match v {
+            RunVerdict::Crash if !signals.is_empty() => {
+                format!("crash {} {}/{n}", signals.join(" "), counts.get(v))
+            }
+            v => format!("{} {}/{n}", v.name(), counts.get(v)),
+        })
+        .collect();
+    WithoutLayer {
+        runs: n,
+        counts,
+        signals,
+        summary: match parts.is_empty() {
+            true => "no run finished".into(),
+            false => parts.join(", "),
+        },
     }
 }
 

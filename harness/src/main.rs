@@ -144,6 +144,13 @@ struct Execution {
     /// Start external programs' runs in a private directory of their own, not in the current one.
     #[arg(long)]
     private_cwd: bool,
+    /// The program crashes child processes on purpose (death tests): their crashes are
+    /// recorded as findings, not failures. Only the started process's own end is judged.
+    #[arg(long)]
+    children_may_crash: bool,
+    /// Do not run a cell again without the layer its crashes were in (validation, trace).
+    #[arg(long)]
+    no_rerun_without_layer: bool,
 }
 
 impl Selection {
@@ -339,6 +346,8 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
         diagnostics: !args.exec.no_diagnostics,
         time_destructors: args.exec.time_destructors,
         shard: args.shard,
+        children_may_crash: args.exec.children_may_crash,
+        rerun_without_layer: !args.exec.no_rerun_without_layer,
     };
     let gate = Gate::plan(&matrix, &baseline, settings)?;
     for note in &gate.notes {
@@ -437,6 +446,7 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
         fail_on_leak: matrix.fail_on_leak,
         diagnostics: !args.exec.no_diagnostics,
         time_destructors: args.exec.time_destructors,
+        children_may_crash: args.exec.children_may_crash,
     };
     let needed = vkexit::repro::clean_runs_needed(args.max_rate);
     if let Some(cell) = plan.cells.first().filter(|_| plan.cells.len() == 1) {
@@ -465,6 +475,10 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
             println!("  evidence: {}", dir.display());
         }
     }
+    let rerun = !args.exec.no_rerun_without_layer;
+    if let Some(line) = repro_without_layer(&plan, &options, &outcome, rerun, matrix.runs())? {
+        println!("{line}");
+    }
     let n = outcome.runs;
     let failures = outcome.failures.len();
     let (lo, hi) = vkexit::stats::wilson95(failures as u64, n);
@@ -488,6 +502,35 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
         pct(outcome.upper_bound())
     );
     Ok(Outcome::Green)
+}
+
+/// When every failure of a repro was a crash in one layer: that layer's line,
+/// with the cell's runs made again without it unless turned off.
+fn repro_without_layer(
+    plan: &plan::Plan,
+    options: &run::Options,
+    outcome: &vkexit::repro::Outcome,
+    rerun: bool,
+    runs: u32,
+) -> Result<Option<String>> {
+    let mut layers = outcome.failures.iter().map(|f| match f.verdict {
+        vkexit::verdict::RunVerdict::Crash => f.crash_layer.clone(),
+        _ => None,
+    });
+    let Some(Some(layer)) = layers.next() else {
+        return Ok(None);
+    };
+    if !layers.all(|l| l.as_deref() == Some(layer.as_str())) {
+        return Ok(None);
+    }
+    let without = match rerun {
+        true => gate::run_without_layer(plan, &plan.cells[0], options, &layer, runs)?,
+        false => None,
+    };
+    let crashed = outcome.failures.len() as u64;
+    Ok(Some(
+        gate::layer_crash(options, layer, crashed, without).summary,
+    ))
 }
 
 fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> Result<Outcome> {

@@ -65,6 +65,8 @@ pub struct Failure {
     pub verdict: RunVerdict,
     pub reason: String,
     pub evidence: Option<PathBuf>,
+    /// The layer whose library held the crash's pc, when it was one.
+    pub crash_layer: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -130,6 +132,7 @@ pub fn repro(
                     verdict: r.classification.verdict,
                     reason: r.classification.reason.clone(),
                     evidence: r.kept.clone(),
+                    crash_layer: r.classification.crash_layer.clone(),
                 });
             }
         }

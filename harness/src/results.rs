@@ -127,6 +127,41 @@ pub struct CellResult {
     /// before judging (a layer's known false positive).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_vuids: Vec<String>,
+    /// The cell's crashes had their pc in a layer's library: which layer, and
+    /// what the cell did when run again without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash_in_layer: Option<LayerCrash>,
+}
+
+/// Crashes inside a layer that observes the application, and whether the
+/// application crashes without it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayerCrash {
+    /// `validation`, `trace`, or another layer's file name.
+    pub layer: String,
+    /// The layer's version, when known (the validation layer's API version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Runs of the cell whose crash was in the layer.
+    pub crashed_runs: u64,
+    /// The same cell run again without the layer; absent when it was not
+    /// (turned off, a layer vkexit does not control, or the emulation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without: Option<WithoutLayer>,
+    /// One line: "crash in the validation layer 1.3.239; without validation: pass 5/5".
+    pub summary: String,
+}
+
+/// The runs of a cell made again without one layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WithoutLayer {
+    pub runs: u64,
+    pub counts: Counts,
+    /// The signals of its crashed runs, once each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signals: Vec<String>,
+    /// "pass 5/5", "crash SIGSEGV 5/5", "pass 3/5, crash SIGSEGV 2/5".
+    pub summary: String,
 }
 
 /// What makes a cell the same cell in another run, shard or results file:

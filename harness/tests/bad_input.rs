@@ -165,6 +165,7 @@ fn a_validation_log_that_is_not_utf8_or_cut_mid_line_is_still_a_vuid() {
             trace: None,
             tegra: None,
             fail_on_leak: false,
+            tree: Default::default(),
         });
         assert_eq!(
             c.verdict,
@@ -181,6 +182,7 @@ fn a_validation_log_that_is_not_utf8_or_cut_mid_line_is_still_a_vuid() {
         trace: None,
         tegra: None,
         fail_on_leak: false,
+        tree: Default::default(),
     });
     assert_eq!(c.verdict, RunVerdict::Error);
 }

@@ -63,13 +63,14 @@ extern "C" fn on_crash(signo: c_int, info: *mut siginfo_t, context: *mut c_void)
     // The same fault again on the same thread: the program's handler returned without
     // curing it (Rust's does, after restoring the default action). Recorded once.
     let repeated = last::is_repeat(tid, &delivery);
+    let after = disposition::after(signo);
     if let (Some(config), false) = (CONFIG.get(), repeated) {
         let first = FIRST
             .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
             .is_ok();
         // The records need more stack than a thread's alternate stack may have.
         stacks::run_with_room(&mut || {
-            write_crash(config, &delivery);
+            write_crash(config, &delivery, &after);
             if first && config.backtrace_ms > 0 {
                 write_backtrace(config, &delivery);
             }
@@ -78,8 +79,13 @@ extern "C" fn on_crash(signo: c_int, info: *mut siginfo_t, context: *mut c_void)
             wait_while_others_inside(tid, config.backtrace_ms + WAIT_SLACK_MS);
         }
     }
+    if let (Some(config), true, After::Default) = (CONFIG.get(), repeated, &after) {
+        // The program's handler returned without curing the fault (Rust's does, after
+        // restoring the default action): the crash recorded before ends the process now.
+        write_fatal(config, &delivery);
+    }
     inside::leave(slot);
-    match disposition::after(signo) {
+    match after {
         After::Chain(action) => {
             // SAFETY: the program installed this action for this signal and expects exactly
             // these arguments.
@@ -101,11 +107,23 @@ extern "C" fn on_crash(signo: c_int, info: *mut siginfo_t, context: *mut c_void)
 /// Writes the `crash` record. Its buffers (the record, the maps) stay out of the handler's
 /// entry frame.
 #[inline(never)]
-fn write_crash(config: &Config, delivery: &Delivery) {
+fn write_crash(config: &Config, delivery: &Delivery, after: &After) {
     let [pc_map, addr_map] = maps::lookup([delivery.pc, delivery.addr.unwrap_or(0)]);
     let phase = Phase::now();
+    let mut cmdline = [0u8; CMDLINE_CAPACITY];
     let mut record = Record::new("crash");
+    // SAFETY: getppid has no preconditions and cannot fail.
+    let ppid = unsafe { libc::getppid() };
     record
+        .i64("ppid", ppid.into())
+        .bytes_str("cmdline", read_cmdline(&mut cmdline))
+        .str(
+            "then",
+            match after {
+                After::Chain(_) => "program-handler",
+                After::Default | After::NotInstalled => "default-action",
+            },
+        )
         .str("signal", names::signal_name(delivery.signo))
         .i64("signo", delivery.signo.into())
         .i64("si_code", delivery.code.into())
@@ -133,6 +151,61 @@ fn write_crash(config: &Config, delivery: &Delivery) {
     optional_bool(&mut record, "exiting", phase.exiting());
     record.str("handler", config.writer);
     let _ = config.log.write(record);
+}
+
+/// The `fatal` record: the default action ends the process now, after a program handler that
+/// returned without curing the fault recorded before.
+#[inline(never)]
+fn write_fatal(config: &Config, delivery: &Delivery) {
+    let mut record = Record::new("fatal");
+    record
+        .str("signal", names::signal_name(delivery.signo))
+        .hex("pc", delivery.pc);
+    let _ = config.log.write(record);
+}
+
+/// The most bytes of `/proc/self/cmdline` a record keeps.
+const CMDLINE_CAPACITY: usize = 1024;
+
+/// The process's command line, arguments joined by spaces, cut at the buffer's end; empty when
+/// it cannot be read. Async-signal-safe: `open`, `read`, `close` into `buffer`.
+fn read_cmdline(buffer: &mut [u8; CMDLINE_CAPACITY]) -> &[u8] {
+    // SAFETY: a NUL-terminated path; open has no other preconditions.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/self/cmdline".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return &[];
+    }
+    let mut len = 0;
+    while len < buffer.len() {
+        let free = &mut buffer[len..];
+        // SAFETY: reads at most `free.len()` bytes into the live buffer `free`.
+        let n = unsafe { libc::read(fd, free.as_mut_ptr().cast(), free.len()) };
+        if n <= 0 {
+            // SAFETY: __errno_location returns the calling thread's errno.
+            if n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
+                continue;
+            }
+            break;
+        }
+        len += n as usize;
+    }
+    // SAFETY: closes the descriptor opened above, once.
+    unsafe { libc::close(fd) };
+    // Arguments end in NUL: the last one ends the line, the others become spaces.
+    while len > 0 && buffer[len - 1] == 0 {
+        len -= 1;
+    }
+    for byte in &mut buffer[..len] {
+        if *byte == 0 {
+            *byte = b' ';
+        }
+    }
+    &buffer[..len]
 }
 
 /// `<what>_mapping`: the file (or `[anonymous]`, `[stack]`, …), `unmapped` or `unknown`;

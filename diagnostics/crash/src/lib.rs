@@ -6,7 +6,10 @@
 //! unset), through the layers' [`EvidenceLog`](vkexit_layer_support::EvidenceLog), so each has
 //! `ev`, `t_ns` (CLOCK_MONOTONIC), `pid`, `tid` and `thread` first:
 //!
-//! - `crash`, written from the handler with async-signal-safe calls only: `signal`, `signo`,
+//! - `crash`, written from the handler with async-signal-safe calls only: `ppid`, `cmdline`
+//!   (the process's arguments joined by spaces, at most 1 KiB: which process of a run's tree
+//!   crashed), `then` (`default-action`: the signal ends the process; `program-handler`: the
+//!   program's own handler decides, and may survive it), `signal`, `signo`,
 //!   `si_code`, `si_code_name`, `addr` (the faulting address, `null` for a sent signal),
 //!   `sender_pid` (sent signals), `pc`, `pc_mapping` (the file of `/proc/self/maps` holding the
 //!   pc, `[anonymous]`, `unmapped` or `unknown`), `pc_offset` (the pc as an offset in that
@@ -14,7 +17,13 @@
 //!   `exit_called`, `exiting` (`null` unless the preloaded library tracks them), `handler`
 //!   (`preload` or `linked`);
 //! - `backtrace`, best effort, for the first crash only: `frames` (`[{ip, object, symbol,
-//!   file, line}, …]` from the faulting pc outwards), `frames_omitted`, or `error`.
+//!   file, line}, …]` from the faulting pc outwards), `frames_omitted`, or `error`;
+//! - `fatal`: `signal`, `pc`, when a program handler returned without curing a fault recorded
+//!   with `then: program-handler` and the default action now ends the process.
+//!
+//! A process died of its crash when it has a `crash` record with `then: default-action` or a
+//! `fatal` record; the handler is inherited by forked children and preloaded again into exec'd
+//! ones, so one file holds the crashes of a whole process tree, told apart by `pid`.
 //!
 //! Then the signal's own outcome, as the program set it up: its own handler is called (one
 //! installed before ours, or, through the preloaded library, after), or the default action

@@ -930,6 +930,7 @@ reason = "general"
                 signal: None,
                 vuids: ids.iter().map(|s| s.to_string()).collect(),
                 findings: vec![],
+                crash_layer: None,
             },
             termination: Termination::Exited { code: 0 },
             vuid_counts: report,

@@ -372,6 +372,7 @@ pub(crate) mod tests {
             expectation: None,
             flaky_expected: false,
             allowed_vuids: Vec::new(),
+            crash_in_layer: None,
         }
     }
 

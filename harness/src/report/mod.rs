@@ -101,6 +101,7 @@ pub fn summarize(cell: &Cell, expectation: Option<&Expectation>, runs: &[RunReco
         expectation: judged.source,
         flaky_expected: judged.flaky_expected,
         allowed_vuids: Vec::new(),
+        crash_in_layer: None,
     }
 }
 

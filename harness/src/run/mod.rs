@@ -42,6 +42,9 @@ pub struct Options {
     pub diagnostics: bool,
     /// Time every C++ static destructor in the exit timeline (slower exit).
     pub time_destructors: bool,
+    /// Crashes of processes other than the one started are recorded, not
+    /// judged (programs that crash children on purpose: death tests).
+    pub children_may_crash: bool,
 }
 
 /// What one run came to, and where its evidence is.
@@ -201,6 +204,7 @@ fn run_one(
             stderr: Capture::new(0),
             duration: Duration::ZERO,
             faults: Vec::new(),
+            pid: None,
         },
     };
     let validation = read_validation(&dir, validation);
@@ -216,6 +220,11 @@ fn run_one(
         trace,
         tegra,
         fail_on_leak: options.fail_on_leak,
+        tree: classify::ProcessTree {
+            main_pid: outcome.pid.map(i64::from),
+            crashes: read_crashes(&dir),
+            children_may_crash: options.children_may_crash,
+        },
     };
     let mut record = RunRecord {
         cell: cell_index,
@@ -517,6 +526,13 @@ fn diagnostics_env(
 fn read_trace(dir: &Path) -> TraceSummary {
     std::fs::File::open(dir.join(layers::TRACE_FILE))
         .and_then(evidence::read_trace)
+        .unwrap_or_default()
+}
+
+/// No crash file is no crash: the handler writes only when one happens.
+fn read_crashes(dir: &Path) -> evidence::CrashSummary {
+    std::fs::File::open(dir.join(explain::CRASH_FILE))
+        .and_then(evidence::read_crashes)
         .unwrap_or_default()
 }
 

@@ -39,6 +39,8 @@ pub struct Outcome {
     /// What went wrong around the program that makes its own result
     /// untrustworthy: the process limit was hit, the disk filled up.
     pub faults: Vec<String>,
+    /// The process started, when one was: which crash report is its own.
+    pub pid: Option<libc::pid_t>,
 }
 
 /// Runs `spec` in its own process group and waits for it, within limits.
@@ -69,6 +71,7 @@ pub fn run(
         stderr: Capture::new(limits.capture_keep),
         duration: start.elapsed(),
         faults: Vec::new(),
+        pid: None,
     };
     if let Some(full) = disk_full(&spec.cwd) {
         return not_started(full);
@@ -135,6 +138,7 @@ pub fn run(
     drop(child);
     let [stdout, stderr] = watch.captures;
     Outcome {
+        pid: Some(pid),
         termination,
         stdout,
         stderr,

@@ -64,6 +64,23 @@ pub extern "C" fn report_alive_at_exit() {
     tracer.lifetimes().report_at_exit(&mut out);
     out.push(Record::ExitHandlerEnd);
     tracer.write(&out);
+    if std::env::var_os(FAULT_AT_EXIT_VAR).is_some_and(|v| v == "1") {
+        fault_in_this_library();
+    }
+}
+
+/// For vkexit's own tests: `1` makes the layer's exit handler fault after its records, as a
+/// layer that tears down its own state at exit does (the validation layer 1.4 on Debian 13),
+/// so that telling a layer's crash from the application's is tested with a real one.
+pub const FAULT_AT_EXIT_VAR: &str = "VKEXIT_TRACE_FAULT_AT_EXIT";
+
+/// Kept out of line, so the faulting instruction is this library's own code.
+#[inline(never)]
+fn fault_in_this_library() {
+    // Address 8, in the never-mapped zero page (exactly 0 would trip a debug null check).
+    let field = std::ptr::null_mut::<u64>().wrapping_add(1);
+    // SAFETY: none; this write is meant to fault, on request only.
+    unsafe { std::ptr::write_volatile(field, 0xdead) };
 }
 
 impl Tracer {

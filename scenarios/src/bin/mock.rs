@@ -5,7 +5,7 @@ use vkexit_fixtures::args::{exit_help, exit_usage};
 use vkexit_fixtures::{step, Parsed};
 use vkexit_scenarios::mock::options::USAGE;
 use vkexit_scenarios::mock::vulkan::MockVulkan;
-use vkexit_scenarios::mock::{actions, MockOptions, VulkanPlan};
+use vkexit_scenarios::mock::{actions, CrashingChild, MockOptions, VulkanPlan};
 
 fn main() {
     let options = match MockOptions::parse(std::env::args().skip(1)) {
@@ -49,6 +49,11 @@ fn main() {
     match vulkan {
         Some((vulkan, true)) => vulkan.keep(),
         Some((vulkan, false)) => vulkan.destroy(),
+        None => {}
+    }
+    match options.crashing_child {
+        Some(CrashingChild::Forked) => actions::fork_crashing_child(),
+        Some(child) => actions::run_crashing_child(&child.child_args(options.device)),
         None => {}
     }
     // Registered after Vulkan loaded, so they run before any exit handler of the driver or layers.

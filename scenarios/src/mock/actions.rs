@@ -95,6 +95,45 @@ pub fn hang(place: &str) -> ! {
     }
 }
 
+/// Starts a copy of this program with `args` (fork and exec: the preloaded crash report must
+/// come with the exec), waits for it and says how it ended, then goes on as a parent that
+/// ignores its children's crashes does.
+pub fn run_crashing_child(args: &[String]) {
+    let me = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(e) => setup_failed(format_args!("cannot find this program to start again: {e}")),
+    };
+    step!("start a child: {} {}", me.display(), args.join(" "));
+    match std::process::Command::new(&me).args(args).status() {
+        Ok(status) => step!("child ended: {status}; ignored"),
+        Err(e) => setup_failed(format_args!("cannot start {}: {e}", me.display())),
+    }
+}
+
+/// Forks a child that raises SIGSEGV with its default action and never execs, as a worker of
+/// a forking pool dies; waits for it and goes on, ignoring how it ended.
+pub fn fork_crashing_child() {
+    step!("fork a child that raises SIGSEGV");
+    // SAFETY: fork takes no arguments. The child (of a process with Vulkan's threads) makes
+    // only async-signal-safe calls: signal, raise and _exit.
+    let child = unsafe { libc::fork() };
+    match child {
+        -1 => setup_failed(format_args!("fork: {}", std::io::Error::last_os_error())),
+        // SAFETY: see above; `_exit` is reached only if the signal did not end the child.
+        0 => unsafe {
+            libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+            libc::raise(libc::SIGSEGV);
+            libc::_exit(0)
+        },
+        _ => {
+            let mut status = 0;
+            // SAFETY: `child` is our own child and `status` a live out-parameter.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+            step!("forked child ended with wait status {status}; ignored");
+        }
+    }
+}
+
 /// Registers the exit handler that crashes with SIGSEGV.
 pub fn crash_at_exit() {
     register_exit_handler("crash-at-exit", crash_at_exit_handler);

@@ -32,6 +32,14 @@ options, in the order they take effect:
   --vuids N                      the same with N live VkBuffers: N duplicates of that VUID
                                  in one run, N in 1..=100000
   --keep-vulkan                  leave the instance and device alive at exit
+  --child-crash                  start a copy of mock that uses Vulkan, then raises SIGSEGV;
+                                 wait for it, ignore its status and go on (exit 0 unless told)
+  --forked-child-crash           fork (no exec, as a multiprocessing pool does) a child that
+                                 raises SIGSEGV; wait for it, ignore its status and go on
+  --grandchild-crash             start a copy of mock (no Vulkan) that does --child-crash and
+                                 exits 0: the crash is two processes down
+  --child-crash-at-exit          start a copy of mock that uses Vulkan and crashes in its own
+                                 atexit handler (--crash-at-exit); ignore its status
   --crash-at-exit                SIGSEGV from an atexit handler, after main returned
   --crash-probability P          the same with probability P in [0, 1]
   --invalid-device-at-exit       from an atexit handler, call vkDeviceWaitIdle through the
@@ -82,6 +90,44 @@ pub struct MockOptions {
     pub crash_probability: Option<f64>,
     pub invalid_device_at_exit: bool,
     pub quiet: bool,
+    /// A crashing copy of mock to start (and ignore) after the Vulkan teardown.
+    pub crashing_child: Option<CrashingChild>,
+}
+
+/// Which process of mock's tree crashes, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashingChild {
+    /// The child raises SIGSEGV in main.
+    Child,
+    /// A forked copy of this process, never exec'd, raises SIGSEGV.
+    Forked,
+    /// The child starts a grandchild that raises SIGSEGV.
+    Grandchild,
+    /// The child faults in its own atexit handler.
+    ChildAtExit,
+}
+
+impl CrashingChild {
+    /// The arguments of the copy of mock this starts (none for a forked child).
+    pub fn child_args(self, device: u32) -> Vec<String> {
+        let device = ["--device".to_string(), device.to_string()];
+        let own: &[&str] = match self {
+            CrashingChild::Child => &["--signal", "SIGSEGV"],
+            CrashingChild::Forked => return Vec::new(),
+            CrashingChild::Grandchild => &["--no-vulkan", "--child-crash"],
+            CrashingChild::ChildAtExit => &["--crash-at-exit"],
+        };
+        own.iter().map(|a| a.to_string()).chain(device).collect()
+    }
+
+    fn option(self) -> &'static str {
+        match self {
+            CrashingChild::Child => "--child-crash",
+            CrashingChild::Forked => "--forked-child-crash",
+            CrashingChild::Grandchild => "--grandchild-crash",
+            CrashingChild::ChildAtExit => "--child-crash-at-exit",
+        }
+    }
 }
 
 impl MockOptions {
@@ -108,6 +154,7 @@ impl MockOptions {
             crash_probability: None,
             invalid_device_at_exit: false,
             quiet: false,
+            crashing_child: None,
         };
         let (mut no_vulkan, mut keep, mut vuid) = (false, false, false);
         let (mut vuids, mut silent_messenger, mut disable_validation) = (None, false, false);
@@ -128,6 +175,10 @@ impl MockOptions {
                     options.grandchild_holds_pipes = Some(cursor.parsed_value()?)
                 }
                 "--crash-at-exit" => options.crash_at_exit = true,
+                "--child-crash" => set_child(&mut options, CrashingChild::Child)?,
+                "--grandchild-crash" => set_child(&mut options, CrashingChild::Grandchild)?,
+                "--forked-child-crash" => set_child(&mut options, CrashingChild::Forked)?,
+                "--child-crash-at-exit" => set_child(&mut options, CrashingChild::ChildAtExit)?,
                 "--crash-probability" => {
                     options.crash_probability = Some(probability(&mut cursor)?)
                 }
@@ -172,6 +223,17 @@ impl MockOptions {
             return Err(conflict("--crash-at-exit", "--crash-probability"));
         }
         Ok(Parsed::Run(options))
+    }
+}
+
+/// One crashing child at most: two would be two options fighting over one meaning.
+fn set_child(options: &mut MockOptions, child: CrashingChild) -> Result<(), UsageError> {
+    match options.crashing_child {
+        Some(other) if other != child => Err(conflict(other.option(), child.option())),
+        _ => {
+            options.crashing_child = Some(child);
+            Ok(())
+        }
     }
 }
 
@@ -366,6 +428,29 @@ mod tests {
         assert!(parse(&["--exit-code", "256"]).is_err());
         assert!(parse(&["--signal", "SIGFOO"]).is_err());
         assert!(parse(&["--crash-at-exit", "--crash-probability", "1"]).is_err());
+    }
+
+    #[test]
+    fn crashing_children() {
+        assert_eq!(parse(&[]).unwrap().crashing_child, None);
+        let child = parse(&["--child-crash", "--device", "1"]).unwrap();
+        assert_eq!(child.crashing_child, Some(CrashingChild::Child));
+        assert_eq!(
+            CrashingChild::Child.child_args(1),
+            ["--signal", "SIGSEGV", "--device", "1"]
+        );
+        assert_eq!(
+            parse(&["--grandchild-crash"]).unwrap().crashing_child,
+            Some(CrashingChild::Grandchild)
+        );
+        assert_eq!(
+            parse(&["--child-crash-at-exit"]).unwrap().crashing_child,
+            Some(CrashingChild::ChildAtExit)
+        );
+        assert!(matches!(
+            parse(&["--child-crash", "--grandchild-crash"]),
+            Err(UsageError::Conflict { .. })
+        ));
     }
 
     #[test]

@@ -1,0 +1,176 @@
+//! A crash anywhere in a run's process tree fails the run: a child or a
+//! grandchild that dies of SIGSEGV while the parent exits 0, and a child that
+//! crashes in its own exit handlers. Real processes (the mock starting copies
+//! of itself with fork and exec) on lavapipe under the real validation layer;
+//! the crash report preloaded into the exec'd children is what sees them.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// The JSON records of a kept run's evidence file.
+fn records(run_dir: &Path, file: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(run_dir.join(file))
+        .unwrap_or_else(|e| panic!("{}: {e}", run_dir.join(file).display()));
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn kept_runs(cell: &Value) -> Vec<std::path::PathBuf> {
+    strings(&cell["artifacts"])
+        .into_iter()
+        .map(Into::into)
+        .collect()
+}
+
+fn reason(run_dir: &Path) -> String {
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("result.json")).unwrap())
+            .unwrap();
+    result["reason"].as_str().unwrap().to_string()
+}
+
+/// The pid of the process vkexit started: the first whose preloaded library loaded.
+fn main_pid(run_dir: &Path) -> i64 {
+    records(run_dir, "timeline.jsonl")
+        .iter()
+        .filter(|r| r["ev"] == "preload-loaded")
+        .min_by_key(|r| r["t_ns"].as_u64().unwrap())
+        .expect("a preload-loaded record")["pid"]
+        .as_i64()
+        .unwrap()
+}
+
+/// The one crash record of a kept run, from a process other than the main one.
+fn child_crash(run_dir: &Path) -> Value {
+    let crashes: Vec<Value> = records(run_dir, "crash.jsonl")
+        .into_iter()
+        .filter(|r| r["ev"] == "crash")
+        .collect();
+    assert_eq!(crashes.len(), 1, "{crashes:#?}");
+    let crash = crashes.into_iter().next().unwrap();
+    assert_ne!(crash["pid"].as_i64().unwrap(), main_pid(run_dir));
+    // The preloaded handler, reinstalled by the exec, wrote it.
+    assert_eq!(crash["handler"], "preload", "{crash:#}");
+    crash
+}
+
+#[test]
+fn a_child_that_crashes_while_its_parent_exits_0_fails_the_run() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(2, &[], &["--child-crash"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
+    assert_eq!(strings(&cell["signals"]), ["SIGSEGV"]);
+    assert_eq!(cell["verdict"], "fail");
+    assert_eq!(code, 1);
+    for run in kept_runs(cell) {
+        let crash = child_crash(&run);
+        assert_eq!(crash["signal"], "SIGSEGV");
+        assert_eq!(crash["then"], "default-action", "{crash:#}");
+        let cmdline = crash["cmdline"].as_str().unwrap();
+        assert!(
+            cmdline.ends_with("mock --signal SIGSEGV --device 0"),
+            "{cmdline}"
+        );
+        assert_eq!(crash["ppid"].as_i64().unwrap(), main_pid(&run));
+        let why = reason(&run);
+        assert!(
+            why.starts_with(&format!("process {} (", crash["pid"])),
+            "{why}"
+        );
+        assert!(why.contains("mock --signal SIGSEGV"), "{why}");
+        assert!(why.contains("the main process exited 0"), "{why}");
+    }
+}
+
+#[test]
+fn a_forked_child_that_never_execs_still_has_the_crash_report() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run_mock(2, &[], &["--forked-child-crash"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
+    for run in kept_runs(cell) {
+        // Inherited across fork: the parent's handler, its file, the child's own pid.
+        let crash = child_crash(&run);
+        assert_eq!(crash["ppid"].as_i64().unwrap(), main_pid(&run));
+        let cmdline = crash["cmdline"].as_str().unwrap();
+        assert!(cmdline.ends_with("mock --forked-child-crash"), "{cmdline}");
+        assert!(reason(&run).contains("the main process exited 0"));
+    }
+}
+
+#[test]
+fn a_grandchild_that_crashes_fails_the_run() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run_mock(2, &[], &["--grandchild-crash"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
+    for run in kept_runs(cell) {
+        let crash = child_crash(&run);
+        // Two processes down: its parent is the intermediate child, not the main process.
+        let parent = crash["ppid"].as_i64().unwrap();
+        assert_ne!(parent, main_pid(&run));
+        let pids: Vec<i64> = records(&run, "timeline.jsonl")
+            .iter()
+            .filter(|r| r["ev"] == "preload-loaded")
+            .map(|r| r["pid"].as_i64().unwrap())
+            .collect();
+        assert_eq!(
+            pids.len(),
+            3,
+            "three processes, each with the preload: {pids:?}"
+        );
+        assert!(pids.contains(&parent), "{pids:?} {crash:#}");
+        assert!(reason(&run).contains("the main process exited 0"));
+    }
+}
+
+#[test]
+fn a_child_that_crashes_in_its_own_exit_handlers_fails_the_run() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run_mock(2, &[], &["--child-crash-at-exit"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
+    for run in kept_runs(cell) {
+        let crash = child_crash(&run);
+        assert_eq!(crash["si_code_name"], "SEGV_MAPERR", "{crash:#}");
+        assert_eq!(crash["main_returned"], true, "{crash:#}");
+        // Rust's own SIGSEGV handler got the fault first, gave it back, and the default
+        // action ended the child: the `fatal` record says so.
+        assert_eq!(crash["then"], "program-handler", "{crash:#}");
+        let fatal = records(&run, "crash.jsonl")
+            .into_iter()
+            .find(|r| r["ev"] == "fatal")
+            .expect("a fatal record");
+        assert_eq!(fatal["pid"], crash["pid"]);
+        assert!(reason(&run).contains("mock --crash-at-exit"));
+    }
+}
+
+#[test]
+fn children_that_may_crash_are_recorded_not_judged() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(
+        2,
+        &["--children-may-crash", "--keep-passing"],
+        &["--child-crash"],
+    );
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "pass"), 2, "{cell:#}");
+    assert_eq!(code, 0);
+    let findings = strings(&cell["findings"]);
+    assert!(
+        findings.iter().any(|f| f.contains("mock --signal SIGSEGV")
+            && f.contains("killed by SIGSEGV (children may crash: recorded, not judged)")),
+        "{findings:#?}"
+    );
+    for run in kept_runs(cell) {
+        assert_eq!(child_crash(&run)["signal"], "SIGSEGV");
+    }
+    // The started process's own crash is still judged.
+    let (_, r) = sb.run_mock(1, &["--children-may-crash"], &["--signal", "SIGABRT"]);
+    assert_eq!(count(only_cell(&r), "crash"), 1, "{r:#}");
+}
