@@ -70,7 +70,7 @@ struct RunArgs {
     #[command(flatten)]
     select: Selection,
     /// Runs per cell [default: 5].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(vkexit::matrix::MAX_RUNS)))]
     runs: Option<u32>,
     #[command(flatten)]
     exec: Execution,
@@ -121,10 +121,10 @@ struct Selection {
 #[derive(clap::Args)]
 struct Execution {
     /// Runs at once (default: the number of cores).
-    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..=i64::from(vkexit::matrix::MAX_JOBS)))]
     jobs: Option<u32>,
     /// Seconds before a run counts as hung and its process group is killed [default: 60].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = vkexit::matrix::parse_timeout)]
     timeout: Option<f64>,
     /// Where failing runs keep their evidence.
     #[arg(long, value_name = "DIR", default_value = "vkexit-artifacts")]
@@ -165,7 +165,7 @@ struct ReproArgs {
     #[arg(long, value_name = "RATE", default_value = "1%", value_parser = vkexit::repro::parse_rate)]
     max_rate: f64,
     /// The most runs; a --max-rate that needs more clean runs is refused.
-    #[arg(long, value_name = "N", default_value_t = vkexit::repro::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = vkexit::repro::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     max_runs: u64,
     /// An external program and its arguments, as the cell.
     #[arg(last = true, value_name = "CMD")]
@@ -311,6 +311,7 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
         None => Matrix::default(),
     };
     matrix.apply(args.select.overrides(&args.exec, args.runs, args.command))?;
+    matrix.check_programs()?;
     let baseline = Baseline::read(&args.baselines)?;
     let outputs = args.reports.outputs(args.json);
     outputs.check()?;
@@ -400,6 +401,7 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
     prepare_to_run()?;
     let mut matrix = Matrix::default();
     matrix.apply(args.select.overrides(&args.exec, None, args.command))?;
+    matrix.check_programs()?;
     let [set] = matrix.layer_sets()[..] else {
         unreachable!("flags alone give one layer set")
     };
@@ -575,6 +577,30 @@ fn explain(run_dir: &std::path::Path) -> Result<Outcome> {
         return Err(Error::Usage(format!(
             "{}: not a run directory (failing runs keep theirs under vkexit-artifacts/CELL/run-K)",
             run_dir.display()
+        )));
+    }
+    let evidence = [
+        "result.json",
+        "command.txt",
+        vkexit::explain::TIMELINE_FILE,
+        vkexit::layers::TRACE_FILE,
+        vkexit::layers::TEGRA_FILE,
+        vkexit::explain::CRASH_FILE,
+    ];
+    if !evidence.iter().any(|f| run_dir.join(f).is_file()) {
+        let has_runs = std::fs::read_dir(run_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("run-"));
+        let hint = match has_runs {
+            false => "failing runs keep theirs under vkexit-artifacts/CELL/run-K",
+            true => "it is a cell's directory: explain one of its run-K directories",
+        };
+        return Err(Error::Usage(format!(
+            "{}: no evidence to explain (none of {}); {hint}",
+            run_dir.display(),
+            evidence.join(", ")
         )));
     }
     if let Ok(text) = std::fs::read_to_string(run_dir.join("result.json")) {
