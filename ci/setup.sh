@@ -25,7 +25,7 @@ if ((${#missing[@]})); then
 fi
 
 if ! command -v cargo >/dev/null; then
-    echo "setup: cargo not found: install a Rust toolchain (1.88 or newer) first" >&2
+    echo "setup: cargo not found: install a Rust toolchain (1.90 or newer) first" >&2
     exit 1
 fi
 
