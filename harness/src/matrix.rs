@@ -65,9 +65,7 @@ pub fn parse_timeout(text: &str) -> std::result::Result<f64, String> {
 fn check_timeout(secs: f64) -> std::result::Result<f64, String> {
     match secs.is_finite() && secs > 0.0 && secs <= MAX_TIMEOUT_SECS {
         true => Ok(secs),
-        false => Err(format!(
-            "{secs} is not in (0, {MAX_TIMEOUT_SECS}] seconds"
-        )),
+        false => Err(format!("{secs} is not in (0, {MAX_TIMEOUT_SECS}] seconds")),
     }
 }
 
@@ -431,19 +429,13 @@ impl RawMatrix {
         }
         if let Some(runs) = self.runs {
             if !(1..=MAX_RUNS).contains(runs.get_ref()) {
-                return Err(file.error(
-                    &runs.span(),
-                    &format!("`runs` must be in 1..={MAX_RUNS}"),
-                ));
+                return Err(file.error(&runs.span(), &format!("`runs` must be in 1..={MAX_RUNS}")));
             }
             m.runs = Some(runs.into_inner());
         }
         if let Some(jobs) = self.jobs {
             if !(1..=MAX_JOBS).contains(jobs.get_ref()) {
-                return Err(file.error(
-                    &jobs.span(),
-                    &format!("`jobs` must be in 1..={MAX_JOBS}"),
-                ));
+                return Err(file.error(&jobs.span(), &format!("`jobs` must be in 1..={MAX_JOBS}")));
             }
             m.jobs = Some(jobs.into_inner());
         }

@@ -321,9 +321,15 @@ fn a_job_count_out_of_range_names_the_flag_and_the_range() {
 #[test]
 fn matrix_file_numbers_out_of_range_name_the_file_line_and_range() {
     for (text, want) in [
-        ("runs = 1000001\n", "m.toml:1:8: `runs` must be in 1..=1000000"),
+        (
+            "runs = 1000001\n",
+            "m.toml:1:8: `runs` must be in 1..=1000000",
+        ),
         ("jobs = 100000\n", "m.toml:1:8: `jobs` must be in 1..=1024"),
-        ("timeout = 1e20\n", "m.toml:1:11: `timeout`: 100000000000000000000 is not in (0, 86400] seconds"),
+        (
+            "timeout = 1e20\n",
+            "m.toml:1:11: `timeout`: 100000000000000000000 is not in (0, 86400] seconds",
+        ),
     ] {
         let sb = Sandbox::new();
         std::fs::write(sb.path().join("m.toml"), text).unwrap();
@@ -339,7 +345,11 @@ fn matrix_file_numbers_out_of_range_name_the_file_line_and_range() {
 fn a_missing_external_program_is_refused_before_any_run() {
     refused(
         &["run", "--", "./missing-program", "--flag"],
-        &["missing-program", "cannot start its program", "No such file"],
+        &[
+            "missing-program",
+            "cannot start its program",
+            "No such file",
+        ],
     );
     refused(
         &["run", "--", "no-such-program-anywhere"],
@@ -373,7 +383,11 @@ fn a_missing_external_program_is_refused_before_any_run() {
         .args(["run", "--config", "m.toml"])
         .assert()
         .code(2)
-        .stderr(contains("external case `gone`").and(contains("build/gone")).and(no_panic()));
+        .stderr(
+            contains("external case `gone`")
+                .and(contains("build/gone"))
+                .and(no_panic()),
+        );
     assert!(!sb.path().join("vkexit-artifacts").exists());
 }
 
@@ -387,7 +401,11 @@ fn explain_on_a_directory_without_evidence_fails_with_the_reason() {
         .arg(&empty)
         .assert()
         .code(2)
-        .stderr(contains("no evidence to explain").and(contains("result.json")).and(no_panic()));
+        .stderr(
+            contains("no evidence to explain")
+                .and(contains("result.json"))
+                .and(no_panic()),
+        );
     // A cell's directory: it names the run directories inside.
     let cell = sb.path().join("cell");
     std::fs::create_dir_all(cell.join("run-0")).unwrap();

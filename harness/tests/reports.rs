@@ -441,20 +441,32 @@ fn a_flaky_cell_is_red_in_every_report_unless_a_baseline_knows_it() {
         assert_eq!(kids.len(), 1, "{xml}");
         assert_eq!(kids[0].0, "failure", "{xml}");
         let message = kids[0].1.as_deref().unwrap();
-        assert!(message.contains("runs: 4 (pass 2/4, SIGSEGV 2/4)"), "{message}");
+        assert!(
+            message.contains("runs: 4 (pass 2/4, SIGSEGV 2/4)"),
+            "{message}"
+        );
         assert!(message.contains("signals: SIGSEGV"), "{message}");
         assert!(message.contains("artifacts: /"), "{message}");
     }
-    assert!(red.markdown.starts_with("## vkexit: gate red"), "{}", red.markdown);
+    assert!(
+        red.markdown.starts_with("## vkexit: gate red"),
+        "{}",
+        red.markdown
+    );
     assert!(
         red.markdown.contains("### Cells that are not green (1)")
             && red.markdown.contains("| **flaky** | `every-second-run` |"),
         "{}",
         red.markdown
     );
-    assert!(red.html.contains("<span class=\"red\">red</span>"), "{}", red.html);
     assert!(
-        red.html.contains("<tr><td class=\"v-flaky\">flaky</td><td>1</td><td>1</td></tr>"),
+        red.html.contains("<span class=\"red\">red</span>"),
+        "{}",
+        red.html
+    );
+    assert!(
+        red.html
+            .contains("<tr><td class=\"v-flaky\">flaky</td><td>1</td><td>1</td></tr>"),
         "{}",
         red.html
     );
@@ -478,18 +490,38 @@ fn a_flaky_cell_is_red_in_every_report_unless_a_baseline_knows_it() {
         kids[0].1.as_deref().unwrap().split("; ").next(),
         Some("2 of 4 runs crash (SIGSEGV)")
     );
-    assert!(green.markdown.starts_with("## vkexit: gate green"), "{}", green.markdown);
-    assert!(!green.markdown.contains("Cells that are not green"), "{}", green.markdown);
     assert!(
-        green.markdown.contains("flaky (known flaky): pass 2/4, SIGSEGV 2/4"),
+        green.markdown.starts_with("## vkexit: gate green"),
         "{}",
         green.markdown
     );
-    assert!(green.html.contains("<span class=\"green\">green</span>"), "{}", green.html);
     assert!(
-        green.html.contains("<tr><td class=\"v-flaky\">flaky</td><td>1</td><td>0</td></tr>"),
+        !green.markdown.contains("Cells that are not green"),
+        "{}",
+        green.markdown
+    );
+    assert!(
+        green
+            .markdown
+            .contains("flaky (known flaky): pass 2/4, SIGSEGV 2/4"),
+        "{}",
+        green.markdown
+    );
+    assert!(
+        green.html.contains("<span class=\"green\">green</span>"),
         "{}",
         green.html
     );
-    assert!(green.html.contains("flaky (known flaky: gate green)"), "{}", green.html);
+    assert!(
+        green
+            .html
+            .contains("<tr><td class=\"v-flaky\">flaky</td><td>1</td><td>0</td></tr>"),
+        "{}",
+        green.html
+    );
+    assert!(
+        green.html.contains("flaky (known flaky: gate green)"),
+        "{}",
+        green.html
+    );
 }
