@@ -2,7 +2,7 @@
 
 mod bench;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -52,6 +52,16 @@ enum Command {
     Bundle(BundleArgs),
     /// Time vkexit against a plain loop and CTest on the same runs; layer cost per call; peak memory.
     Bench(Box<bench::BenchArgs>),
+    /// Print the JSON Schema of the results file (docs/results.schema.json).
+    Schema,
+    /// Print a shell completion script: `vkexit completions bash > /etc/bash_completion.d/vkexit`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `vkexit man > vkexit.1`.
+    Man,
     /// Print the devices the driver selected by the environment shows (JSON).
     #[command(hide = true)]
     ProbeDriver,
@@ -274,6 +284,19 @@ fn main() -> ExitCode {
         Command::Explain { run_dir } => explain(&run_dir),
         Command::Bundle(args) => bundle(args),
         Command::Bench(args) => bench::bench(*args).map(Outcome::from),
+        Command::Schema => print(&format!("{:#}\n", vkexit::results::json_schema())),
+        Command::Completions { shell } => {
+            let mut text = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "vkexit", &mut text);
+            print(&String::from_utf8_lossy(&text))
+        }
+        Command::Man => {
+            let mut text = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut text)
+                .map_err(|e| Error::Usage(format!("cannot render the man page: {e}")))
+                .and_then(|()| print(&String::from_utf8_lossy(&text)))
+        }
         Command::ProbeDriver => probe_driver().map(Outcome::from),
     };
     match outcome {
@@ -490,7 +513,11 @@ fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> Result<Outco
         },
     };
     let (new, changes) = vkexit::baseline_update::update(&old, &input, prune);
-    let text = vkexit::baseline_update::render(&new);
+    // An existing file keeps its comments and layout; a new one is written whole.
+    let text = match std::fs::read_to_string(baseline) {
+        Ok(old_text) => vkexit::baseline_update::render_over(&old_text, &old, &new),
+        Err(_) => vkexit::baseline_update::render(&new),
+    };
     report::write_atomically(baseline, text.as_bytes())
         .map_err(|e| Error::io("cannot write the baseline file", baseline, e))?;
     for line in &changes.removed {
@@ -532,6 +559,15 @@ fn merge(args: MergeArgs) -> Result<Outcome> {
         eprintln!("vkexit: an input was interrupted: its matrix is incomplete, so the gate is red");
     }
     Ok(Outcome::from(report::gate_green(&results)))
+}
+
+/// Writes generated text to stdout; a closed pipe (`| head`) is no error.
+fn print(text: &str) -> Result<Outcome> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Ok(()) => Ok(Outcome::Green),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Outcome::Green),
+        Err(e) => Err(Error::Usage(format!("cannot print: {e}"))),
+    }
 }
 
 fn cores() -> usize {
