@@ -327,7 +327,7 @@ pub fn render_over(old_text: &str, old: &BaselineFile, new: &BaselineFile) -> St
         let allow_first = candidates.iter().all(|t| t.position() != Some(first));
         let mut allows_now = allow_tables(&mut doc);
         if allow_first {
-            candidates = allows_now.drain(..).collect();
+            candidates = std::mem::take(&mut allows_now);
         }
         if let Some(t) = candidates.into_iter().find(|t| t.position() == Some(first)) {
             header = take_header(t);

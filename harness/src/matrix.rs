@@ -429,20 +429,20 @@ impl RawMatrix {
         }
         if let Some(runs) = self.runs {
             if !(1..=MAX_RUNS).contains(runs.get_ref()) {
-                return Err(file.error(&runs.span(), &format!("`runs` must be in 1..={MAX_RUNS}")));
+                return Err(file.error(&runs.span(), format!("`runs` must be in 1..={MAX_RUNS}")));
             }
             m.runs = Some(runs.into_inner());
         }
         if let Some(jobs) = self.jobs {
             if !(1..=MAX_JOBS).contains(jobs.get_ref()) {
-                return Err(file.error(&jobs.span(), &format!("`jobs` must be in 1..={MAX_JOBS}")));
+                return Err(file.error(&jobs.span(), format!("`jobs` must be in 1..={MAX_JOBS}")));
             }
             m.jobs = Some(jobs.into_inner());
         }
         if let Some(timeout) = self.timeout {
             let secs = *timeout.get_ref();
             if let Err(why) = check_timeout(secs) {
-                return Err(file.error(&timeout.span(), &format!("`timeout`: {why}")));
+                return Err(file.error(&timeout.span(), format!("`timeout`: {why}")));
             }
             m.timeout = Some(secs);
         }
