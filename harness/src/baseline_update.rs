@@ -12,9 +12,11 @@
 //!   the built-in reason, so the file says everything known about the job.
 //!
 //! Entries that match no cell of the results are removed only with
-//! `--prune`. The file is written whole: a header, the `[[allow]]` entries as
-//! they were, the entries about one cell sorted (driver, emulation, layers,
-//! case, runtime), then the pattern entries in their old order. Entries about
+//! `--prune`. The entries go in this order: the `[[allow]]` entries as they
+//! were, the entries about one cell sorted (driver, emulation, layers, case,
+//! runtime), then the pattern entries in their old order. A new file gets a
+//! header; an existing one is edited in place ([`render_over`]), keeping its
+//! comments and the layout of the entries that stay. Entries about
 //! one cell come first so that each decides its cell whatever a pattern
 //! entry says, which is what this update checked.
 
@@ -288,6 +290,139 @@ pub fn render(file: &BaselineFile) -> String {
         line(&mut out, "reason", &quote(&e.reason));
     }
     out
+}
+
+/// The updated file written over its old text, so that what people wrote
+/// stays: comments, blank lines and the layout of every entry that is kept,
+/// and the `[[allow]]` entries untouched. Dropped entries go with the
+/// comment just above them; added entries are written as [`render`] writes
+/// them; the order of the `[[expect]]` entries is the update's. Text that
+/// cannot be matched to `old` entry by entry is written anew.
+pub fn render_over(old_text: &str, old: &BaselineFile, new: &BaselineFile) -> String {
+    use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
+    let Ok(mut doc) = old_text.parse::<DocumentMut>() else {
+        return render(new);
+    };
+    let old_tables: Vec<Table> = match doc.get("expect") {
+        None => Vec::new(),
+        Some(item) => match item.as_array_of_tables() {
+            Some(a) => a.iter().cloned().collect(),
+            None => return render(new),
+        },
+    };
+    let allows = doc
+        .get("allow")
+        .and_then(Item::as_array_of_tables)
+        .map(|a| a.len())
+        .unwrap_or(0);
+    if old_tables.len() != old.entries.len() || allows != old.allows.len() {
+        return render(new);
+    }
+    // The file's own header is the comment above its first table, up to its
+    // last blank line (the rest is that entry's own); it goes on whichever
+    // table comes first after the update.
+    let first = doc
+        .iter()
+        .filter_map(|(_, item)| item.as_array_of_tables())
+        .flat_map(|a| a.iter().filter_map(Table::position))
+        .min();
+    let mut old_tables = old_tables;
+    let mut header = String::new();
+    if let Some(first) = first {
+        let mut candidates: Vec<&mut Table> = old_tables.iter_mut().collect();
+        let allow_first = candidates.iter().all(|t| t.position() != Some(first));
+        let mut allows_now = allow_tables(&mut doc);
+        if allow_first {
+            candidates = std::mem::take(&mut allows_now);
+        }
+        if let Some(t) = candidates.into_iter().find(|t| t.position() == Some(first)) {
+            header = take_header(t);
+        }
+    }
+    let after_allows = doc
+        .get("allow")
+        .and_then(Item::as_array_of_tables)
+        .and_then(|a| a.iter().filter_map(Table::position).max())
+        .map_or(0, |p| p + 1);
+    let mut expects = ArrayOfTables::new();
+    for (i, e) in new.entries.iter().enumerate() {
+        let kept = old
+            .entries
+            .iter()
+            .position(|o| !e.source.is_empty() && o.source == e.source);
+        let mut table = match kept {
+            Some(j) => old_tables[j].clone(),
+            None => fresh_table(e),
+        };
+        table.set_position(after_allows + i);
+        expects.push(table);
+    }
+    doc.remove("expect");
+    if !expects.is_empty() {
+        doc.insert("expect", Item::ArrayOfTables(expects));
+    }
+    let first_of = |key: &str| {
+        doc.get(key)
+            .and_then(Item::as_array_of_tables)
+            .and_then(|a| a.iter().filter_map(Table::position).min())
+    };
+    let key = match (first_of("allow"), first_of("expect")) {
+        (Some(a), Some(e)) if e < a => "expect",
+        (Some(_), _) => "allow",
+        _ => "expect",
+    };
+    let first = doc
+        .get_mut(key)
+        .and_then(Item::as_array_of_tables_mut)
+        .and_then(|a| a.iter_mut().min_by_key(|t| t.position()));
+    if let Some(t) = first {
+        let own = prefix_of(t);
+        t.decor_mut()
+            .set_prefix(format!("{header}{}", own.trim_start_matches('\n')));
+    }
+    doc.to_string()
+}
+
+fn allow_tables(doc: &mut toml_edit::DocumentMut) -> Vec<&mut toml_edit::Table> {
+    doc.get_mut("allow")
+        .and_then(toml_edit::Item::as_array_of_tables_mut)
+        .map(|a| a.iter_mut().collect())
+        .unwrap_or_default()
+}
+
+fn prefix_of(t: &toml_edit::Table) -> String {
+    t.decor()
+        .prefix()
+        .and_then(|p| p.as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Takes the file's header off the comment above a table: everything up to
+/// the comment's last blank line.
+fn take_header(t: &mut toml_edit::Table) -> String {
+    let prefix = prefix_of(t);
+    let split = prefix.rfind("\n\n").map_or(0, |i| i + 2);
+    t.decor_mut().set_prefix(prefix[split..].to_string());
+    prefix[..split].to_string()
+}
+
+/// One entry as [`render`] writes it, as a table to add to a document.
+fn fresh_table(e: &Entry) -> toml_edit::Table {
+    let file = BaselineFile {
+        entries: vec![e.clone()],
+        ..BaselineFile::default()
+    };
+    let text = render(&file);
+    let text = text.strip_prefix(HEADER).unwrap_or(&text);
+    let doc: toml_edit::DocumentMut = text.parse().expect("render writes TOML");
+    let mut table = doc["expect"]
+        .as_array_of_tables()
+        .and_then(|a| a.get(0))
+        .cloned()
+        .expect("one [[expect]] entry");
+    table.decor_mut().set_prefix("\n");
+    table
 }
 
 fn line(out: &mut String, key: &str, value: &str) {
@@ -623,5 +758,91 @@ reason = "newer layers fault at exit"
         assert_eq!(again.entries[0].pattern, old.entries[0].pattern);
         assert_eq!(again.allows[0].layer_versions, old.allows[0].layer_versions);
         assert!(render(&new).contains("layer_versions = \"1.4.309..\"\n"));
+    }
+
+    #[test]
+    fn an_update_over_the_old_text_keeps_its_comments_and_layout() {
+        let text = r#"# Our lavapipe baseline.
+# Reviewed by the driver team.
+
+[[allow]]
+allow_vuids = ["UNASSIGNED-fp"]   # a 1.3.239 false positive
+reason = "old layer"
+
+# The guarded policy still leaks its buffer: upstream bug 123.
+[[expect]]
+case    = "buffer-kept-at-exit"
+runtime = "refrt:guarded"
+driver = "lavapipe"
+layers = "validation"
+emulation = "none"
+expect = "fail"
+run_verdicts = ["vuid"]
+reason = "my own words"   # keep this
+
+# Fixed long ago.
+[[expect]]
+case = "my-test"
+runtime = "external"
+driver = "lavapipe"
+layers = "validation"
+emulation = "none"
+expect = "fail"
+signals = ["SIGSEGV"]
+reason = "fixed since"
+"#;
+        let old = parse(text);
+        let r = results(vec![
+            vuid_cell("buffer-kept-at-exit", "refrt:guarded"),
+            pass_cell("my-test", "external"),
+            crash_cell("buffer-kept-at-exit", "refrt:atexit-after-init"),
+        ]);
+        let (file, changes) = update(&old, &r, false);
+        assert_eq!((changes.kept, changes.removed.len()), (1, 1), "{changes:?}");
+        let out = render_over(text, &old, &file);
+        // The header, the allow entry and the kept entry, byte for byte.
+        assert!(
+            out.starts_with(
+                "# Our lavapipe baseline.\n# Reviewed by the driver team.\n\n[[allow]]\n\
+                 allow_vuids = [\"UNASSIGNED-fp\"]   # a 1.3.239 false positive\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "# The guarded policy still leaks its buffer: upstream bug 123.\n[[expect]]\n\
+                 case    = \"buffer-kept-at-exit\"\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("reason = \"my own words\"   # keep this\n"),
+            "{out}"
+        );
+        // The dropped entry goes with its comment; the added ones are there.
+        assert!(
+            !out.contains("Fixed long ago") && !out.contains("fixed since"),
+            "{out}"
+        );
+        let again = parse(&out);
+        assert_eq!(
+            again
+                .entries
+                .iter()
+                .map(|e| (&e.pattern, &e.expect, &e.reason))
+                .collect::<Vec<_>>(),
+            file.entries
+                .iter()
+                .map(|e| (&e.pattern, &e.expect, &e.reason))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(again.allows.len(), 1);
+        // Nothing left to change: a second update writes the same text.
+        let (second, changes) = update(&again, &r, false);
+        assert!(
+            changes.added.is_empty() && changes.removed.is_empty(),
+            "{changes:?}"
+        );
+        assert_eq!(render_over(&out, &again, &second), out);
     }
 }

@@ -2,7 +2,7 @@
 
 mod bench;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -52,6 +52,16 @@ enum Command {
     Bundle(BundleArgs),
     /// Time vkexit against a plain loop and CTest on the same runs; layer cost per call; peak memory.
     Bench(Box<bench::BenchArgs>),
+    /// Print the JSON Schema of the results file (docs/results.schema.json).
+    Schema,
+    /// Print a shell completion script: `vkexit completions bash > /etc/bash_completion.d/vkexit`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `vkexit man > vkexit.1`.
+    Man,
     /// Print the devices the driver selected by the environment shows (JSON).
     #[command(hide = true)]
     ProbeDriver,
@@ -73,7 +83,7 @@ struct RunArgs {
     #[command(flatten)]
     select: Selection,
     /// Runs per cell [default: 5].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(vkexit::matrix::MAX_RUNS)))]
     runs: Option<u32>,
     #[command(flatten)]
     exec: Execution,
@@ -127,10 +137,10 @@ struct Selection {
 #[derive(clap::Args)]
 struct Execution {
     /// Runs at once (default: the number of cores).
-    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..=i64::from(vkexit::matrix::MAX_JOBS)))]
     jobs: Option<u32>,
     /// Seconds before a run counts as hung and its process group is killed [default: 60].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = vkexit::matrix::parse_timeout)]
     timeout: Option<f64>,
     /// Where failing runs keep their evidence.
     #[arg(long, value_name = "DIR", default_value = "vkexit-artifacts")]
@@ -183,7 +193,7 @@ struct ReproArgs {
     #[arg(long, value_name = "RATE", default_value = "1%", value_parser = vkexit::repro::parse_rate)]
     max_rate: f64,
     /// The most runs; a --max-rate that needs more clean runs is refused.
-    #[arg(long, value_name = "N", default_value_t = vkexit::repro::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = vkexit::repro::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     max_runs: u64,
     /// An external program and its arguments, as the cell.
     #[arg(last = true, value_name = "CMD")]
@@ -292,6 +302,19 @@ fn main() -> ExitCode {
         Command::Explain { run_dir } => explain(&run_dir),
         Command::Bundle(args) => bundle(args),
         Command::Bench(args) => bench::bench(*args).map(Outcome::from),
+        Command::Schema => print(&format!("{:#}\n", vkexit::results::json_schema())),
+        Command::Completions { shell } => {
+            let mut text = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "vkexit", &mut text);
+            print(&String::from_utf8_lossy(&text))
+        }
+        Command::Man => {
+            let mut text = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut text)
+                .map_err(|e| Error::Usage(format!("cannot render the man page: {e}")))
+                .and_then(|()| print(&String::from_utf8_lossy(&text)))
+        }
         Command::ProbeDriver => probe_driver().map(Outcome::from),
         Command::ProbeLoader { path } => match vkexit::loader::probe_loader_here(&path) {
             Ok(version) => {
@@ -336,6 +359,7 @@ fn run_command(args: RunArgs) -> Result<Outcome> {
         None => Matrix::default(),
     };
     matrix.apply(args.select.overrides(&args.exec, args.runs, args.command))?;
+    matrix.check_programs()?;
     let baseline = Baseline::read(&args.baselines)?;
     let outputs = args.reports.outputs(args.json);
     outputs.check()?;
@@ -427,6 +451,7 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
     prepare_to_run()?;
     let mut matrix = Matrix::default();
     matrix.apply(args.select.overrides(&args.exec, None, args.command))?;
+    matrix.check_programs()?;
     let [set] = matrix.layer_sets()[..] else {
         unreachable!("flags alone give one layer set")
     };
@@ -549,7 +574,11 @@ fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> Result<Outco
         },
     };
     let (new, changes) = vkexit::baseline_update::update(&old, &input, prune);
-    let text = vkexit::baseline_update::render(&new);
+    // An existing file keeps its comments and layout; a new one is written whole.
+    let text = match std::fs::read_to_string(baseline) {
+        Ok(old_text) => vkexit::baseline_update::render_over(&old_text, &old, &new),
+        Err(_) => vkexit::baseline_update::render(&new),
+    };
     report::write_atomically(baseline, text.as_bytes())
         .map_err(|e| Error::io("cannot write the baseline file", baseline, e))?;
     for line in &changes.removed {
@@ -593,6 +622,15 @@ fn merge(args: MergeArgs) -> Result<Outcome> {
     Ok(Outcome::from(report::gate_green(&results)))
 }
 
+/// Writes generated text to stdout; a closed pipe (`| head`) is no error.
+fn print(text: &str) -> Result<Outcome> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Ok(()) => Ok(Outcome::Green),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Outcome::Green),
+        Err(e) => Err(Error::Usage(format!("cannot print: {e}"))),
+    }
+}
+
 fn cores() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
@@ -625,6 +663,30 @@ fn explain(run_dir: &std::path::Path) -> Result<Outcome> {
         return Err(Error::Usage(format!(
             "{}: not a run directory (failing runs keep theirs under vkexit-artifacts/CELL/run-K)",
             run_dir.display()
+        )));
+    }
+    let evidence = [
+        "result.json",
+        "command.txt",
+        vkexit::explain::TIMELINE_FILE,
+        vkexit::layers::TRACE_FILE,
+        vkexit::layers::TEGRA_FILE,
+        vkexit::explain::CRASH_FILE,
+    ];
+    if !evidence.iter().any(|f| run_dir.join(f).is_file()) {
+        let has_runs = std::fs::read_dir(run_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("run-"));
+        let hint = match has_runs {
+            false => "failing runs keep theirs under vkexit-artifacts/CELL/run-K",
+            true => "it is a cell's directory: explain one of its run-K directories",
+        };
+        return Err(Error::Usage(format!(
+            "{}: no evidence to explain (none of {}); {hint}",
+            run_dir.display(),
+            evidence.join(", ")
         )));
     }
     if let Ok(text) = std::fs::read_to_string(run_dir.join("result.json")) {

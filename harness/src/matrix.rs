@@ -48,6 +48,52 @@ use toml::Spanned;
 pub const DEFAULT_RUNS: u32 = 5;
 pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
 
+// The largest numbers a matrix file or the command line may give. Past them
+// a value is a slip (10^12 runs, 100,000 processes at once, a timeout past
+// any CI job), and some would overflow the time arithmetic of a run.
+pub const MAX_RUNS: u32 = 1_000_000;
+pub const MAX_JOBS: u32 = 1024;
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// `--timeout`: seconds in (0, MAX_TIMEOUT_SECS].
+pub fn parse_timeout(text: &str) -> std::result::Result<f64, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a number of seconds in (0, {MAX_TIMEOUT_SECS}]"))?;
+    check_timeout(secs)
+}
+
+fn check_timeout(secs: f64) -> std::result::Result<f64, String> {
+    match secs.is_finite() && secs > 0.0 && secs <= MAX_TIMEOUT_SECS {
+        true => Ok(secs),
+        false => Err(format!("{secs} is not in (0, {MAX_TIMEOUT_SECS}] seconds")),
+    }
+}
+
+/// Whether `program` names a file vkexit can start, as the runs will look
+/// it up: a path with a `/` from the directory vkexit runs in, a bare name
+/// in `path` (the runs' PATH).
+fn find_program(program: &Path, path: Option<&std::ffi::OsStr>) -> std::result::Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.components().count() > 1 || program.is_absolute() {
+        return match std::fs::metadata(program) {
+            Err(e) => Err(format!("{}: {e}", program.display())),
+            Ok(m) if m.is_dir() => Err(format!("{}: is a directory", program.display())),
+            Ok(_) if !executable(program) => Err(format!("{}: not executable", program.display())),
+            Ok(_) => Ok(()),
+        };
+    }
+    let dirs = path.map(std::env::split_paths).into_iter().flatten();
+    match dirs.into_iter().any(|d| executable(&d.join(program))) {
+        true => Ok(()),
+        false => Err(format!("{}: not found in PATH", program.display())),
+    }
+}
+
 /// One set of layers every run of its cells gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LayerSet {
@@ -196,11 +242,7 @@ impl Matrix {
         self.runs = o.runs.or(self.runs);
         self.jobs = o.jobs.or(self.jobs);
         if let Some(secs) = o.timeout {
-            if !(secs.is_finite() && secs > 0.0) {
-                return Err(Error::Usage(format!(
-                    "--timeout {secs}: expected a positive number of seconds"
-                )));
-            }
+            check_timeout(secs).map_err(|why| Error::Usage(format!("--timeout: {why}")))?;
             self.timeout = Some(secs);
         }
         let emulate = o.emulate.as_deref().map(Emulation::parse).transpose()?;
@@ -267,6 +309,37 @@ impl Matrix {
 
     pub fn runs(&self) -> u32 {
         self.runs.unwrap_or(DEFAULT_RUNS)
+    }
+
+    /// Refuses, before any run, an external case whose program cannot be
+    /// started: every run of it would be an `error`.
+    pub fn check_programs(&self) -> Result<()> {
+        let path = self
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| OsString::from(v))
+            .or_else(|| std::env::var_os("PATH"));
+        for e in &self.externals {
+            let Some(program) = e.argv.first() else {
+                continue;
+            };
+            let run_path = e
+                .env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| OsString::from(v))
+                .or_else(|| path.clone());
+            find_program(Path::new(program), run_path.as_deref()).map_err(|why| {
+                Error::Usage(format!(
+                    "external case `{}`: cannot start its program: {why}",
+                    e.name
+                ))
+            })?;
+        }
+        Ok(())
     }
 
     pub fn timeout_secs(&self) -> f64 {
@@ -409,24 +482,21 @@ impl RawMatrix {
             }
         }
         if let Some(runs) = self.runs {
-            if *runs.get_ref() == 0 {
-                return Err(file.error(&runs.span(), "`runs` must be at least 1"));
+            if !(1..=MAX_RUNS).contains(runs.get_ref()) {
+                return Err(file.error(&runs.span(), format!("`runs` must be in 1..={MAX_RUNS}")));
             }
             m.runs = Some(runs.into_inner());
         }
         if let Some(jobs) = self.jobs {
-            if *jobs.get_ref() == 0 {
-                return Err(file.error(&jobs.span(), "`jobs` must be at least 1"));
+            if !(1..=MAX_JOBS).contains(jobs.get_ref()) {
+                return Err(file.error(&jobs.span(), format!("`jobs` must be in 1..={MAX_JOBS}")));
             }
             m.jobs = Some(jobs.into_inner());
         }
         if let Some(timeout) = self.timeout {
             let secs = *timeout.get_ref();
-            if !(secs.is_finite() && secs > 0.0) {
-                return Err(file.error(
-                    &timeout.span(),
-                    "`timeout` must be a positive number of seconds",
-                ));
+            if let Err(why) = check_timeout(secs) {
+                return Err(file.error(&timeout.span(), format!("`timeout`: {why}")));
             }
             m.timeout = Some(secs);
         }
@@ -605,14 +675,17 @@ emulation = "tegra-racy"
 
     #[test]
     fn errors_name_the_file_line_and_column_and_what_was_expected() {
-        let cases: [(&str, &str); 13] = [
+        let cases: [(&str, &str); 16] = [
             ("runs = 5\nrnus = 3\n", "ci/matrix/m.toml:2:1: unknown field `rnus`, expected one of"),
             ("cases = [\"clean-exit\", \"clean-exti\"]\n", "ci/matrix/m.toml:1:24: unknown case `clean-exti`; built-in cases: clean-exit"),
             ("runtimes = [\n  \"refrt:sometimes\",\n]\n", "ci/matrix/m.toml:2:3: bad runtime spec `refrt:sometimes`"),
-            ("runs = 0\n", "ci/matrix/m.toml:1:8: `runs` must be at least 1"),
+            ("runs = 0\n", "ci/matrix/m.toml:1:8: `runs` must be in 1..=1000000"),
+            ("runs = 1000001\n", "ci/matrix/m.toml:1:8: `runs` must be in 1..=1000000"),
+            ("jobs = 100000\n", "ci/matrix/m.toml:1:8: `jobs` must be in 1..=1024"),
             ("runs = -2\n", "ci/matrix/m.toml:1:8: invalid value: integer `-2`, expected u32"),
             ("timeout = \"60s\"\n", "ci/matrix/m.toml:1:11: invalid type: string \"60s\", expected f64"),
-            ("timeout = 0\n", "ci/matrix/m.toml:1:11: `timeout` must be a positive number"),
+            ("timeout = 0\n", "ci/matrix/m.toml:1:11: `timeout`: 0 is not in (0, 86400] seconds"),
+            ("timeout = 1e20\n", "ci/matrix/m.toml:1:11: `timeout`: 100000000000000000000 is not in (0, 86400] seconds"),
             ("cases = []\n", "ci/matrix/m.toml:1:9: `cases` is empty: leave it out for every built-in case"),
             ("[[layers]]\nemulation = \"jetson\"\n", "ci/matrix/m.toml:2:13: unknown variant `jetson`, expected one of `none`, `tegra`, `tegra-racy`"),
             ("[[layers]]\nvalidaton = false\n", "ci/matrix/m.toml:2:1: unknown field `validaton`"),

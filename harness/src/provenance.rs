@@ -8,7 +8,7 @@ use crate::probe::DeviceInfo;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Provenance {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,

@@ -2,12 +2,23 @@
 //! Fields may be added; the ones here keep their meaning.
 
 use crate::verdict::{CellVerdict, RunVerdict};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "vkexit.results/1";
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The JSON Schema of the results file, from these types; committed as
+/// `docs/results.schema.json` and printed by `vkexit schema`.
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Results)).expect("a schema is JSON")
+}
+
+/// A vkexit results file.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "vkexit results file (vkexit.results/1)")]
 pub struct Results {
+    /// Always "vkexit.results/1".
+    #[schemars(extend("const" = "vkexit.results/1"))]
     pub schema: String,
     pub vkexit_version: String,
     /// vkexit was stopped (Ctrl-C, SIGTERM) before every run finished.
@@ -19,7 +30,8 @@ pub struct Results {
     pub cells: Vec<CellResult>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// How many runs of a cell ended each way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Counts {
     pub pass: u64,
     pub crash: u64,
@@ -72,7 +84,8 @@ impl Counts {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// One cell: case × runtime × driver × layers × emulation, its runs and verdict.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CellResult {
     pub case: String,
     pub runtime: String,

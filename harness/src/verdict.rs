@@ -53,7 +53,7 @@ impl fmt::Display for RunVerdict {
 }
 
 /// The verdict of a cell (case × runtime × driver × layers × emulation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum CellVerdict {
     Pass,

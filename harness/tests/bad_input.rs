@@ -260,3 +260,167 @@ fn a_bad_process_limit_is_refused_before_any_run() {
         .stderr(contains("VKEXIT_MAX_PROCESSES=\"lots\" is not a positive number").and(no_panic()));
     assert!(!sb.results().exists(), "no run, no results");
 }
+
+/// `vkexit ARGS` exits 2 before any run, naming each of `words`.
+fn refused(args: &[&str], words: &[&str]) {
+    let sb = Sandbox::new();
+    let out = sb.vkexit().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    for w in words {
+        assert!(stderr.contains(w), "{args:?}: no `{w}` in: {stderr}");
+    }
+    assert!(
+        !sb.path().join("vkexit-artifacts").exists(),
+        "{args:?}: runs started"
+    );
+}
+
+#[test]
+fn a_timeout_out_of_range_names_the_flag_and_the_range() {
+    for t in ["1e20", "inf", "NaN", "-1", "0", "86401", "soon"] {
+        // `--timeout=-1`: a bare `-1` would read as a flag.
+        refused(
+            &["run", &format!("--timeout={t}"), "--", "/bin/true"],
+            &["--timeout", "(0, 86400]"],
+        );
+    }
+    refused(
+        &["repro", "--timeout", "1e20", "--", "/bin/true"],
+        &["--timeout", "(0, 86400]"],
+    );
+}
+
+#[test]
+fn a_run_count_out_of_range_names_the_flag_and_the_range() {
+    for n in ["1000000000000", "1000001", "0", "-3"] {
+        refused(
+            &["run", &format!("--runs={n}"), "--", "/bin/true"],
+            &["--runs", "1..=1000000"],
+        );
+    }
+    refused(
+        &["repro", "--max-runs", "1000000000000", "--", "/bin/true"],
+        &["--max-runs", "1..=1000000000"],
+    );
+}
+
+#[test]
+fn a_job_count_out_of_range_names_the_flag_and_the_range() {
+    for n in ["100000", "1025", "0"] {
+        refused(
+            &["run", "-j", n, "--", "/bin/true"],
+            &["--jobs", "1..=1024"],
+        );
+    }
+    refused(
+        &["repro", "--jobs", "100000", "--", "/bin/true"],
+        &["--jobs", "1..=1024"],
+    );
+}
+
+#[test]
+fn matrix_file_numbers_out_of_range_name_the_file_line_and_range() {
+    for (text, want) in [
+        (
+            "runs = 1000001\n",
+            "m.toml:1:8: `runs` must be in 1..=1000000",
+        ),
+        ("jobs = 100000\n", "m.toml:1:8: `jobs` must be in 1..=1024"),
+        (
+            "timeout = 1e20\n",
+            "m.toml:1:11: `timeout`: 100000000000000000000 is not in (0, 86400] seconds",
+        ),
+    ] {
+        let sb = Sandbox::new();
+        std::fs::write(sb.path().join("m.toml"), text).unwrap();
+        sb.vkexit()
+            .args(["run", "--config", "m.toml"])
+            .assert()
+            .code(2)
+            .stderr(contains(want).and(no_panic()));
+    }
+}
+
+#[test]
+fn a_missing_external_program_is_refused_before_any_run() {
+    refused(
+        &["run", "--", "./missing-program", "--flag"],
+        &[
+            "missing-program",
+            "cannot start its program",
+            "No such file",
+        ],
+    );
+    refused(
+        &["run", "--", "no-such-program-anywhere"],
+        &["no-such-program-anywhere", "not found in PATH"],
+    );
+    refused(
+        &["repro", "--", "./missing-program"],
+        &["missing-program", "No such file"],
+    );
+    // A file that is there but cannot be executed, and a directory.
+    let sb = Sandbox::new();
+    std::fs::write(sb.path().join("script"), "#!/bin/sh\nexit 0\n").unwrap();
+    sb.vkexit()
+        .args(["run", "--", "./script"])
+        .assert()
+        .code(2)
+        .stderr(contains("./script: not executable").and(no_panic()));
+    sb.vkexit()
+        .args(["run", "--", "/tmp"])
+        .assert()
+        .code(2)
+        .stderr(contains("/tmp: is a directory").and(no_panic()));
+    assert!(!sb.path().join("vkexit-artifacts").exists());
+    // A matrix file's [[external]] case, too.
+    std::fs::write(
+        sb.path().join("m.toml"),
+        "[[external]]\nname = \"gone\"\nargv = [\"build/gone\", \"-x\"]\n",
+    )
+    .unwrap();
+    sb.vkexit()
+        .args(["run", "--config", "m.toml"])
+        .assert()
+        .code(2)
+        .stderr(
+            contains("external case `gone`")
+                .and(contains("build/gone"))
+                .and(no_panic()),
+        );
+    assert!(!sb.path().join("vkexit-artifacts").exists());
+}
+
+#[test]
+fn explain_on_a_directory_without_evidence_fails_with_the_reason() {
+    let sb = Sandbox::new();
+    let empty = sb.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    sb.vkexit()
+        .arg("explain")
+        .arg(&empty)
+        .assert()
+        .code(2)
+        .stderr(
+            contains("no evidence to explain")
+                .and(contains("result.json"))
+                .and(no_panic()),
+        );
+    // A cell's directory: it names the run directories inside.
+    let cell = sb.path().join("cell");
+    std::fs::create_dir_all(cell.join("run-0")).unwrap();
+    std::fs::write(cell.join("run-0/result.json"), "{}").unwrap();
+    sb.vkexit()
+        .arg("explain")
+        .arg(&cell)
+        .assert()
+        .code(2)
+        .stderr(contains("explain one of its run-K directories").and(no_panic()));
+    sb.vkexit()
+        .arg("explain")
+        .arg(cell.join("run-0"))
+        .assert()
+        .success();
+}

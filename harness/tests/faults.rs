@@ -172,14 +172,12 @@ fn a_fork_bomb_stops_at_the_process_limit_fails_and_leaves_nothing() {
         ],
     );
     assert_eq!(done.code, 1, "{}", done.stderr);
-    assert!(
-        done.elapsed < Duration::from_secs(20),
-        "took {:?}",
-        done.elapsed
-    );
     let r = sb.read_results();
     let cell = only_cell(&r);
     assert_eq!(count(cell, "pass"), 0, "{cell:#}");
+    // The limit ended the bomb, not the 20 s timeout (judged by vkexit, so
+    // load on this machine does not decide it).
+    assert_eq!(count(cell, "timeout"), 0, "{cell:#}");
     assert_ne!(cell["verdict"], "pass");
     if bound.starts_with("cgroup") {
         // Whether the shell's own last fork failed (exit 2) or not (exit 0,
@@ -222,9 +220,11 @@ fn a_program_that_ignores_sigterm_is_killed_after_the_grace_period() {
         "the grace period was cut short: {:?}",
         done.elapsed
     );
+    // Not a speed check: under any load a run that waited for the 60 s
+    // sleep instead of killing it takes at least 60 s.
     assert!(
-        done.elapsed < Duration::from_secs(20),
-        "took {:?}",
+        done.elapsed < Duration::from_secs(60),
+        "the program was not killed: {:?}",
         done.elapsed
     );
     assert_nothing_left(done.pid);

@@ -5,15 +5,20 @@
 //! parser returns (a value or an error that names the file and where in it)
 //! and never panics or runs away.
 //!
-//! Each property runs a bounded number of cases so the file takes seconds in
-//! CI; `PROPTEST_CASES=100000 cargo test --release -p vkexit --test
-//! fuzz_parsers` runs it as long as wanted.
+//! The properties gate CI, so they are deterministic: each runs a bounded
+//! number of cases drawn from a fixed seed, after replaying the failures
+//! recorded in `fuzz_parsers.proptest-regressions` next to this file. A new
+//! failure is appended there by proptest; commit it with the fix.
+//!
+//! Exploring with fresh random seeds is a separate, non-gating run:
+//! `ci/fuzz-explore.sh` (or `VKEXIT_FUZZ_RANDOM=1 PROPTEST_CASES=100000
+//! cargo test --release -p vkexit --test fuzz_parsers`).
 
 use proptest::collection::vec;
 use proptest::prelude::*;
+use proptest::test_runner::{FileFailurePersistence, RngAlgorithm, RngSeed};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 use vkexit::drivers;
 use vkexit::evidence;
 use vkexit::explain::{self, Story};
@@ -24,16 +29,32 @@ use vkexit::toml_file::TomlFile;
 use vkexit::validation;
 use vkexit::vuid;
 
-/// `PROPTEST_CASES` when set, else `default` (kept small for CI).
+/// The seed every gating run draws its cases from. Changing it changes
+/// which inputs CI tries; a failure it finds goes into the regressions file.
+const SEED: u64 = 0x766b_6578_6974;
+
+/// `PROPTEST_CASES` when set, else `default` (kept small for CI); a fixed
+/// seed unless `VKEXIT_FUZZ_RANDOM=1` asks for exploration.
 fn config(default: u32) -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default);
+    let random = std::env::var("VKEXIT_FUZZ_RANDOM").is_ok_and(|v| v == "1");
     ProptestConfig {
         cases,
-        // Nothing is written into the source tree; a failure prints its input.
-        failure_persistence: None,
+        // ChaCha's stream for a seed is fixed by its specification, not by
+        // proptest's release, so the same seed draws the same cases on
+        // every machine and toolchain.
+        rng_algorithm: RngAlgorithm::ChaCha,
+        rng_seed: if random {
+            RngSeed::Random
+        } else {
+            RngSeed::Fixed(SEED)
+        },
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
         ..ProptestConfig::default()
     }
 }
@@ -249,10 +270,17 @@ fn record() -> impl Strategy<Value = serde_json::Value> {
 }
 
 /// JSON-lines files as a crashing process leaves them: records, garbage,
-/// blank lines, a last line cut short.
+/// blank lines, a last line cut short, and the NUL padding a mapped trace
+/// file holds where a process did not fill its chunk.
 fn jsonl() -> impl Strategy<Value = Vec<u8>> {
     let line = prop_oneof![
         6 => record().prop_map(|r| r.to_string().into_bytes()),
+        1 => (record(), 1usize..16).prop_map(|(r, pad)| {
+            let mut bytes = r.to_string().into_bytes();
+            bytes.resize(bytes.len() + pad, 0);
+            bytes
+        }),
+        1 => (1usize..64).prop_map(|pad| vec![0u8; pad]),
         1 => vec(any::<u8>(), 0..80),
         1 => Just(Vec::new()),
         1 => Just(b"[1,2,3]".to_vec()),
@@ -267,23 +295,30 @@ fn jsonl() -> impl Strategy<Value = Vec<u8>> {
     })
 }
 
-fn non_blank_lines(bytes: &[u8]) -> u64 {
+/// What the evidence readers take as one record: the text between two line
+/// ends, where a NUL ends a line as a newline does (a record never holds
+/// one), skipping pieces that are only white space. (A piece over 1 MiB
+/// would count once per MiB; these inputs are far smaller.)
+fn pieces(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     bytes
-        .split(|&b| b == b'\n')
+        .split(|&b| b == b'\n' || b == 0)
         .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .count() as u64
 }
 
 proptest! {
     #![proptest_config(config(256))]
 
+    /// Every piece that is not a JSON object is counted as a bad line, and
+    /// nothing else is: NUL padding is not garbage, a record cut by a crash is.
     #[test]
     fn trace_and_tegra_evidence_never_panic_and_count_what_they_skip(bytes in jsonl()) {
         let trace = evidence::read_trace(&bytes[..]).unwrap();
         let tegra = evidence::read_tegra(&bytes[..]).unwrap();
-        let lines = non_blank_lines(&bytes);
-        prop_assert!(trace.bad_lines <= lines);
-        prop_assert!(tegra.bad_lines <= lines);
+        let not_records = pieces(&bytes)
+            .filter(|p| !serde_json::from_slice::<serde_json::Value>(p).is_ok_and(|v| v.is_object()))
+            .count() as u64;
+        prop_assert_eq!(trace.bad_lines, not_records);
+        prop_assert_eq!(tegra.bad_lines, not_records);
         let _ = (trace.leaked(), format!("{trace:?}{tegra:?}"));
     }
 
@@ -585,19 +620,14 @@ fn the_results_template_is_a_results_file() {
 }
 
 /// Counts a results file may claim: merging them adds numbers, it does not
-/// loop once per run (a file claiming 10^18 runs would never finish).
+/// loop once per run (a file claiming 10^18 runs would never finish, so the
+/// test finishing is the check; no clock is read, so load cannot fail it).
 #[test]
-fn merging_results_with_absurd_counts_is_quick_and_saturates() {
+fn merging_results_with_absurd_counts_finishes_and_saturates() {
     let big = u64::MAX / 2 + 7;
     let a = merge::parse(&results_text([big, big, big], big, big)).unwrap();
     let b = merge::parse(&results_text([big, 3, big], big, big)).unwrap();
-    let start = Instant::now();
     let m = merge::merge(vec![a, b]);
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        start.elapsed()
-    );
     let c = &m.cells[0];
     assert_eq!(c.counts.pass, u64::MAX);
     assert_eq!(c.runs, u64::MAX);
@@ -625,9 +655,7 @@ proptest! {
             .filter_map(|t| merge::parse(t).ok())
             .collect();
         prop_assert!(!parsed.is_empty(), "the undamaged file parses");
-        let start = Instant::now();
         let merged = merge::merge(parsed);
-        prop_assert!(start.elapsed() < Duration::from_secs(1));
         for c in &merged.cells {
             let _ = (c.counts.total(), c.counts.failures(), c.is_green());
         }
@@ -635,9 +663,11 @@ proptest! {
 }
 
 /// A timeline that claims huge ranges of exit handlers, many times over:
-/// `explain` (also used on every failing run) stays quick.
+/// `explain` (also used on every failing run) works on the ranges, never on
+/// each handler in them. What shows it without a clock: the story it tells
+/// stays about as long as the file, not as long as two billion handlers.
 #[test]
-fn a_timeline_claiming_millions_of_handlers_is_read_quickly() {
+fn a_timeline_claiming_billions_of_handlers_tells_a_short_story() {
     let dir = tempfile::tempdir().unwrap();
     let mut text = String::new();
     for i in 0..2000u64 {
@@ -655,13 +685,13 @@ fn a_timeline_claiming_millions_of_handlers_is_read_quickly() {
         "{\"ev\":\"crash\",\"signal\":\"SIGSEGV\"}\n",
     )
     .unwrap();
-    let start = Instant::now();
     let story = Story::read(dir.path());
     let rendered = story.render();
     assert!(
-        start.elapsed() < Duration::from_secs(3),
-        "explain took {:?}",
-        start.elapsed()
+        rendered.len() < 4 * text.len(),
+        "{} bytes of story from {} bytes of timeline",
+        rendered.len(),
+        text.len()
     );
     assert!(rendered.contains("SIGSEGV"), "{rendered}");
 }

@@ -327,3 +327,201 @@ fn the_html_report_renders_in_chromium_with_the_expected_matrix_and_evidence() {
         png.len()
     );
 }
+
+/// A program that crashes on every second run: the mock, under lavapipe and
+/// the validation layer, with `--crash-at-exit` on odd runs. A counter file
+/// decides, not a random draw, so the cell is flaky every time (`-j 1`).
+fn crashes_every_second_run(sb: &Sandbox) -> std::path::PathBuf {
+    let script = sb.path().join("every-second-run");
+    let counter = sb.path().join("runs-so-far");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n\
+             n=$(cat '{counter}' 2>/dev/null || echo 0)\n\
+             echo $((n + 1)) > '{counter}'\n\
+             if [ $((n % 2)) -eq 1 ]; then exec '{mock}' --crash-at-exit; fi\n\
+             exec '{mock}'\n",
+            counter = counter.display(),
+            mock = mock().display()
+        ),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).unwrap();
+    script
+}
+
+/// The three reports of one set of results, as `vkexit merge` writes them.
+struct Reports {
+    code: i32,
+    junit: String,
+    markdown: String,
+    html: String,
+}
+
+fn reports_of(sb: &Sandbox, results: &Path, baseline: Option<&Path>, tag: &str) -> Reports {
+    let (junit, md, html) = (
+        sb.path().join(format!("{tag}.xml")),
+        sb.path().join(format!("{tag}.md")),
+        sb.path().join(format!("{tag}-html")),
+    );
+    let mut cmd = sb.vkexit();
+    cmd.arg("merge")
+        .arg(results)
+        .arg("--json")
+        .arg(sb.path().join(format!("{tag}.json")))
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--html")
+        .arg(&html);
+    if let Some(b) = baseline {
+        cmd.arg("--baseline").arg(b);
+    }
+    let out = cmd.output().unwrap();
+    Reports {
+        code: out.status.code().expect("vkexit exits normally"),
+        junit: std::fs::read_to_string(junit).unwrap(),
+        markdown: std::fs::read_to_string(md).unwrap(),
+        html: std::fs::read_to_string(html.join("index.html")).unwrap(),
+    }
+}
+
+/// The test case of the only cell, and the root's failures count.
+fn only_testcase(xml: &str) -> (Vec<(String, Option<String>)>, String) {
+    let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let case = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase"))
+        .expect("a testcase");
+    let kids = case
+        .children()
+        .filter(|n| n.is_element())
+        .map(|n| {
+            (
+                n.tag_name().name().to_string(),
+                n.attribute("message").map(str::to_string),
+            )
+        })
+        .collect();
+    (kids, root_failures(&doc).to_string())
+}
+
+#[test]
+fn a_flaky_cell_is_red_in_every_report_unless_a_baseline_knows_it() {
+    let sb = Sandbox::new();
+    let program = crashes_every_second_run(&sb);
+    let junit = sb.path().join("run.xml");
+    let (code, r) = sb.run(&[
+        "--runs",
+        "4",
+        "-j",
+        "1",
+        "--junit",
+        junit.to_str().unwrap(),
+        "--",
+        program.to_str().unwrap(),
+    ]);
+    let cell = only_cell(&r);
+    assert_eq!(cell["verdict"], "flaky", "{r:#}");
+    assert_eq!((count(cell, "pass"), count(cell, "crash")), (2, 2), "{r:#}");
+    assert_eq!(strings(&cell["signals"]), ["SIGSEGV"]);
+    assert_eq!(code, 1, "an unexpected flaky cell turns the gate red");
+
+    // Unexpected: a failure in JUnit (as `run` and `merge` write it), red in
+    // Markdown and HTML.
+    let red = reports_of(&sb, &sb.results(), None, "red");
+    assert_eq!(red.code, 1);
+    for xml in [std::fs::read_to_string(&junit).unwrap(), red.junit] {
+        let (kids, failures) = only_testcase(&xml);
+        assert_eq!(failures, "1", "{xml}");
+        assert_eq!(kids.len(), 1, "{xml}");
+        assert_eq!(kids[0].0, "failure", "{xml}");
+        let message = kids[0].1.as_deref().unwrap();
+        assert!(
+            message.contains("runs: 4 (pass 2/4, SIGSEGV 2/4)"),
+            "{message}"
+        );
+        assert!(message.contains("signals: SIGSEGV"), "{message}");
+        assert!(message.contains("artifacts: /"), "{message}");
+    }
+    assert!(
+        red.markdown.starts_with("## vkexit: gate red"),
+        "{}",
+        red.markdown
+    );
+    assert!(
+        red.markdown.contains("### Cells that are not green (1)")
+            && red.markdown.contains("| **flaky** | `every-second-run` |"),
+        "{}",
+        red.markdown
+    );
+    assert!(
+        red.html.contains("<span class=\"red\">red</span>"),
+        "{}",
+        red.html
+    );
+    assert!(
+        red.html
+            .contains("<tr><td class=\"v-flaky\">flaky</td><td>1</td><td>1</td></tr>"),
+        "{}",
+        red.html
+    );
+    assert!(red.html.contains("flaky (gate red)"), "{}", red.html);
+
+    // Known to be flaky: the gate is green, and so is every report.
+    let baseline = sb.path().join("known.toml");
+    std::fs::write(
+        &baseline,
+        "[[expect]]\ncase = \"every-second-run\"\nruntime = \"external\"\nflaky = true\n\
+         reason = \"crashes on every second run\"\n",
+    )
+    .unwrap();
+    let green = reports_of(&sb, &sb.results(), Some(&baseline), "green");
+    assert_eq!(green.code, 0);
+    let (kids, failures) = only_testcase(&green.junit);
+    assert_eq!(failures, "0", "{}", green.junit);
+    let names: Vec<&str> = kids.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["flakyFailure", "system-out"], "{}", green.junit);
+    assert_eq!(
+        kids[0].1.as_deref().unwrap().split("; ").next(),
+        Some("2 of 4 runs crash (SIGSEGV)")
+    );
+    assert!(
+        green.markdown.starts_with("## vkexit: gate green"),
+        "{}",
+        green.markdown
+    );
+    assert!(
+        !green.markdown.contains("Cells that are not green"),
+        "{}",
+        green.markdown
+    );
+    assert!(
+        green
+            .markdown
+            .contains("flaky (known flaky): pass 2/4, SIGSEGV 2/4"),
+        "{}",
+        green.markdown
+    );
+    assert!(
+        green.html.contains("<span class=\"green\">green</span>"),
+        "{}",
+        green.html
+    );
+    assert!(
+        green
+            .html
+            .contains("<tr><td class=\"v-flaky\">flaky</td><td>1</td><td>0</td></tr>"),
+        "{}",
+        green.html
+    );
+    assert!(
+        green.html.contains("flaky (known flaky: gate green)"),
+        "{}",
+        green.html
+    );
+}

@@ -2,14 +2,21 @@
 //!
 //! One `<testsuite>` per driver and emulation, one `<testcase>` per cell,
 //! named `case × runtime`, classname `vkexit.<driver>.<emulation>`:
-//! - `fail` and `unexpected-pass` are a `<failure>`, `error` an `<error>`,
-//!   each with the reason, signals, VUIDs and first artifact in its message;
-//! - `flaky` is a passed test with one `<flakyFailure>` per kind of failing
-//!   run, as cargo-nextest writes flaky tests; the gate still fails on it,
-//!   which vkexit's exit code says;
+//!
+//! A test case fails exactly when its cell turns the gate red, so the CI's
+//! test view and vkexit's exit code agree:
+//! - a red `fail`, `flaky` or `unexpected-pass` cell is a `<failure>`, an
+//!   `error` cell an `<error>`, each with the reason, the counts of each kind
+//!   of run, signals, VUIDs and first artifact in its message;
+//! - a cell known to be flaky (`flaky = true` in a baseline) that failed some
+//!   or all of its runs keeps the gate green: a passed test with one
+//!   `<flakyFailure>` per kind of failing run, as cargo-nextest writes flaky
+//!   tests;
 //! - `skipped` is `<skipped>` with the reason;
 //! - `expected-fail` is passed, its `<system-out>` naming the known failure
-//!   and its evidence.
+//!   and its evidence;
+//! - an interrupted run, red although its cells may all be green, adds a
+//!   suite `vkexit` with one `<error>` test case saying so.
 
 use super::markup::{attr, text};
 use super::{gate_green, observation, pass_rate_line, short_vuid};
@@ -27,7 +34,11 @@ pub fn write(path: &Path, results: &Results) -> Result<()> {
 /// The JUnit document of a set of results.
 pub fn render(results: &Results) -> String {
     let suites = suites(&results.cells);
-    let all = Tally::of(results.cells.iter());
+    let mut all = Tally::of(results.cells.iter());
+    if results.interrupted {
+        all.tests += 1;
+        all.errors += 1;
+    }
     let mut out = String::new();
     out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -81,6 +92,20 @@ pub fn render(results: &Results) -> String {
             testcase(&mut out, c, &suite.name, suite.needs_layers(c));
         }
         out.push_str("  </testsuite>\n");
+    }
+    if results.interrupted {
+        out.push_str(
+            "  <testsuite name=\"vkexit\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"0.000\">\n",
+        );
+        out.push_str("    <testcase name=\"interrupted\" classname=\"vkexit\" time=\"0.000\">\n");
+        element(
+            &mut out,
+            "error",
+            "interrupted: vkexit was stopped before every run finished, so the gate is red",
+            "interrupted",
+            "The cells above are the runs that finished before vkexit was stopped.",
+        );
+        out.push_str("    </testcase>\n  </testsuite>\n");
     }
     out.push_str("</testsuites>\n");
     out
@@ -146,11 +171,15 @@ impl Tally {
             t.tests += 1;
             t.duration_ms += c.duration_ms;
             match c.verdict {
-                CellVerdict::Fail if c.flaky_expected => {}
-                CellVerdict::Fail | CellVerdict::UnexpectedPass => t.failures += 1,
                 CellVerdict::Error => t.errors += 1,
                 CellVerdict::Skipped => t.skipped += 1,
-                CellVerdict::Pass | CellVerdict::ExpectedFail | CellVerdict::Flaky => {}
+                _ if c.is_green() => {}
+                CellVerdict::Fail | CellVerdict::Flaky | CellVerdict::UnexpectedPass => {
+                    t.failures += 1
+                }
+                CellVerdict::Pass | CellVerdict::ExpectedFail => {
+                    unreachable!("a {} cell is green", c.verdict)
+                }
             }
         }
         t
@@ -181,17 +210,17 @@ fn testcase(out: &mut String, c: &CellResult, classname: &str, with_layers: bool
         _ => out.push_str(">\n"),
     }
     match c.verdict {
-        // Known to be flaky: a failing cell is a passed test with its failures.
-        CellVerdict::Fail if c.flaky_expected => flaky_failures(out, c),
-        CellVerdict::Fail | CellVerdict::UnexpectedPass => {
-            element(out, "failure", &message(c), c.verdict.name(), &details(c));
-        }
         CellVerdict::Error => element(out, "error", &message(c), "error", &details(c)),
         CellVerdict::Skipped => {
             let reason = c.reason.as_deref().unwrap_or("skipped");
             let _ = writeln!(out, "      <skipped message=\"{}\"/>", attr(reason));
         }
-        CellVerdict::Flaky => flaky_failures(out, c),
+        // Known to be flaky: failing runs keep the gate green, so the test
+        // passes, with its failures.
+        CellVerdict::Fail | CellVerdict::Flaky if c.is_green() => flaky_failures(out, c),
+        CellVerdict::Fail | CellVerdict::Flaky | CellVerdict::UnexpectedPass => {
+            element(out, "failure", &message(c), c.verdict.name(), &details(c));
+        }
         CellVerdict::ExpectedFail => {
             let said = format!(
                 "expected-fail: known to fail: {}\n\n{}",
@@ -226,12 +255,8 @@ fn flaky_failures(out: &mut String, c: &CellResult) {
         );
         out.push_str("      </flakyFailure>\n");
     }
-    let gate = match c.flaky_expected {
-        true => "known to be flaky, so it keeps the vkexit gate green",
-        false => "a flaky cell fails the vkexit gate",
-    };
     let said = format!(
-        "{}: {} of {} runs passed, {}; {gate}\n\n{}",
+        "{}: {} of {} runs passed, {}; known to be flaky, so it keeps the vkexit gate green\n\n{}",
         c.verdict,
         c.counts.pass,
         c.runs,
@@ -251,13 +276,17 @@ fn element(out: &mut String, tag: &str, message: &str, kind: &str, body: &str) {
     );
 }
 
-/// One line: the reason, then signals, VUIDs and the first artifact.
+/// One line: the reason, how the runs ended, then signals, VUIDs and the
+/// first artifact.
 fn message(c: &CellResult) -> String {
     let mut parts = vec![format!(
         "{}: {}",
         c.verdict,
         c.reason.as_deref().unwrap_or("(no reason recorded)")
     )];
+    if c.runs > 0 {
+        parts.push(format!("runs: {} ({})", c.runs, observation(c)));
+    }
     evidence(c, &mut parts);
     parts.join("; ")
 }
@@ -457,6 +486,9 @@ pub(crate) mod tests {
             counts(0, 2, 0),
         );
         known.reason = Some("the registry is gone".into());
+        let mut known_flaky = flaky.clone();
+        known_flaky.case = "kf".into();
+        known_flaky.flaky_expected = true;
         let cells = vec![
             cell("p", "refrt:never", CellVerdict::Pass, counts(2, 0, 0)),
             cell("x", "refrt:never", CellVerdict::Fail, counts(0, 2, 0)),
@@ -470,17 +502,20 @@ pub(crate) mod tests {
             flaky,
             skipped,
             known,
+            known_flaky,
         ];
         let xml = render(&results(cells));
         let doc = parse(&xml);
         let root = doc.root_element();
-        assert_eq!(root.attribute("tests"), Some("7"));
-        assert_eq!(root.attribute("failures"), Some("2"));
+        assert_eq!(root.attribute("tests"), Some("8"));
+        // fail, unexpected-pass and the flaky cell no baseline expects: each
+        // turns the gate red.
+        assert_eq!(root.attribute("failures"), Some("3"));
         assert_eq!(root.attribute("errors"), Some("1"));
         assert_eq!(root.attribute("skipped"), Some("1"));
         let suite = root.first_element_child().unwrap();
         assert_eq!(suite.attribute("name"), Some("vkexit.lavapipe.none"));
-        assert_eq!(suite.attribute("failures"), Some("2"));
+        assert_eq!(suite.attribute("failures"), Some("3"));
         let children = |case: &str| -> Vec<String> {
             let tc = testcases(&doc)
                 .into_iter()
@@ -497,16 +532,26 @@ pub(crate) mod tests {
         assert_eq!(children("x"), ["failure"]);
         assert_eq!(children("u"), ["failure"]);
         assert_eq!(children("e"), ["error"]);
+        assert_eq!(children("f"), ["failure"]);
         assert_eq!(
-            children("f"),
+            children("kf"),
             ["flakyFailure", "flakyFailure", "system-out"]
         );
         assert_eq!(children("s"), ["skipped"]);
         assert_eq!(children("k"), ["system-out"]);
 
-        let flaky = testcases(&doc)
+        let red_flaky = testcases(&doc)
             .into_iter()
             .find(|n| n.attribute("name") == Some("f × refrt:never"))
+            .unwrap();
+        let failure = red_flaky.first_element_child().unwrap();
+        assert_eq!(failure.attribute("type"), Some("flaky"));
+        let message = failure.attribute("message").unwrap();
+        assert!(message.contains("runs: 5 (pass 3/5"), "{message}");
+        assert!(message.contains("signals: SIGSEGV"), "{message}");
+        let flaky = testcases(&doc)
+            .into_iter()
+            .find(|n| n.attribute("name") == Some("kf × refrt:never"))
             .unwrap();
         let kinds: Vec<_> = flaky
             .children()
@@ -527,7 +572,7 @@ pub(crate) mod tests {
             )
         );
         let out = flaky.last_element_child().unwrap().text().unwrap();
-        assert!(out.contains("fails the vkexit gate"), "{out}");
+        assert!(out.contains("keeps the vkexit gate green"), "{out}");
 
         let known = testcases(&doc)
             .into_iter()
@@ -546,6 +591,26 @@ pub(crate) mod tests {
             skipped.first_element_child().unwrap().attribute("message"),
             Some("skipped because")
         );
+    }
+
+    #[test]
+    fn an_interrupted_run_is_an_error_even_when_its_cells_pass() {
+        let mut r = results(vec![cell(
+            "p",
+            "refrt:never",
+            CellVerdict::Pass,
+            counts(2, 0, 0),
+        )]);
+        r.interrupted = true;
+        let xml = render(&r);
+        let doc = parse(&xml);
+        assert_eq!(doc.root_element().attribute("errors"), Some("1"), "{xml}");
+        assert_eq!(doc.root_element().attribute("tests"), Some("2"), "{xml}");
+        let error = doc
+            .descendants()
+            .find(|n| n.has_tag_name("error"))
+            .expect("an error element");
+        assert_eq!(error.attribute("type"), Some("interrupted"));
     }
 
     #[test]

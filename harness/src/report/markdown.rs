@@ -66,6 +66,9 @@ pub fn render(results: &Results) -> String {
             for runtime in &runtimes {
                 let text = match group.cell(case, runtime) {
                     None => "—".to_string(),
+                    Some(c) if c.is_green() && c.counts.failures() > 0 && c.flaky_expected => {
+                        format!("{} (known flaky): {}", c.verdict, md(&observation(c)))
+                    }
                     Some(c) if c.is_green() => md(&observation(c)),
                     Some(c) => format!("**{}**: {}", c.verdict, md(&observation(c))),
                 };
@@ -75,8 +78,9 @@ pub fn render(results: &Results) -> String {
         }
     }
     out.push_str(
-        "\nA cell that is not green is marked with its verdict. \
-         Known failures (`expected-fail`) keep the gate green.\n",
+        "\nA cell that is not green is marked with its verdict in bold. \
+         Known failures (`expected-fail`) and cells a baseline knows to be flaky \
+         (`flaky = true`, marked \"known flaky\") keep the gate green.\n",
     );
     out
 }

@@ -444,7 +444,7 @@ pub fn summary_line(cells: &[CellResult]) -> String {
             parts.push(format!("{n} {v}"));
         }
     }
-    let runs: u64 = cells.iter().map(|c| c.runs).sum();
+    let runs = cells.iter().fold(0u64, |sum, c| sum.saturating_add(c.runs));
     format!("{} cells, {runs} runs: {}", cells.len(), parts.join(", "))
 }
 
