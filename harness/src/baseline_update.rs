@@ -125,7 +125,7 @@ fn fits(expectation: Option<&Expectation>, seen: &Observed) -> bool {
 }
 
 fn builtin(cell: &CellResult) -> Option<Expectation> {
-    let validation = cell.layers.iter().any(|l| l == "validation");
+    let validation = cell.layers.iter().any(|l| crate::layers::is_validation(l));
     baseline::builtin(
         &cell.case,
         &cell.runtime,

@@ -287,7 +287,7 @@ fn judge(c: &CellResult) -> (CellVerdict, String) {
 }
 
 fn builtin_expectation(c: &CellResult) -> Option<baseline::Expectation> {
-    let validation = c.layers.iter().any(|l| l == "validation");
+    let validation = c.layers.iter().any(|l| crate::layers::is_validation(l));
     baseline::builtin(&c.case, &c.runtime, &c.driver, &c.emulation, validation)
 }
 
