@@ -78,3 +78,74 @@ for suite in "${suites[@]}"; do
     build_root "$suite"
 done
 [ "$roots_only" -eq 0 ] || exit 0
+
+# What a new user gets: the release bundle, unpacked; and the meta-suite's test program, which
+# judges every run against what the program really did (it finds the repository and the built
+# programs by this checkout's absolute path, so the checkout is mounted at the same path).
+mkdir -p "$out"
+cargo build --release --locked --workspace
+cargo run --release --locked -p vkexit -- bundle --strip-debug -o "$out/vkexit-bundle.tar.gz" >&2
+rm -rf "$out/bundle" && mkdir -p "$out/bundle"
+tar xzf "$out/vkexit-bundle.tar.gz" -C "$out/bundle"
+vkexit=$(cd "$out/bundle" && echo vkexit-*/vkexit)
+meta_test=$(cargo test --release --locked -p vkexit --test meta_suite --no-run --message-format=json 2>/dev/null |
+    grep -o '"executable":"[^"]*/meta_suite-[^"]*"' | tail -n 1 | cut -d'"' -f4)
+[ -x "$meta_test" ] || { echo "stacks: cannot find the meta_suite test program" >&2; exit 1; }
+
+# Runs a command inside a root as root, with /proc, /dev and /sys, a private /tmp, and no
+# variable of this environment (the host's Vulkan settings must not leak in).
+enter() {
+    local root=$1 dir=$2
+    shift 2
+    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 XDG_RUNTIME_DIR=/run/user/0 \
+        bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
+        --tmpfs /tmp --tmpfs /run --perms 0700 --dir /run/user/0 \
+        --ro-bind "$out/bundle" /opt/vkexit --ro-bind "$repo" "$repo" --bind "$dir" /out \
+        --chdir /out "$@"
+}
+
+failed=()
+summary="$out/summary.md"
+: >"$summary"
+for suite in "${suites[@]}"; do
+    root="$cache/$suite" dir="$out/$suite"
+    rm -rf "$dir" && mkdir -p "$dir/explain"
+    versions=$(chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' \
+        libc6 libvulkan1 mesa-vulkan-drivers vulkan-validationlayers | tr '\n' ',' | sed 's/,$//; s/,/, /g')
+    echo "stacks: $suite ($versions)" >&2
+    printf '## %s\n\n%s\n\n' "$suite" "$versions" >>"$summary"
+
+    if enter "$root" "$dir" "/opt/vkexit/$vkexit" doctor >"$dir/doctor.txt" 2>&1; then
+        echo "- doctor: ready" >>"$summary"
+    else
+        failed+=("$suite: doctor is not ready")
+        echo "- doctor: NOT ready (see $dir/doctor.txt)" >>"$summary"
+        cat "$dir/doctor.txt" >&2
+    fi
+
+    code=0
+    enter "$root" "$dir" "/opt/vkexit/$vkexit" run --runs "$runs" -j 2 --json /out/builtin.json \
+        --markdown /out/builtin.md --artifacts /out/artifacts >"$dir/builtin.txt" 2>&1 || code=$?
+    tail -n 1 "$dir/builtin.txt" | sed 's/^/- built-in matrix: /' >>"$summary"
+    [ "$code" -eq 0 ] || failed+=("$suite: the built-in matrix is red (exit $code)")
+    # One failing run of each cell, told as a story: where the pc lay, what ran last.
+    for cell in "$dir"/artifacts/*/; do
+        run=$(ls -d "$cell"run-* 2>/dev/null | head -n 1) || continue
+        [ -n "$run" ] || continue
+        enter "$root" "$dir" "/opt/vkexit/$vkexit" explain "/out/${run#"$dir"/}" \
+            >"$dir/explain/$(basename "$cell").txt" 2>&1 || true
+    done
+
+    code=0
+    enter "$root" "$dir" "$meta_test" --test-threads 1 >"$dir/meta-suite.txt" 2>&1 || code=$?
+    grep -E '^test result' "$dir/meta-suite.txt" | sed 's/^/- meta-suite: /' >>"$summary" || true
+    [ "$code" -eq 0 ] || failed+=("$suite: the meta-suite found false passes or false failures (exit $code)")
+    printf '\n' >>"$summary"
+done
+
+cat "$summary"
+if [ ${#failed[@]} -gt 0 ]; then
+    printf 'stacks: %s\n' "${failed[@]}" >&2
+    echo "stacks: every stack's files are in $out" >&2
+    [ "$gate" = 0 ] || exit 1
+fi

@@ -236,6 +236,7 @@ mod tests {
             api_version: "1.3.239".into(),
             implementation_version: "1".into(),
             library: "/usr/lib/libVkLayer_khronos_validation.so".into(),
+            pinned: false,
         }
     }
 
@@ -285,6 +286,31 @@ mod tests {
         );
         assert_eq!(value(&env, "VK_LAYER_PATH"), None);
         assert_eq!(value(&env, "VKEXIT_TEGRA_MODE"), None);
+    }
+
+    #[test]
+    fn a_pinned_validation_layer_is_found_first_and_named_with_its_version() {
+        let chain = Chain {
+            trace: false,
+            validation: Some(ValidationLayer {
+                manifest: "/opt/sdk/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
+                    .into(),
+                api_version: "1.4.309".into(),
+                pinned: true,
+                ..layer()
+            }),
+            emulation: Emulation::None,
+            manifests: None,
+        };
+        let env = chain.env(Path::new("/r"));
+        let path = value(&env, "VK_LAYER_PATH").unwrap();
+        assert!(
+            path.starts_with("/opt/sdk/share/vulkan/explicit_layer.d"),
+            "{path}"
+        );
+        assert_eq!(chain.names(), ["validation@1.4.309"]);
+        assert!(is_validation("validation@1.4.309") && is_validation("validation"));
+        assert!(!is_validation("validationx") && !is_validation("trace"));
     }
 
     #[test]

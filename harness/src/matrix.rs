@@ -609,6 +609,68 @@ emulation = "tegra-racy"
         );
     }
 
+    #[test]
+    fn a_named_validation_manifest_is_checked_where_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("other_layer.json");
+        std::fs::write(
+            &other,
+            r#"{"file_format_version":"1.2.0","layer":{"name":"VK_LAYER_MESA_overlay","library_path":"x.so"}}"#,
+        )
+        .unwrap();
+        let missing = dir.path().join("nothing.json");
+        let cases = [
+            (
+                format!("[[layers]]\nvalidation_manifest = \"{}\"\n", missing.display()),
+                format!("ci/matrix/m.toml:2:23: validation_manifest {}: no such file", missing.display()),
+            ),
+            (
+                format!("[[layers]]\nvalidation_manifest = \"{}\"\n", other.display()),
+                format!(
+                    "ci/matrix/m.toml:2:23: validation_manifest {}: not a layer manifest (JSON) that names VK_LAYER_KHRONOS_validation",
+                    other.display()
+                ),
+            ),
+            (
+                format!("[[layers]]\nvalidation = false\nvalidation_manifest = \"{}\"\n", other.display()),
+                "ci/matrix/m.toml:3:23: validation_manifest in a set with `validation = false`".to_string(),
+            ),
+        ];
+        for (text, want) in cases {
+            let e = parse(&text).unwrap_err();
+            assert!(
+                e.starts_with(&want),
+                "{text:?}\n  got:  {e}\n  want: {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_validation_drops_a_named_manifest_with_the_layer() {
+        let mut m = Matrix {
+            layer_sets: vec![
+                LayerSet::default(),
+                LayerSet {
+                    validation_manifest: Some("/sdk/VkLayer_khronos_validation.json".into()),
+                    ..LayerSet::default()
+                },
+            ],
+            ..Matrix::default()
+        };
+        m.apply(Overrides {
+            no_validation: true,
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(
+            m.layer_sets,
+            [LayerSet {
+                validation: false,
+                ..LayerSet::default()
+            }]
+        );
+    }
+
     fn file() -> Matrix {
         parse(
             r#"
