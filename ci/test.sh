@@ -19,3 +19,5 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release --locked -- -D warnings
 cargo test --workspace --release --locked
+# The same bundle on Debian 13's and sid's own Vulkan stacks (roots cached; ci/stacks.sh says how).
+[ "${VKEXIT_STACKS:-1}" = 0 ] || ci/stacks.sh
