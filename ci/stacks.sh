@@ -83,12 +83,13 @@ done
 # judges every run against what the program really did (it finds the repository and the built
 # programs by this checkout's absolute path, so the checkout is mounted at the same path).
 mkdir -p "$out"
+# The same cargo invocations as ci/setup.sh and ci/test.sh, so that after them nothing rebuilds.
 cargo build --release --locked --workspace
-cargo run --release --locked -p vkexit -- bundle --strip-debug -o "$out/vkexit-bundle.tar.gz" >&2
+target/release/vkexit bundle --strip-debug -o "$out/vkexit-bundle.tar.gz" >&2
 rm -rf "$out/bundle" && mkdir -p "$out/bundle"
 tar xzf "$out/vkexit-bundle.tar.gz" -C "$out/bundle"
 vkexit=$(cd "$out/bundle" && echo vkexit-*/vkexit)
-meta_test=$(cargo test --release --locked -p vkexit --test meta_suite --no-run --message-format=json 2>/dev/null |
+meta_test=$(cargo test --workspace --release --locked --no-run --message-format=json 2>/dev/null |
     grep -o '"executable":"[^"]*/meta_suite-[^"]*"' | tail -n 1 | cut -d'"' -f4)
 [ -x "$meta_test" ] || { echo "stacks: cannot find the meta_suite test program" >&2; exit 1; }
 
