@@ -73,13 +73,29 @@ const STATUS_IDS: [(&str, Status); 3] = [
     ("CURRENT-VALIDATION-ENABLED", Status::EnabledList),
 ];
 
-/// The checks layer 1.4.363 lists as enabled when nothing is turned off.
-const ENABLED_BY_DEFAULT: [&str; 5] = [
-    "Core Checks",
-    "Stateless Parameter",
-    "Object lifetime",
-    "Thread Safety",
-    "Handle Wrapping",
+/// The checks layer 1.4.363 lists as enabled when nothing is turned off, each with the flag
+/// that turns it off: a missing one is reported by that name, as the older layers report it.
+const ENABLED_BY_DEFAULT: [(&str, &str); 5] = [
+    (
+        "Core Checks",
+        "VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT",
+    ),
+    (
+        "Stateless Parameter",
+        "VK_VALIDATION_FEATURE_DISABLE_API_PARAMETERS_EXT",
+    ),
+    (
+        "Object lifetime",
+        "VK_VALIDATION_FEATURE_DISABLE_OBJECT_LIFETIMES_EXT",
+    ),
+    (
+        "Thread Safety",
+        "VK_VALIDATION_FEATURE_DISABLE_THREAD_SAFETY_EXT",
+    ),
+    (
+        "Handle Wrapping",
+        "VK_VALIDATION_FEATURE_DISABLE_UNIQUE_HANDLES_EXT",
+    ),
 ];
 
 fn status_form(line: &str) -> Option<Status> {
@@ -116,7 +132,7 @@ impl VuidReport {
             if form == Status::EnabledList {
                 self.disabled_checks
                     .get_or_insert_with(Vec::new)
-                    .extend(ENABLED_BY_DEFAULT.map(str::to_string));
+                    .extend(ENABLED_BY_DEFAULT.map(|(_, flag)| flag.to_string()));
             }
             return;
         }
@@ -154,7 +170,8 @@ impl VuidReport {
                 line.trim().strip_prefix("- "),
                 self.disabled_checks.as_mut(),
             ) {
-                if let Some(at) = off.iter().position(|c| c == name) {
+                let flag = ENABLED_BY_DEFAULT.iter().find(|(n, _)| *n == name);
+                if let Some(at) = flag.and_then(|(_, f)| off.iter().position(|c| c == f)) {
                     off.remove(at);
                 }
             }
@@ -405,14 +422,17 @@ vkCreateDevice(): Cannot open shader validation cache for reading (it may not ex
 
         let r = scan_str(STATUS_DISABLED_1_4_363);
         assert!(r.is_empty(), "{r:?}");
-        assert_eq!(r.disabled(), ENABLED_BY_DEFAULT);
+        assert_eq!(r.disabled(), ENABLED_BY_DEFAULT.map(|(_, flag)| flag));
         let r = scan_str(STATUS_CLEAN_1_4_363);
         assert!(r.is_empty(), "{r:?}");
         assert_eq!(r.disabled_checks, Some(vec![]));
         // A check missing from the list was turned off; a bullet of a later message is not the
         // status message's.
         let one_off = STATUS_CLEAN_1_4_363.replacen("  - Thread Safety\n", "", 1);
-        assert_eq!(scan_str(&one_off).disabled(), ["Thread Safety"]);
+        assert_eq!(
+            scan_str(&one_off).disabled(),
+            ["VK_VALIDATION_FEATURE_DISABLE_THREAD_SAFETY_EXT"]
+        );
     }
 
     #[test]
