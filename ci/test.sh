@@ -20,3 +20,5 @@ cargo fmt --all --check
 ci/lint-templates.sh
 cargo clippy --workspace --all-targets --release --locked -- -D warnings
 cargo test --workspace --release --locked
+# The same bundle on Debian 13's and sid's own Vulkan stacks (roots cached; ci/stacks.sh says how).
+[ "${VKEXIT_STACKS:-1}" = 0 ] || ci/stacks.sh

@@ -207,14 +207,14 @@ fn plan_one(args: &BenchArgs, work: &Path) -> Result<(Plan, run::Options)> {
         no_validation: args.no_validation,
         fail_on_leak: false,
     })?;
-    let [set] = matrix.layer_sets()[..] else {
+    let [set] = &matrix.layer_sets()[..] else {
         unreachable!("flags alone give one layer set")
     };
     let validation = match set.validation {
         true => Some(vkexit::validation::find_layer()?),
         false => None,
     };
-    let mut chain = gate::chain(&set, validation.as_ref(), false);
+    let mut chain = gate::chain(set, validation.as_ref(), false);
     let plan = plan::plan(&gate::request(&matrix, chain.clone()))?;
     let runnable: Vec<&Cell> = plan.cells.iter().filter(|c| c.not_run.is_none()).collect();
     if runnable.len() != 1 {

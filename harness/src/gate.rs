@@ -8,7 +8,7 @@
 //! of its own runs in an execution of its own, with them set.
 
 use crate::classify;
-use crate::errors::Result;
+use crate::errors::{Error, Result};
 use crate::judge::{self, Baseline, Expectation, BUILTIN_SOURCE};
 use crate::layers::Chain;
 use crate::matrix::{LayerSet, Matrix};
@@ -61,15 +61,54 @@ impl<'a> Gate<'a> {
     /// before any run.
     pub fn plan(matrix: &'a Matrix, baseline: &'a Baseline, settings: Settings) -> Result<Self> {
         let sets = matrix.layer_sets();
-        let validation = match sets.iter().any(|s| s.validation) {
+        let found = match sets
+            .iter()
+            .any(|s| s.validation && s.validation_manifest.is_none())
+        {
             true => Some(validation::find_layer()?),
             false => None,
         };
-        let mut parts = Vec::new();
+        let mut parts: Vec<Part> = Vec::new();
         let mut notes: Vec<String> = Vec::new();
         let (mut kept, mut all) = (0, 0);
         for set in sets {
-            let chain = chain(&set, validation.as_ref(), matrix.fail_on_leak);
+            let pinned = match (&set.validation_manifest, set.validation) {
+                (Some(manifest), true) => {
+                    let layer = validation::pinned_layer(manifest).map_err(|e| {
+                        Error::Usage(format!("the matrix's validation_manifest {e}"))
+                    })?;
+                    notes.push(format!(
+                        "validation layer {} from {} for the cells labelled {}",
+                        layer.api_version,
+                        layer.manifest.display(),
+                        chain(&set, Some(&layer), false).names().join("+")
+                    ));
+                    Some(layer)
+                }
+                _ => None,
+            };
+            let chain = chain(
+                &set,
+                pinned.as_ref().or(found.as_ref()),
+                matrix.fail_on_leak,
+            );
+            if let Some(twin) = parts
+                .iter()
+                .map(|p| &p.chain)
+                .find(|c| c.names() == chain.names() && c.emulation == chain.emulation)
+            {
+                let path = |c: &Chain| {
+                    c.validation
+                        .as_ref()
+                        .map(|v| v.manifest.display().to_string())
+                };
+                return Err(Error::Usage(format!(
+                    "two [[layers]] sets give cells the same layers `{}` (validation layers {} and {}): their cells could not be told apart; name builds of different versions",
+                    chain.names().join("+"),
+                    path(twin).unwrap_or_default(),
+                    path(&chain).unwrap_or_default(),
+                )));
+            }
             let mut plan = plan::plan(&request(matrix, chain.clone()))?;
             for note in plan.notes.drain(..) {
                 if !notes.contains(&note) {

@@ -23,6 +23,17 @@ pub const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
 pub const TEGRA_LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
 pub const TRACE_FILE: &str = "trace.jsonl";
 pub const TEGRA_FILE: &str = "tegra.jsonl";
+/// The validation layer in a cell's layers label: `validation`, or `validation@VERSION` for a
+/// layer build a matrix names by its manifest.
+const VALIDATION: &str = "validation";
+
+/// Whether a name of a cell's layers label is the validation layer, whichever build.
+pub fn is_validation(name: &str) -> bool {
+    name == VALIDATION
+        || name
+            .strip_prefix(VALIDATION)
+            .is_some_and(|rest| rest.starts_with('@'))
+}
 
 /// How the Tegra driver's exit behaviour is emulated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,8 +91,10 @@ impl Chain {
         if self.trace {
             names.push("trace".to_string());
         }
-        if self.validation.is_some() {
-            names.push("validation".to_string());
+        match &self.validation {
+            Some(v) if v.pinned => names.push(format!("{VALIDATION}@{}", v.api_version)),
+            Some(_) => names.push(VALIDATION.to_string()),
+            None => {}
         }
         names
     }
@@ -155,8 +168,15 @@ impl Chain {
         if !layers.is_empty() {
             env.push(("VK_INSTANCE_LAYERS".to_string(), layers.join(":")));
         }
-        if let Some(dir) = &self.manifests {
-            let mut path = vec![dir.display().to_string()];
+        let pinned = self.validation.as_ref().is_some_and(|v| v.pinned);
+        if self.manifests.is_some() || pinned {
+            // The validation layer's directory goes before the user's own VK_LAYER_PATH: the
+            // loader takes the first manifest of a name it finds, and that may hold another build.
+            let mut path: Vec<String> = self
+                .manifests
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
             if let Some(v) = &self.validation {
                 path.extend(v.manifest.parent().map(|p| p.display().to_string()));
             }
@@ -216,6 +236,7 @@ mod tests {
             api_version: "1.3.239".into(),
             implementation_version: "1".into(),
             library: "/usr/lib/libVkLayer_khronos_validation.so".into(),
+            pinned: false,
         }
     }
 
@@ -265,6 +286,31 @@ mod tests {
         );
         assert_eq!(value(&env, "VK_LAYER_PATH"), None);
         assert_eq!(value(&env, "VKEXIT_TEGRA_MODE"), None);
+    }
+
+    #[test]
+    fn a_pinned_validation_layer_is_found_first_and_named_with_its_version() {
+        let chain = Chain {
+            trace: false,
+            validation: Some(ValidationLayer {
+                manifest: "/opt/sdk/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
+                    .into(),
+                api_version: "1.4.309".into(),
+                pinned: true,
+                ..layer()
+            }),
+            emulation: Emulation::None,
+            manifests: None,
+        };
+        let env = chain.env(Path::new("/r"));
+        let path = value(&env, "VK_LAYER_PATH").unwrap();
+        assert!(
+            path.starts_with("/opt/sdk/share/vulkan/explicit_layer.d"),
+            "{path}"
+        );
+        assert_eq!(chain.names(), ["validation@1.4.309"]);
+        assert!(is_validation("validation@1.4.309") && is_validation("validation"));
+        assert!(!is_validation("validationx") && !is_validation("trace"));
     }
 
     #[test]

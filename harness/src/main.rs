@@ -64,10 +64,17 @@ enum Command {
     Man,
     /// Print the devices the driver selected by the environment shows (JSON).
     #[command(hide = true)]
-    ProbeDriver,
+    ProbeDriver(ProbeArgs),
     /// Print the version of the Vulkan loader at PATH.
     #[command(hide = true)]
     ProbeLoader { path: PathBuf },
+}
+
+#[derive(clap::Args)]
+struct ProbeArgs {
+    /// Write the report to this file instead of stdout: a layer may print to stdout too.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -315,7 +322,7 @@ fn main() -> ExitCode {
                 .map_err(|e| Error::Usage(format!("cannot render the man page: {e}")))
                 .and_then(|()| print(&String::from_utf8_lossy(&text)))
         }
-        Command::ProbeDriver => probe_driver().map(Outcome::from),
+        Command::ProbeDriver(args) => probe_driver(args.report.as_deref()).map(Outcome::from),
         Command::ProbeLoader { path } => match vkexit::loader::probe_loader_here(&path) {
             Ok(version) => {
                 println!("{version}");
@@ -452,14 +459,14 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
     let mut matrix = Matrix::default();
     matrix.apply(args.select.overrides(&args.exec, None, args.command))?;
     matrix.check_programs()?;
-    let [set] = matrix.layer_sets()[..] else {
+    let [set] = &matrix.layer_sets()[..] else {
         unreachable!("flags alone give one layer set")
     };
     let validation = match set.validation {
         true => Some(vkexit::validation::find_layer()?),
         false => None,
     };
-    let chain = gate::chain(&set, validation.as_ref(), matrix.fail_on_leak);
+    let chain = gate::chain(set, validation.as_ref(), matrix.fail_on_leak);
     let plan = plan::plan(&gate::request(&matrix, chain.clone()))?;
     let options = run::Options {
         runs: 1,
@@ -706,15 +713,17 @@ fn explain(run_dir: &std::path::Path) -> Result<Outcome> {
     Ok(Outcome::Green)
 }
 
-fn probe_driver() -> Result<bool> {
-    match vkexit::probe::probe_here() {
-        Ok(report) => {
-            println!(
-                "{}",
-                serde_json::to_string(&report).expect("report serialises")
-            );
-            Ok(true)
-        }
-        Err(e) => Err(Error::Usage(e)),
+fn probe_driver(report_file: Option<&Path>) -> Result<bool> {
+    let report = vkexit::probe::probe_here().map_err(Error::Usage)?;
+    let json = serde_json::to_string(&report).expect("report serialises");
+    match report_file {
+        Some(path) => std::fs::write(path, json).map_err(|e| {
+            Error::Usage(format!(
+                "cannot write the probe report {}: {e}",
+                path.display()
+            ))
+        })?,
+        None => println!("{json}"),
     }
+    Ok(true)
 }

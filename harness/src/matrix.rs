@@ -25,6 +25,11 @@
 //! validation = true                              # default true
 //! trace = false                                  # default false
 //! emulation = "tegra"                            # none, tegra or tegra-racy; default none
+//! validation_manifest = "/opt/sdk/1.4.309/x86_64/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
+//!                                                # this validation layer build, not the one the
+//!                                                # loader finds; its cells' layers read
+//!                                                # `validation@1.4.309` (relative paths: from
+//!                                                # where vkexit runs)
 //! ```
 //!
 //! Every key may be left out: no `cases` means every built-in case (none
@@ -39,10 +44,11 @@ use crate::errors::{Error, Result};
 use crate::layers::{self, Emulation};
 use crate::plan::{self, BUILTIN_CASES};
 use crate::toml_file::TomlFile;
+use crate::validation;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 pub const DEFAULT_RUNS: u32 = 5;
@@ -95,11 +101,14 @@ fn find_program(program: &Path, path: Option<&std::ffi::OsStr>) -> std::result::
 }
 
 /// One set of layers every run of its cells gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LayerSet {
     pub validation: bool,
     pub trace: bool,
     pub emulation: Emulation,
+    /// The validation layer build to use (an absolute manifest path), instead of the one the
+    /// loader would find; only with `validation`.
+    pub validation_manifest: Option<PathBuf>,
 }
 
 impl Default for LayerSet {
@@ -108,6 +117,7 @@ impl Default for LayerSet {
             validation: true,
             trace: false,
             emulation: Emulation::None,
+            validation_manifest: None,
         }
     }
 }
@@ -251,6 +261,9 @@ impl Matrix {
             set.emulation = emulate.unwrap_or(set.emulation);
             set.trace |= o.trace;
             set.validation &= !o.no_validation;
+            if !set.validation {
+                set.validation_manifest = None;
+            }
             if !sets.contains(&set) {
                 sets.push(set);
             }
@@ -403,6 +416,7 @@ struct RawLayerSet {
     #[serde(default)]
     trace: bool,
     emulation: Option<EmulationName>,
+    validation_manifest: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -474,7 +488,7 @@ impl RawMatrix {
             }
             for raw in sets.into_inner() {
                 let at = raw.span().start;
-                let set = raw.into_inner().check();
+                let set = raw.into_inner().check(file)?;
                 if m.layer_sets.contains(&set) {
                     return Err(file.error_at(at, "this layer set is given twice"));
                 }
@@ -505,16 +519,32 @@ impl RawMatrix {
 }
 
 impl RawLayerSet {
-    fn check(self) -> LayerSet {
-        LayerSet {
-            validation: self.validation.unwrap_or(true),
+    fn check(self, file: &TomlFile) -> Result<LayerSet> {
+        let validation = self.validation.unwrap_or(true);
+        let validation_manifest = match self.validation_manifest {
+            None => None,
+            Some(path) if !validation => {
+                return Err(file.error(
+                    &path.span(),
+                    "validation_manifest in a set with `validation = false`: drop one of them",
+                ));
+            }
+            Some(path) => {
+                let layer = validation::pinned_layer(Path::new(path.get_ref()))
+                    .map_err(|e| file.error(&path.span(), format!("validation_manifest {e}")))?;
+                Some(layer.manifest)
+            }
+        };
+        Ok(LayerSet {
+            validation,
             trace: self.trace,
             emulation: match self.emulation.unwrap_or(EmulationName::None) {
                 EmulationName::None => Emulation::None,
                 EmulationName::Tegra => Emulation::Tegra,
                 EmulationName::TegraRacy => Emulation::TegraRacy,
             },
-        }
+            validation_manifest,
+        })
     }
 }
 
@@ -658,7 +688,8 @@ emulation = "tegra-racy"
                 LayerSet {
                     validation: true,
                     trace: true,
-                    emulation: Emulation::TegraRacy
+                    emulation: Emulation::TegraRacy,
+                    validation_manifest: None,
                 }
             ]
         );
@@ -707,6 +738,68 @@ emulation = "tegra-racy"
         assert!(
             e.starts_with("ci/matrix/m.toml:2:1: this layer set is given twice"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_named_validation_manifest_is_checked_where_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("other_layer.json");
+        std::fs::write(
+            &other,
+            r#"{"file_format_version":"1.2.0","layer":{"name":"VK_LAYER_MESA_overlay","library_path":"x.so"}}"#,
+        )
+        .unwrap();
+        let missing = dir.path().join("nothing.json");
+        let cases = [
+            (
+                format!("[[layers]]\nvalidation_manifest = \"{}\"\n", missing.display()),
+                format!("ci/matrix/m.toml:2:23: validation_manifest {}: no such file", missing.display()),
+            ),
+            (
+                format!("[[layers]]\nvalidation_manifest = \"{}\"\n", other.display()),
+                format!(
+                    "ci/matrix/m.toml:2:23: validation_manifest {}: not a layer manifest (JSON) that names VK_LAYER_KHRONOS_validation",
+                    other.display()
+                ),
+            ),
+            (
+                format!("[[layers]]\nvalidation = false\nvalidation_manifest = \"{}\"\n", other.display()),
+                "ci/matrix/m.toml:3:23: validation_manifest in a set with `validation = false`".to_string(),
+            ),
+        ];
+        for (text, want) in cases {
+            let e = parse(&text).unwrap_err();
+            assert!(
+                e.starts_with(&want),
+                "{text:?}\n  got:  {e}\n  want: {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_validation_drops_a_named_manifest_with_the_layer() {
+        let mut m = Matrix {
+            layer_sets: vec![
+                LayerSet::default(),
+                LayerSet {
+                    validation_manifest: Some("/sdk/VkLayer_khronos_validation.json".into()),
+                    ..LayerSet::default()
+                },
+            ],
+            ..Matrix::default()
+        };
+        m.apply(Overrides {
+            no_validation: true,
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(
+            m.layer_sets,
+            [LayerSet {
+                validation: false,
+                ..LayerSet::default()
+            }]
         );
     }
 
@@ -882,7 +975,8 @@ emulation = "tegra"
             [LayerSet {
                 validation: false,
                 trace: false,
-                emulation: Emulation::Tegra
+                emulation: Emulation::Tegra,
+                validation_manifest: None,
             }]
         );
         assert!(m.fail_on_leak);

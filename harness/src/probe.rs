@@ -114,15 +114,26 @@ fn describe_devices(instance: &ash::Instance) -> Result<Vec<DeviceInfo>, String>
 
 /// Probes one driver in a child process. `extra_env` adds variables (the
 /// doctor uses it to enable validation).
+///
+/// The child writes its report to a file of its own, never to stdout: a layer
+/// may print there too (the validation layer 1.4 logs to stdout by default),
+/// and a report mixed with a layer's text would read as a broken probe.
 pub fn probe_driver(
     driver: &Driver,
     extra_env: &[(String, String)],
     cwd: &Path,
 ) -> Result<ProbeReport, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find vkexit itself: {e}"))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("vkexit-probe")
+        .tempdir()
+        .map_err(|e| format!("cannot make a directory for the probe report: {e}"))?;
+    let report_file = scratch.path().join("report.json");
     let mut command = Command::new(exe);
     command
         .arg("probe-driver")
+        .arg("--report")
+        .arg(&report_file)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .env_remove("VK_INSTANCE_LAYERS")
@@ -144,7 +155,9 @@ pub fn probe_driver(
             .unwrap_or("");
         return Err(format!("probe {}: {last}", describe_status(out.status)));
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("probe printed no report: {e}"))
+    let text = std::fs::read(&report_file)
+        .map_err(|e| format!("probe exited 0 but wrote no report: {e}"))?;
+    serde_json::from_slice(&text).map_err(|e| format!("probe wrote a broken report: {e}"))
 }
 
 fn describe_status(status: std::process::ExitStatus) -> String {

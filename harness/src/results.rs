@@ -148,7 +148,7 @@ pub struct CellResult {
 
 /// Crashes inside a layer that observes the application, and whether the
 /// application crashes without it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LayerCrash {
     /// `validation`, `trace`, or another layer's file name.
     pub layer: String,
@@ -166,7 +166,7 @@ pub struct LayerCrash {
 }
 
 /// The runs of a cell made again without one layer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WithoutLayer {
     pub runs: u64,
     pub counts: Counts,

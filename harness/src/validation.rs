@@ -26,6 +26,11 @@ pub struct ValidationLayer {
     pub api_version: String,
     pub implementation_version: String,
     pub library: PathBuf,
+    /// Named by a matrix's `[[layers]]` set (`validation_manifest`), not found where the loader
+    /// looks: runs find it through `VK_LAYER_PATH`, and its cells carry its version in their
+    /// layers label, so that two builds side by side are two columns.
+    #[serde(skip)]
+    pub pinned: bool,
 }
 
 /// The explicit-layer directories the loader reads, in its order.
@@ -114,7 +119,29 @@ pub fn read_layer_manifest(path: &Path) -> Result<Option<ValidationLayer>> {
         api_version: field("api_version"),
         implementation_version: field("implementation_version"),
         library,
+        pinned: false,
     }))
+}
+
+/// The validation layer of a manifest a matrix names, to be used instead of the one the loader
+/// would find. The path is made absolute: runs start in their own directories.
+pub fn pinned_layer(manifest: &Path) -> std::result::Result<ValidationLayer, String> {
+    let manifest =
+        std::path::absolute(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    if !manifest.is_file() {
+        return Err(format!("{}: no such file", manifest.display()));
+    }
+    match read_layer_manifest(&manifest) {
+        Ok(Some(layer)) => Ok(ValidationLayer {
+            pinned: true,
+            ..layer
+        }),
+        Ok(None) => Err(format!(
+            "{}: not a layer manifest (JSON) that names {LAYER_NAME}",
+            manifest.display()
+        )),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// A path with a slash is relative to the manifest; a bare file name is

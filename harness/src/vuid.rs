@@ -55,6 +55,57 @@ pub struct VuidReport {
 /// The id of the layer's status message at `vkCreateInstance`.
 pub const STATUS_MESSAGE: &str = "UNASSIGNED-khronos-validation-createinstance-status-message";
 
+/// Where a scan is: outside the layer's status message, or inside it and in which form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Outside,
+    /// `    Current Disables: A, B.` (layers 1.3.2xx to 1.4.309).
+    Disables,
+    /// `Current Validation Enabled:` and one `  - Name` line per check enabled (1.4.363): what
+    /// is missing from the list was turned off.
+    EnabledList,
+}
+
+/// The status message's id as each layer writes it: the 1.4 layers renamed it, and 1.4.363
+/// lists what is enabled instead of what is disabled.
+const STATUS_IDS: [(&str, Status); 3] = [
+    (STATUS_MESSAGE, Status::Disables),
+    ("WARNING-CreateInstance-status-message", Status::Disables),
+    ("CURRENT-VALIDATION-ENABLED", Status::EnabledList),
+];
+
+/// The checks layer 1.4.363 lists as enabled when nothing is turned off, each with the flag
+/// that turns it off: a missing one is reported by that name, as the older layers report it.
+const ENABLED_BY_DEFAULT: [(&str, &str); 5] = [
+    (
+        "Core Checks",
+        "VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT",
+    ),
+    (
+        "Stateless Parameter",
+        "VK_VALIDATION_FEATURE_DISABLE_API_PARAMETERS_EXT",
+    ),
+    (
+        "Object lifetime",
+        "VK_VALIDATION_FEATURE_DISABLE_OBJECT_LIFETIMES_EXT",
+    ),
+    (
+        "Thread Safety",
+        "VK_VALIDATION_FEATURE_DISABLE_THREAD_SAFETY_EXT",
+    ),
+    (
+        "Handle Wrapping",
+        "VK_VALIDATION_FEATURE_DISABLE_UNIQUE_HANDLES_EXT",
+    ),
+];
+
+fn status_form(line: &str) -> Option<Status> {
+    STATUS_IDS
+        .iter()
+        .find(|(id, _)| line.contains(&format!("[ {id} ]")))
+        .map(|&(_, form)| form)
+}
+
 impl VuidReport {
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
@@ -74,18 +125,30 @@ impl VuidReport {
         self.disabled_checks.as_deref().unwrap_or_default()
     }
 
-    /// Adds one line; `in_status` says whether the lines read so far are the
+    /// Adds one line; `status` says whether the lines read so far are the
     /// status message's, whose own lines follow its header.
-    fn add_line(&mut self, line: &str, in_status: &mut bool) {
+    fn add_line(&mut self, line: &str, status: &mut Status) {
+        if let Some(form) = status_form(line) {
+            *status = form;
+            if form == Status::EnabledList {
+                self.disabled_checks
+                    .get_or_insert_with(Vec::new)
+                    .extend(ENABLED_BY_DEFAULT.map(|(_, flag)| flag.to_string()));
+            }
+            return;
+        }
         let Some(caps) = id_pattern().captures(line) else {
-            if *in_status {
-                self.read_status_line(line);
+            if line.contains("| MessageID = ") {
+                // The header of a message whose id is neither VUID- nor UNASSIGNED-.
+                *status = Status::Outside;
+            } else if *status != Status::Outside {
+                self.read_status_line(line, *status);
             }
             return;
         };
         let id = caps[1].to_string();
         let severity = severity_of(line);
-        *in_status = id == STATUS_MESSAGE;
+        *status = Status::Outside;
         if is_information(line, severity) {
             return;
         }
@@ -100,8 +163,21 @@ impl VuidReport {
 
 impl VuidReport {
     /// `    Current Disables: VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT, … .`
-    /// or `None.`, as layer 1.3.239 writes it.
-    fn read_status_line(&mut self, line: &str) {
+    /// or `None.`, as layers 1.3.239 and 1.4.309 write it; or `  - Core Checks`, one
+    /// enabled check of layer 1.4.363's list.
+    fn read_status_line(&mut self, line: &str, form: Status) {
+        if form == Status::EnabledList {
+            if let (Some(name), Some(off)) = (
+                line.trim().strip_prefix("- "),
+                self.disabled_checks.as_mut(),
+            ) {
+                let flag = ENABLED_BY_DEFAULT.iter().find(|(n, _)| *n == name);
+                if let Some(at) = flag.and_then(|(_, f)| off.iter().position(|c| c == f)) {
+                    off.remove(at);
+                }
+            }
+            return;
+        }
         let Some(list) = line.trim().strip_prefix("Current Disables:") else {
             return;
         };
@@ -144,7 +220,7 @@ fn is_information(line: &str, severity: Severity) -> bool {
 /// Scans a whole log from any reader, in bounded memory, whatever its bytes.
 pub fn scan(mut reader: impl Read) -> std::io::Result<VuidReport> {
     let mut report = VuidReport::default();
-    let mut in_status = false;
+    let mut in_status = Status::Outside;
     let mut chunk = vec![0u8; 64 * 1024];
     let mut line: Vec<u8> = Vec::new();
     loop {
@@ -355,6 +431,68 @@ vkCreateDevice(): Attempting to enable extension VK_EXT_debug_utils, but this ex
         );
         // Without a status message, nothing is known of disabled checks.
         assert_eq!(scan_str(LAYER_1_3_239).disabled_checks, None);
+    }
+
+    /// The status messages of layers 1.4.309 (Debian 13) and 1.4.363 (sid) for an application
+    /// that passed `VkValidationFeaturesEXT` with `DISABLE_ALL`, from their logs.
+    const STATUS_DISABLED_1_4_309: &str = "Validation Information: [ WARNING-CreateInstance-status-message ] | MessageID = 0x23dfd876
+vkCreateInstance(): Khronos Validation Layer Active:
+    Current Enables: None.
+    Current Disables: VALIDATION_CHECK_DISABLE_COMMAND_BUFFER_STATE, VK_VALIDATION_FEATURE_DISABLE_OBJECT_LIFETIMES_EXT, VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT.
+
+Objects: 1
+    [0] VkInstance 0x556bc1e67050
+
+";
+    const STATUS_DISABLED_1_4_363: &str =
+        "Validation Information: [ CURRENT-VALIDATION-ENABLED ] | MessageID = 0xfd7b2292
+vkCreateInstance(): Current Validation Enabled:
+
+Objects: 1
+    [0] VkInstance 0x562f2a61c200
+
+";
+    const STATUS_CLEAN_1_4_363: &str =
+        "Validation Information: [ CURRENT-VALIDATION-ENABLED ] | MessageID = 0xfd7b2292
+vkCreateInstance(): Current Validation Enabled:
+  - Core Checks
+  - Stateless Parameter
+  - Object lifetime
+  - Thread Safety
+  - Handle Wrapping
+
+Objects: 1
+    [0] VkInstance 0x55a7bab610c0
+
+Validation Information: [ WARNING-cache-file-error ] | MessageID = 0xb8515d13
+vkCreateDevice(): Cannot open shader validation cache for reading (it may not exist yet)
+  - Thread Safety
+";
+
+    #[test]
+    fn the_status_messages_of_1_4_layers_are_read_too() {
+        let r = scan_str(STATUS_DISABLED_1_4_309);
+        assert!(r.is_empty(), "{r:?}");
+        assert_eq!(r.disabled().len(), 3, "{r:?}");
+        let clean = STATUS_DISABLED_1_4_309.replace(
+            "Current Disables: VALIDATION_CHECK_DISABLE_COMMAND_BUFFER_STATE, VK_VALIDATION_FEATURE_DISABLE_OBJECT_LIFETIMES_EXT, VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT.",
+            "Current Disables: None.",
+        );
+        assert_eq!(scan_str(&clean).disabled_checks, Some(vec![]));
+
+        let r = scan_str(STATUS_DISABLED_1_4_363);
+        assert!(r.is_empty(), "{r:?}");
+        assert_eq!(r.disabled(), ENABLED_BY_DEFAULT.map(|(_, flag)| flag));
+        let r = scan_str(STATUS_CLEAN_1_4_363);
+        assert!(r.is_empty(), "{r:?}");
+        assert_eq!(r.disabled_checks, Some(vec![]));
+        // A check missing from the list was turned off; a bullet of a later message is not the
+        // status message's.
+        let one_off = STATUS_CLEAN_1_4_363.replacen("  - Thread Safety\n", "", 1);
+        assert_eq!(
+            scan_str(&one_off).disabled(),
+            ["VK_VALIDATION_FEATURE_DISABLE_THREAD_SAFETY_EXT"]
+        );
     }
 
     #[test]

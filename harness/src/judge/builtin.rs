@@ -35,7 +35,7 @@ pub fn file() -> &'static BaselineFile {
 /// cannot show, and the racy emulation is for measuring crash rates, not
 /// for gating: neither has one.
 pub fn expectation(s: &Subject) -> Option<Expectation> {
-    let validation = s.layers.iter().any(|l| l == "validation");
+    let validation = s.layers.iter().any(|l| crate::layers::is_validation(l));
     if !validation || s.emulation == "tegra-racy" {
         return None;
     }

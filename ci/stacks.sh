@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# vkexit on other Vulkan stacks: Debian 13 (trixie) and Debian sid root filesystems made from
+# Debian's own packages (loader, Mesa's lavapipe, the validation layer), each built once and
+# cached, and the release bundle run inside each as a new user would run it:
+#   - `vkexit doctor` must say ready;
+#   - the built-in matrix against the built-in baseline (`vkexit run --runs N`) must be green;
+#   - the meta-suite (ci/matrix/meta.toml judged by ci/baselines/meta.toml, every run checked
+#     against what the program really did) must give no false pass and no false failure.
+#
+#   ci/stacks.sh [--roots-only] [SUITE...]      # default suites: trixie sid
+#
+# Environment:
+#   VKEXIT_STACK_CACHE   where the roots live (default ~/.cache/vkexit/stacks)
+#   VKEXIT_STACK_RUNS    runs per cell of the built-in matrix (default 3)
+#   VKEXIT_STACK_META    runs per meta-suite program (default 5)
+#   VKEXIT_STACK_OUT     where each stack's results, run dirs and logs go (default target/stacks)
+#   VKEXIT_STACK_GATE    0: report every stack's results but exit 0 (default 1: any failure fails)
+#
+# Needs root (debootstrap, and bwrap to enter the roots); installs debootstrap and bubblewrap
+# with apt-get when missing. A root takes about a minute to build, then seconds to reuse.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+cache="${VKEXIT_STACK_CACHE:-$HOME/.cache/vkexit/stacks}"
+runs="${VKEXIT_STACK_RUNS:-3}"
+meta_runs="${VKEXIT_STACK_META:-5}"
+out="${VKEXIT_STACK_OUT:-$repo/target/stacks}"
+gate="${VKEXIT_STACK_GATE:-1}"
+mirror="${VKEXIT_STACK_MIRROR:-http://deb.debian.org/debian}"
+packages="libvulkan1,mesa-vulkan-drivers,vulkan-validationlayers,python3"
+
+roots_only=0
+suites=()
+for arg in "$@"; do
+    case "$arg" in
+        --roots-only) roots_only=1 ;;
+        -*) echo "ci/stacks.sh: unknown flag $arg (expected --roots-only or suite names)" >&2; exit 2 ;;
+        *) suites+=("$arg") ;;
+    esac
+done
+[ ${#suites[@]} -gt 0 ] || suites=(trixie sid)
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "ci/stacks.sh: needs root (debootstrap builds the roots, bwrap enters them)" >&2
+    exit 2
+fi
+need=()
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v bwrap >/dev/null || need+=(bubblewrap)
+if [ ${#need[@]} -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# One root per suite, rebuilt only when the package list changes. A root that was being built
+# when the script stopped is thrown away, never reused half-made.
+build_root() {
+    local suite=$1 root="$cache/$1"
+    if [ -f "$root/.vkexit-stack" ] && [ "$(cat "$root/.vkexit-stack")" = "$packages" ]; then
+        return
+    fi
+    echo "stacks: building the $suite root in $root (debootstrap, about a minute)" >&2
+    mkdir -p "$cache"
+    rm -rf "$root" "$root.partial"
+    debootstrap --variant=minbase --include="$packages" "$suite" "$root.partial" "$mirror" \
+        >"$cache/$suite.debootstrap.log" 2>&1 || {
+        echo "stacks: debootstrap $suite failed; the end of $cache/$suite.debootstrap.log:" >&2
+        tail -n 20 "$cache/$suite.debootstrap.log" >&2
+        return 1
+    }
+    rm -rf "$root.partial/var/cache/apt/archives"/*.deb
+    echo "$packages" >"$root.partial/.vkexit-stack"
+    mv "$root.partial" "$root"
+}
+
+for suite in "${suites[@]}"; do
+    build_root "$suite"
+done
+[ "$roots_only" -eq 0 ] || exit 0
+
+# What a new user gets: the release bundle, unpacked; and the meta-suite's test program, which
+# judges every run against what the program really did (it finds the repository and the built
+# programs by this checkout's absolute path, so the checkout is mounted at the same path).
+mkdir -p "$out"
+# The same cargo invocations as ci/setup.sh and ci/test.sh, so that after them nothing rebuilds.
+cargo build --release --locked --workspace
+target/release/vkexit bundle --strip-debug -o "$out/vkexit-bundle.tar.gz" >&2
+rm -rf "$out/bundle" && mkdir -p "$out/bundle"
+tar xzf "$out/vkexit-bundle.tar.gz" -C "$out/bundle"
+vkexit=$(cd "$out/bundle" && echo vkexit-*/vkexit)
+meta_test=$(cargo test --workspace --release --locked --no-run --message-format=json 2>/dev/null |
+    grep -o '"executable":"[^"]*/meta_suite-[^"]*"' | tail -n 1 | cut -d'"' -f4)
+[ -x "$meta_test" ] || { echo "stacks: cannot find the meta_suite test program" >&2; exit 1; }
+
+# Runs a command inside a root as root, with /proc, /dev and /sys, a private /tmp, and no
+# variable of this environment (the host's Vulkan settings must not leak in).
+enter() {
+    local root=$1 dir=$2
+    shift 2
+    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 XDG_RUNTIME_DIR=/run/user/0 \
+        bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
+        --tmpfs /tmp --tmpfs /run --perms 0700 --dir /run/user/0 \
+        --ro-bind "$out/bundle" /opt/vkexit --ro-bind "$repo" "$repo" --bind "$dir" /out \
+        --chdir /out "$@"
+}
+
+failed=()
+summary="$out/summary.md"
+: >"$summary"
+for suite in "${suites[@]}"; do
+    root="$cache/$suite" dir="$out/$suite"
+    rm -rf "$dir" && mkdir -p "$dir/explain"
+    versions=$(chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' \
+        libc6 libvulkan1 mesa-vulkan-drivers vulkan-validationlayers | tr '\n' ',' | sed 's/,$//; s/,/, /g')
+    echo "stacks: $suite ($versions)" >&2
+    printf '## %s\n\n%s\n\n' "$suite" "$versions" >>"$summary"
+
+    if enter "$root" "$dir" "/opt/vkexit/$vkexit" doctor >"$dir/doctor.txt" 2>&1; then
+        echo "- doctor: ready" >>"$summary"
+    else
+        failed+=("$suite: doctor is not ready")
+        echo "- doctor: NOT ready (see $dir/doctor.txt)" >>"$summary"
+        cat "$dir/doctor.txt" >&2
+    fi
+
+    code=0
+    enter "$root" "$dir" "/opt/vkexit/$vkexit" run --runs "$runs" -j 2 --json /out/builtin.json \
+        --markdown /out/builtin.md --artifacts /out/artifacts >"$dir/builtin.txt" 2>&1 || code=$?
+    tail -n 1 "$dir/builtin.txt" | sed 's/^/- built-in matrix: /' >>"$summary"
+    [ "$code" -eq 0 ] || failed+=("$suite: the built-in matrix is red (exit $code)")
+    # One failing run of each cell, told as a story: where the pc lay, what ran last.
+    for cell in "$dir"/artifacts/*/; do
+        run=$(ls -d "$cell"run-* 2>/dev/null | head -n 1) || continue
+        [ -n "$run" ] || continue
+        enter "$root" "$dir" "/opt/vkexit/$vkexit" explain "/out/${run#"$dir"/}" \
+            >"$dir/explain/$(basename "$cell").txt" 2>&1 || true
+    done
+
+    code=0
+    enter "$root" "$dir" "$meta_test" --test-threads 1 >"$dir/meta-suite.txt" 2>&1 || code=$?
+    grep -E '^test result' "$dir/meta-suite.txt" | sed 's/^/- meta-suite: /' >>"$summary" || true
+    [ "$code" -eq 0 ] || failed+=("$suite: the meta-suite found false passes or false failures (exit $code)")
+    printf '\n' >>"$summary"
+done
+
+cat "$summary"
+if [ ${#failed[@]} -gt 0 ]; then
+    printf 'stacks: %s\n' "${failed[@]}" >&2
+    echo "stacks: every stack's files are in $out" >&2
+    [ "$gate" = 0 ] || exit 1
+fi
