@@ -123,29 +123,65 @@ impl<'a> Gate<'a> {
             diagnostics: self.settings.diagnostics,
             time_destructors: self.settings.time_destructors,
         };
-        let mut done = vec![0u32; plan.cells.len()];
-        let runs = run::execute(plan, &options, |cell, record| {
-            done[record.cell] += 1;
-            if done[record.cell] == options.runs {
-                on_cell_done(cell);
-            }
-        })?;
         let layer_version = chain.validation.as_ref().map(|v| v.api_version.as_str());
         let builtin_allows = baseline::builtin_allows(layer_version);
-        let judged = plan.cells.iter().zip(runs).map(|(cell, mut cell_runs)| {
-            let subject = Subject::of_cell(cell);
-            let mut allows = self.baseline.allowed(&subject, layer_version);
-            allows.extend(
-                builtin_allows
-                    .iter()
-                    .filter(|a| a.applies(&subject, layer_version)),
+        let allows: Vec<Vec<&expectations::Allow>> = plan
+            .cells
+            .iter()
+            .map(|cell| {
+                let subject = Subject::of_cell(cell);
+                let mut allows = self.baseline.allowed(&subject, layer_version);
+                allows.extend(
+                    builtin_allows
+                        .iter()
+                        .filter(|a| a.applies(&subject, layer_version)),
+                );
+                allows
+            })
+            .collect();
+        // Each run is folded into its cell as it finishes: memory stays flat
+        // however many runs there are.
+        let mut folds: Vec<report::CellFold> = plan
+            .cells
+            .iter()
+            .map(|_| report::CellFold::default())
+            .collect();
+        // Allowed ids per cell, with the first run that had each.
+        let mut removed: Vec<Vec<(u32, String)>> = vec![Vec::new(); plan.cells.len()];
+        let mut done = vec![0u32; plan.cells.len()];
+        let fail_on_leak = self.matrix.fail_on_leak;
+        run::execute(plan, &options, |cell, mut record| {
+            let i = record.cell;
+            let index = record.index;
+            let ids = expectations::apply_allow(
+                std::slice::from_mut(&mut record),
+                &allows[i],
+                fail_on_leak,
             );
-            let removed =
-                expectations::apply_allow(&mut cell_runs, &allows, self.matrix.fail_on_leak);
-            let mut result = report::summarize(cell, &cell_runs);
-            result.allowed_vuids = removed;
-            result
-        });
+            for id in ids {
+                match removed[i].iter_mut().find(|(_, r)| *r == id) {
+                    Some(seen) => seen.0 = seen.0.min(index),
+                    None => removed[i].push((index, id)),
+                }
+            }
+            folds[i].add(&record);
+            done[i] += 1;
+            if done[i] == options.runs {
+                on_cell_done(cell);
+            }
+            run::Flow::Go
+        })?;
+        let judged =
+            plan.cells
+                .iter()
+                .zip(folds)
+                .zip(removed)
+                .map(|((cell, fold), mut removed)| {
+                    let mut result = fold.summarize(cell);
+                    removed.sort();
+                    result.allowed_vuids = removed.into_iter().map(|(_, id)| id).collect();
+                    result
+                });
         Ok(judged.collect())
     }
 }
