@@ -268,6 +268,85 @@ fn from_here(argv: &[OsString]) -> Vec<OsString> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classify::{Classification, Termination};
+    use crate::plan::{CaseCommand, Driver};
+    use crate::run::RunRecord;
+    use crate::verdict::RunVerdict;
+
+    fn cell() -> Cell {
+        Cell {
+            case: "clean-exit".into(),
+            runtime: "refrt:guarded".into(),
+            driver: Driver {
+                name: "lavapipe".into(),
+                manifest: "/x.json".into(),
+                library: "libvulkan_lvp.so".into(),
+            },
+            device: None,
+            layers: vec!["validation".into()],
+            emulation: "none".into(),
+            command: CaseCommand::External(vec![]),
+            not_run: None,
+            env: Vec::new(),
+            validation_layer: None,
+            expectation: None,
+        }
+    }
+
+    /// Run i: every 7th fails with a finding of its own and is kept, every
+    /// 11th is an error, the rest pass.
+    fn record(i: u32) -> RunRecord {
+        let (verdict, findings) = match (i % 7, i % 11) {
+            (0, _) => (
+                RunVerdict::Crash,
+                vec![format!("finding {i} at 0x{i:x}"), "common".into()],
+            ),
+            (_, 0) => (RunVerdict::Error, Vec::new()),
+            _ => (RunVerdict::Pass, Vec::new()),
+        };
+        RunRecord {
+            cell: 0,
+            index: i,
+            classification: Classification {
+                verdict,
+                reason: format!("reason {i}"),
+                signal: (verdict == RunVerdict::Crash).then(|| "SIGSEGV".into()),
+                vuids: Vec::new(),
+                findings,
+            },
+            termination: Termination::Exited { code: 0 },
+            vuid_counts: Default::default(),
+            duration_ms: 1,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            kept: (verdict != RunVerdict::Pass).then(|| PathBuf::from(format!("/a/run-{i}"))),
+        }
+    }
+
+    #[test]
+    fn runs_folded_as_they_finish_summarise_as_all_runs_in_order() {
+        let n = 2000;
+        let in_order: Vec<RunRecord> = (0..n).map(record).collect();
+        let whole = report::summarize(&cell(), &in_order);
+        // Finished in another order (as with -j 2), folded one by one.
+        let mut fold = report::CellFold::default();
+        let evens = (0..n).filter(|i| i % 2 == 0).rev();
+        let odds = (0..n).filter(|i| i % 2 == 1).rev();
+        for i in evens.chain(odds) {
+            fold.add(&record(i));
+        }
+        let folded = fold.summarize(&cell());
+        let json = |c: &crate::results::CellResult| serde_json::to_value(c).unwrap();
+        assert_eq!(json(&folded), json(&whole));
+        assert_eq!(whole.runs, u64::from(n));
+        assert_eq!(whole.duration_ms, u64::from(n));
+        // Bounded: the earliest kept runs, the earliest distinct findings.
+        assert_eq!(whole.artifacts.len(), 100);
+        assert_eq!(whole.artifacts[0], "/a/run-0");
+        assert_eq!(whole.findings.len(), 16);
+        assert_eq!(whole.findings[..2], ["finding 0 at 0x…", "common"]);
+        assert!(whole.findings.contains(&"finding 7 at 0x…".to_string()));
+    }
 
     #[test]
     fn relative_program_paths_are_taken_from_here() {

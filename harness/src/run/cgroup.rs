@@ -755,6 +755,55 @@ mod tests {
         assert!(!enters(&read_only));
     }
 
+    /// A run starts inside its own cgroup, and its worker thread's v1 pids
+    /// cgroup, without moving there: nothing to wait for. Needs root and a
+    /// writable cgroup file system (skipped otherwise, as `bound_here` says).
+    #[test]
+    fn a_run_starts_inside_its_cgroups() {
+        if !is_root() || bound_here().is_err() {
+            eprintln!("skipped: no cgroup with the pids controller can be made here");
+            return;
+        }
+        // In a thread of its own, as a worker: the thread joins a v1 cgroup.
+        std::thread::spawn(run_in_cgroups).join().unwrap();
+        release();
+    }
+
+    fn run_in_cgroups() {
+        let token = format!("test-{}", std::process::id());
+        let bound = RunBound::new(&token).unwrap();
+        let spec = crate::run::unix::CommandSpec {
+            program: "/bin/cat".into(),
+            args: vec!["/proc/self/cgroup".into()],
+            cwd: "/".into(),
+            env_set: Vec::new(),
+            env_remove: Vec::new(),
+        };
+        let child =
+            crate::run::spawn::spawn(&spec, &[], bound.cgroup_fd(), bound.child_setup()).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(child.stdout), &mut text).unwrap();
+        let mut status = 0;
+        // SAFETY: waits for the child just started.
+        unsafe { libc::waitpid(child.pid, &mut status, 0) };
+        let run = format!("/run-{token}");
+        let unified = find_mounts().unified.is_some();
+        assert_eq!(
+            unified,
+            text.lines()
+                .any(|l| l.starts_with("0::") && l.ends_with(&run)),
+            "{text}"
+        );
+        if bound.worker.is_some() {
+            assert!(
+                text.lines()
+                    .any(|l| l.contains(":pids:") && l.contains("/worker-")),
+                "{text}"
+            );
+        }
+        assert!(bound.finish().is_empty());
+    }
+
     #[test]
     fn mount_points_with_escaped_spaces() {
         assert_eq!(unescape(r"/a\040b"), "/a b");

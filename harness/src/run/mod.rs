@@ -6,7 +6,7 @@ pub mod cgroup;
 pub mod interrupt;
 pub mod reaper;
 mod slot;
-mod spawn;
+pub(crate) mod spawn;
 pub mod unix;
 
 use crate::capture::Capture;
