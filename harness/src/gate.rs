@@ -269,7 +269,8 @@ fn from_here(argv: &[OsString]) -> Vec<OsString> {
 mod tests {
     use super::*;
     use crate::classify::{Classification, Termination};
-    use crate::plan::{CaseCommand, Driver};
+    use crate::drivers::Driver;
+    use crate::plan::CaseCommand;
     use crate::run::RunRecord;
     use crate::verdict::RunVerdict;
 

@@ -461,15 +461,20 @@ fn enable_pids(root: &Path, dir: &Path) -> bool {
     std::fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok()
 }
 
-/// Whether a process can be moved into a cgroup below `dir`: a child is
-/// forked to try it. Where it cannot (a delegation boundary, a container's
-/// rules), runs go without this hierarchy rather than fail to start.
-/// An unusable `dir` is removed.
+/// Whether a process can be started in, or moved into, a cgroup below
+/// `dir`: a child is started to try it. Where it cannot (a delegation
+/// boundary, a container's rules), runs go without this hierarchy rather
+/// than fail to start. An unusable `dir` is removed.
 fn usable(dir: &Path) -> bool {
     let probe = dir.join("probe");
-    let entered = make_dir(&probe)
-        .and_then(|p| open_write(&p.join("cgroup.procs")).ok())
-        .is_some_and(|procs| enters(&procs));
+    let entered = make_dir(&probe).is_some_and(|p| {
+        // As runs start: inside, where `clone3` can (cgroup v2), which moves
+        // nothing; else moved in after a fork.
+        let started_inside = open(&p, libc::O_RDONLY | libc::O_DIRECTORY)
+            .ok()
+            .is_some_and(|fd| starts_inside(fd.as_raw_fd()));
+        started_inside || open_write(&p.join("cgroup.procs")).is_ok_and(|procs| enters(&procs))
+    });
     remove_when_empty(&probe);
     if !entered {
         let _ = std::fs::remove_dir(dir);
@@ -496,6 +501,23 @@ fn enters(procs: &OwnedFd) -> bool {
     // SAFETY: waits for the child just forked.
     unsafe { libc::waitpid(pid, &mut status, 0) };
     libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+}
+
+/// Whether a child can be started inside the cgroup open at `fd`.
+fn starts_inside(fd: RawFd) -> bool {
+    match super::spawn::clone_into(fd) {
+        Some(Ok(0)) => {
+            // SAFETY: the child of a clone without CLONE_VM exits at once.
+            unsafe { libc::_exit(0) }
+        }
+        Some(Ok(pid)) => {
+            let mut status = 0;
+            // SAFETY: waits for the child just started.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        }
+        _ => false,
+    }
 }
 
 /// The probe's child has exited; its cgroup empties a moment later.

@@ -126,7 +126,7 @@ pub fn spawn(
 
 /// `clone3` into the cgroup `fd`: `None` where the kernel or a filter
 /// refuses it, so that the caller forks instead.
-fn clone_into(fd: RawFd) -> Option<io::Result<libc::pid_t>> {
+pub(super) fn clone_into(fd: RawFd) -> Option<io::Result<libc::pid_t>> {
     let mut args = CloneArgs {
         flags: CLONE_INTO_CGROUP,
         exit_signal: libc::SIGCHLD as u64,
