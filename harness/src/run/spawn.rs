@@ -91,7 +91,7 @@ pub fn spawn(
         stderr: err_w.as_raw_fd(),
         status: status_w.as_raw_fd(),
     };
-    let pid = match cgroup.and_then(|fd| clone_into(fd)) {
+    let pid = match cgroup.and_then(clone_into) {
         Some(Ok(0)) => child_side(&prepared, &argv, &envp, &child, setup, true),
         Some(Ok(pid)) => pid,
         Some(Err(e)) => return Err(e),
