@@ -197,8 +197,12 @@ pub fn bench(args: BenchArgs) -> Result<bool> {
         light.j1 / light.j2
     );
     let true_bare = memory::bare_true_ms_per_run(small)?;
-    let fixed = light.j1 - true_bare;
-    let startup = memory::startup_ms(work.path(), &driver)? - true_bare;
+    // T(n) = start-up + n × per run, so per run = (T(n) − T(1)) / (n − 1): start-up is not
+    // spread into the cost per run.
+    let one_run = memory::startup_ms(work.path(), &driver)?;
+    let n = f64::from(small.max(2));
+    let fixed = (light.j1 * n - one_run) / (n - 1.0) - true_bare;
+    let startup = one_run - true_bare;
     println!(
         "  vkexit's own cost: {fixed:.3} ms per run beyond a bare loop of /bin/true ({true_bare:.3} ms per run), {startup:.1} ms of start-up and tear-down"
     );
