@@ -18,9 +18,11 @@
 //! one cell come first so that each decides its cell whatever a pattern
 //! entry says, which is what this update checked.
 
-use crate::baseline::{self, Expectation, Observed, BUILTIN_SOURCE};
-use crate::expectations::{self, layers_text, BaselineFile, Entry, Expect, Pattern, Subject};
-use crate::report::{case_rank, runtime_rank};
+use crate::judge::{
+    self, layers_text, BaselineFile, Entry, Expect, Expectation, Observed, Pattern, Subject,
+    BUILTIN_SOURCE,
+};
+use crate::plan::{case_rank, runtime_rank};
 use crate::results::{CellResult, Results};
 use crate::verdict::{CellVerdict, RunVerdict};
 
@@ -120,26 +122,19 @@ fn judged(cell: &CellResult) -> bool {
 
 /// Whether the cell, judged against this expectation, keeps the gate green.
 fn fits(expectation: Option<&Expectation>, seen: &Observed) -> bool {
-    let (verdict, _) = baseline::evaluate(expectation, seen);
-    baseline::green(verdict, expectation)
+    let (verdict, _) = judge::evaluate(expectation, seen);
+    judge::green(verdict, expectation)
 }
 
 fn builtin(cell: &CellResult) -> Option<Expectation> {
-    let validation = cell.layers.iter().any(|l| l == "validation");
-    baseline::builtin(
-        &cell.case,
-        &cell.runtime,
-        &cell.driver,
-        &cell.emulation,
-        validation,
-    )
+    judge::builtin::expectation(&Subject::of_result(cell))
 }
 
 /// What the cell did once the file's `[[allow]]` entries that apply to it took their ids out, as
 /// a run with the file would have judged it.
 fn observed(cell: &CellResult, subject: &Subject, file: &BaselineFile) -> Observed {
-    let applying = file.allowed(subject, expectations::layer_version_of(cell));
-    expectations::allow_in_cell(cell, &applying).0
+    let applying = file.allowed(subject, judge::layer_version_of(cell));
+    judge::allow_in_cell(cell, &applying).0
 }
 
 /// An entry about one cell saying what it did.
@@ -167,6 +162,7 @@ fn observed_entry(cell: &CellResult, seen: &Observed, reason: String) -> Entry {
             driver: Some(cell.driver.clone()),
             layers: Some(layers_text(&cell.layers)),
             emulation: Some(cell.emulation.clone()),
+            layer_versions: None,
         },
         expect,
         reason,
@@ -248,6 +244,11 @@ pub fn render(file: &BaselineFile) -> String {
         line(&mut out, "allow_vuids", &list(&a.vuids));
         opt(&mut out, "driver", &a.driver);
         opt(&mut out, "layer_version", &a.layer_version);
+        opt(
+            &mut out,
+            "layer_versions",
+            &a.layer_versions.as_ref().map(|r| r.to_string()),
+        );
         line(&mut out, "reason", &quote(&a.reason));
     }
     for e in &file.entries {
@@ -258,6 +259,11 @@ pub fn render(file: &BaselineFile) -> String {
         opt(&mut out, "driver", &p.driver);
         opt(&mut out, "layers", &p.layers);
         opt(&mut out, "emulation", &p.emulation);
+        opt(
+            &mut out,
+            "layer_versions",
+            &p.layer_versions.as_ref().map(|r| r.to_string()),
+        );
         match &e.expect {
             Expect::Pass => line(&mut out, "expect", "\"pass\""),
             Expect::Flaky => line(&mut out, "flaky", "true"),
@@ -586,5 +592,36 @@ reason = "an old layer's false positive"
         f.entries[0].reason = "say \"why\"\nsecond line".into();
         let again = parse(&render(&f));
         assert_eq!(again.entries[0].reason, "say \"why\"\nsecond line");
+    }
+
+    #[test]
+    fn version_keyed_entries_and_allow_lists_are_kept_as_written() {
+        let old = parse(
+            r#"
+[[allow]]
+allow_vuids = ["UNASSIGNED-x"]
+layer_versions = "..1.3.268"
+reason = "old layers"
+
+[[expect]]
+case = "clean-exit"
+runtime = "refrt:static-destructor"
+layer_versions = "1.4.309.."
+expect = "fail"
+run_verdicts = ["crash"]
+signals = ["SIGSEGV"]
+reason = "newer layers fault at exit"
+"#,
+        );
+        let (new, changes) = update(&old, &results(vec![]), false);
+        assert_eq!(
+            changes.kept + changes.added.len() + changes.removed.len(),
+            0
+        );
+        let again = parse(&render(&new));
+        assert_eq!(again.entries.len(), 1);
+        assert_eq!(again.entries[0].pattern, old.entries[0].pattern);
+        assert_eq!(again.allows[0].layer_versions, old.allows[0].layer_versions);
+        assert!(render(&new).contains("layer_versions = \"1.4.309..\"\n"));
     }
 }

@@ -129,7 +129,7 @@ pub fn bench(args: BenchArgs) -> Result<bool> {
         "vkexit bench: {} runs of {} [{}], each loop {} time(s), load average {:.2} at start",
         args.runs,
         cell.label(),
-        vkexit::expectations::layers_text(&cell.layers),
+        vkexit::judge::layers_text(&cell.layers),
         args.repeats,
         load_average()
     );
@@ -257,6 +257,8 @@ fn plan_one(args: &BenchArgs, work: &Path) -> Result<(Plan, run::Options)> {
         runtimes: vec![args.runtime.clone()],
         drivers: args.driver.iter().cloned().collect(),
         command: args.command.clone(),
+        name: None,
+        private_cwd: false,
         runs: Some(args.runs),
         jobs: None,
         timeout: None,

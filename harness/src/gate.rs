@@ -7,9 +7,8 @@
 //! vkexit's own environment, which every run inherits; a case with variables
 //! of its own runs in an execution of its own, with them set.
 
-use crate::baseline::{self, BUILTIN_SOURCE};
 use crate::errors::Result;
-use crate::expectations::{self, Baseline, Subject};
+use crate::judge::{self, Baseline, Expectation, BUILTIN_SOURCE};
 use crate::layers::Chain;
 use crate::matrix::{LayerSet, Matrix};
 use crate::plan::{self, Cell, ExternalCase, Plan};
@@ -18,6 +17,7 @@ use crate::results::CellResult;
 use crate::run;
 use crate::shard::Shard;
 use crate::validation::{self, ValidationLayer};
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,12 +33,19 @@ pub struct Settings {
     pub shard: Option<Shard>,
 }
 
+/// One layer set's plan, with each cell's expectation.
+struct Part {
+    chain: Chain,
+    plan: Plan,
+    expectations: Vec<Option<Expectation>>,
+}
+
 /// The planned gate: one plan per layer set.
 pub struct Gate<'a> {
     matrix: &'a Matrix,
     baseline: &'a Baseline,
     settings: Settings,
-    parts: Vec<(Chain, Plan)>,
+    parts: Vec<Part>,
     /// Facts to show before the table (drivers left out, the shard, …).
     pub notes: Vec<String>,
 }
@@ -69,11 +76,14 @@ impl<'a> Gate<'a> {
             }
             kept += plan.cells.len();
             for cell in &mut plan.cells {
-                let builtin = cell.expectation.take();
-                cell.expectation = baseline.judge(&Subject::of_cell(cell), builtin);
                 cell.env = cell_env(matrix, cell);
             }
-            parts.push((chain, plan));
+            let expectations = judge::expectations(&plan.cells, baseline);
+            parts.push(Part {
+                chain,
+                plan,
+                expectations,
+            });
         }
         if let Some(shard) = settings.shard {
             notes.push(format!("shard {shard}: {kept} of {all} cells"));
@@ -91,7 +101,7 @@ impl<'a> Gate<'a> {
     pub fn runnable_cells(&self) -> usize {
         self.parts
             .iter()
-            .flat_map(|(_, p)| &p.cells)
+            .flat_map(|p| &p.plan.cells)
             .filter(|c| c.not_run.is_none())
             .count()
     }
@@ -100,18 +110,22 @@ impl<'a> Gate<'a> {
     /// when its last run has finished.
     pub fn run(&self, mut on_cell_done: impl FnMut(&Cell)) -> Result<Vec<CellResult>> {
         let mut cells = Vec::new();
-        for (chain, plan) in &self.parts {
-            cells.extend(self.run_part(chain, plan, &mut on_cell_done)?);
+        for part in &self.parts {
+            cells.extend(self.run_part(part, &mut on_cell_done)?);
         }
         Ok(cells)
     }
 
     fn run_part(
         &self,
-        chain: &Chain,
-        plan: &Plan,
+        part: &Part,
         on_cell_done: &mut impl FnMut(&Cell),
     ) -> Result<Vec<CellResult>> {
+        let Part {
+            chain,
+            plan,
+            expectations,
+        } = part;
         let options = run::Options {
             runs: self.matrix.runs(),
             jobs: self.settings.jobs,
@@ -123,21 +137,10 @@ impl<'a> Gate<'a> {
             diagnostics: self.settings.diagnostics,
             time_destructors: self.settings.time_destructors,
         };
-        let layer_version = chain.validation.as_ref().map(|v| v.api_version.as_str());
-        let builtin_allows = baseline::builtin_allows(layer_version);
-        let allows: Vec<Vec<&expectations::Allow>> = plan
+        let allows: Vec<Vec<&judge::Allow>> = plan
             .cells
             .iter()
-            .map(|cell| {
-                let subject = Subject::of_cell(cell);
-                let mut allows = self.baseline.allowed(&subject, layer_version);
-                allows.extend(
-                    builtin_allows
-                        .iter()
-                        .filter(|a| a.applies(&subject, layer_version)),
-                );
-                allows
-            })
+            .map(|cell| judge::allows_for(self.baseline, cell))
             .collect();
         // Each run is folded into its cell as it finishes: memory stays flat
         // however many runs there are.
@@ -146,24 +149,15 @@ impl<'a> Gate<'a> {
             .iter()
             .map(|_| report::CellFold::default())
             .collect();
-        // Allowed ids per cell, with the first run that had each.
-        let mut removed: Vec<Vec<(u32, String)>> = vec![Vec::new(); plan.cells.len()];
+        // The allowed ids taken out of each cell's runs, sorted as `apply_allow` gives them.
+        let mut removed: Vec<BTreeSet<String>> = vec![BTreeSet::new(); plan.cells.len()];
         let mut done = vec![0u32; plan.cells.len()];
         let fail_on_leak = self.matrix.fail_on_leak;
         run::execute(plan, &options, |cell, mut record| {
             let i = record.cell;
-            let index = record.index;
-            let ids = expectations::apply_allow(
-                std::slice::from_mut(&mut record),
-                &allows[i],
-                fail_on_leak,
-            );
-            for id in ids {
-                match removed[i].iter_mut().find(|(_, r)| *r == id) {
-                    Some(seen) => seen.0 = seen.0.min(index),
-                    None => removed[i].push((index, id)),
-                }
-            }
+            let ids =
+                judge::apply_allow(std::slice::from_mut(&mut record), &allows[i], fail_on_leak);
+            removed[i].extend(ids);
             folds[i].add(&record);
             done[i] += 1;
             if done[i] == options.runs {
@@ -171,17 +165,12 @@ impl<'a> Gate<'a> {
             }
             run::Flow::Go
         })?;
-        let judged =
-            plan.cells
-                .iter()
-                .zip(folds)
-                .zip(removed)
-                .map(|((cell, fold), mut removed)| {
-                    let mut result = fold.summarize(cell);
-                    removed.sort();
-                    result.allowed_vuids = removed.into_iter().map(|(_, id)| id).collect();
-                    result
-                });
+        let judged = plan.cells.iter().zip(expectations).zip(folds).zip(removed);
+        let judged = judged.map(|(((cell, expectation), fold), removed)| {
+            let mut result = fold.summarize(cell, expectation.as_ref());
+            result.allowed_vuids = removed.into_iter().collect();
+            result
+        });
         Ok(judged.collect())
     }
 }
@@ -244,15 +233,16 @@ pub fn request(matrix: &Matrix, chain: Chain) -> plan::Request {
             .map(|e| ExternalCase {
                 name: e.name.clone(),
                 argv: from_here(&e.argv),
+                private_cwd: e.private_cwd,
             })
             .collect(),
         chain,
     }
 }
 
-/// Runs start in their own directory, so a relative program path (one with
-/// a `/`) is made absolute from the directory vkexit runs in; a bare name
-/// is still looked up in `PATH`.
+/// A relative program path (one with a `/`) is made absolute from the
+/// directory vkexit runs in, for runs that start in their own directory; a
+/// bare name is still looked up in `PATH`.
 fn from_here(argv: &[OsString]) -> Vec<OsString> {
     let mut argv = argv.to_vec();
     if let Some(program) = argv.first_mut() {
@@ -285,18 +275,32 @@ mod tests {
             },
             device: None,
             layers: vec!["validation".into()],
-            emulation: "none".into(),
+            emulation: crate::layers::Emulation::None,
             command: CaseCommand::External(vec![]),
+            workdir: None,
             not_run: None,
             env: Vec::new(),
             validation_layer: None,
-            expectation: None,
         }
     }
 
     /// Run i: every 7th fails with a finding of its own and is kept, every
-    /// 11th is an error, the rest pass.
+    /// 11th is an error, the rest pass. Every 5th loads a loader of its own,
+    /// every 13th is made without the preload (records none), the rest load
+    /// the system's.
     fn record(i: u32) -> RunRecord {
+        let loader = |path: &str| crate::loader::VulkanUse {
+            loaders: vec![crate::loader::LoaderSeen {
+                path: path.into(),
+                version: Some("1.4.313".into()),
+            }],
+            drivers: Vec::new(),
+        };
+        let vulkan = match (i % 5, i % 13) {
+            (0, _) => Some(loader("/c/ggml/libvulkan.so.1")),
+            (_, 0) => None,
+            _ => Some(loader("/usr/lib/libvulkan.so.1")),
+        };
         let (verdict, findings) = match (i % 7, i % 11) {
             (0, _) => (
                 RunVerdict::Crash,
@@ -321,6 +325,7 @@ mod tests {
             stdout_bytes: 0,
             stderr_bytes: 0,
             kept: (verdict != RunVerdict::Pass).then(|| PathBuf::from(format!("/a/run-{i}"))),
+            vulkan,
         }
     }
 
@@ -328,7 +333,12 @@ mod tests {
     fn runs_folded_as_they_finish_summarise_as_all_runs_in_order() {
         let n = 2000;
         let in_order: Vec<RunRecord> = (0..n).map(record).collect();
-        let whole = report::summarize(&cell(), &in_order);
+        let expectation = judge::Expectation {
+            outcome: judge::Outcome::Flaky,
+            reason: "flaky".into(),
+            source: "b.toml:3".into(),
+        };
+        let whole = report::summarize(&cell(), Some(&expectation), &in_order);
         // Finished in another order (as with -j 2), folded one by one.
         let mut fold = report::CellFold::default();
         let evens = (0..n).filter(|i| i % 2 == 0).rev();
@@ -336,7 +346,7 @@ mod tests {
         for i in evens.chain(odds) {
             fold.add(&record(i));
         }
-        let folded = fold.summarize(&cell());
+        let folded = fold.summarize(&cell(), Some(&expectation));
         let json = |c: &crate::results::CellResult| serde_json::to_value(c).unwrap();
         assert_eq!(json(&folded), json(&whole));
         assert_eq!(whole.runs, u64::from(n));
@@ -347,6 +357,19 @@ mod tests {
         assert_eq!(whole.findings.len(), 16);
         assert_eq!(whole.findings[..2], ["finding 0 at 0x…", "common"]);
         assert!(whole.findings.contains(&"finding 7 at 0x…".to_string()));
+        // Judged against the expectation given.
+        assert_eq!(whole.expectation.as_deref(), Some("b.toml:3"));
+        assert!(whole.flaky_expected);
+        // The loaders counted over every run that recorded them, in the order first loaded:
+        // 400 runs load their own, 123 record none, the others the system's.
+        let provenance = whole.provenance.as_ref().unwrap();
+        assert_eq!(
+            provenance.loaders_used,
+            [
+                "1.4.313 (/c/ggml/libvulkan.so.1): 400 runs",
+                "1.4.313 (/usr/lib/libvulkan.so.1): 1477 runs"
+            ]
+        );
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! hit at process exit. The engine is `plan → run → classify → report`; the
 //! `vkexit` binary is a thin command line over it.
 
-pub mod baseline;
 pub mod baseline_update;
 pub mod bundle;
 pub mod capture;
@@ -11,12 +10,13 @@ pub mod doctor;
 pub mod drivers;
 pub mod errors;
 pub mod evidence;
-pub mod expectations;
 pub mod explain;
 pub mod gate;
 pub mod glob;
 pub mod hang;
+pub mod judge;
 pub mod layers;
+pub mod loader;
 pub mod matrix;
 pub mod merge;
 pub mod plan;
@@ -29,6 +29,7 @@ pub mod run;
 pub mod shard;
 pub mod stats;
 pub mod toml_file;
+pub mod util;
 pub mod validation;
 pub mod verdict;
 pub mod vuid;

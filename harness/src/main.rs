@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use vkexit::errors::{Error, Result};
-use vkexit::expectations::{Baseline, BaselineFile};
 use vkexit::gate::{self, Gate};
+use vkexit::judge::{Baseline, BaselineFile};
 use vkexit::matrix::{Matrix, Overrides};
 use vkexit::{doctor, drivers, plan, report, run};
 
@@ -55,6 +55,9 @@ enum Command {
     /// Print the devices the driver selected by the environment shows (JSON).
     #[command(hide = true)]
     ProbeDriver,
+    /// Print the version of the Vulkan loader at PATH.
+    #[command(hide = true)]
+    ProbeLoader { path: PathBuf },
 }
 
 #[derive(clap::Args)]
@@ -115,6 +118,9 @@ struct Selection {
     /// Objects alive at exit fail a run (verdict `leak`); implies --trace.
     #[arg(long)]
     fail_on_leak: bool,
+    /// The case name of the program after `--` [default: its file name, or its script's].
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
 }
 
 /// How runs are made: what `run` and `repro` share.
@@ -135,6 +141,9 @@ struct Execution {
     /// Time every C++ static destructor in the exit timeline too (slower exit: can change races).
     #[arg(long)]
     time_destructors: bool,
+    /// Start external programs' runs in a private directory of their own, not in the current one.
+    #[arg(long)]
+    private_cwd: bool,
 }
 
 impl Selection {
@@ -144,6 +153,8 @@ impl Selection {
             runtimes: self.runtimes,
             drivers: self.drivers,
             command,
+            name: self.name,
+            private_cwd: exec.private_cwd,
             runs,
             jobs: exec.jobs,
             timeout: exec.timeout,
@@ -275,6 +286,13 @@ fn main() -> ExitCode {
         Command::Bundle(args) => bundle(args),
         Command::Bench(args) => bench::bench(*args).map(Outcome::from),
         Command::ProbeDriver => probe_driver().map(Outcome::from),
+        Command::ProbeLoader { path } => match vkexit::loader::probe_loader_here(&path) {
+            Ok(version) => {
+                println!("{version}");
+                Ok(Outcome::Green)
+            }
+            Err(e) => Err(Error::Usage(e)),
+        },
     };
     match outcome {
         Ok(Outcome::Green) => ExitCode::SUCCESS,
@@ -425,8 +443,8 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
         println!(
             "repro: {} [{}, emulation {}]: until the first failure, or {needed} runs without one (failure rate below {}), {} at once",
             cell.label(),
-            vkexit::expectations::layers_text(&cell.layers),
-            cell.emulation,
+            vkexit::judge::layers_text(&cell.layers),
+            cell.emulation.name(),
             vkexit::repro::percent(args.max_rate),
             options.jobs
         );
@@ -542,20 +560,9 @@ fn cores() -> usize {
 
 fn list() -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let describe = |case: &str| match case {
-        "clean-exit" => "init, allocate, free everything, exit",
-        "buffer-kept-at-exit" => "a device buffer and a pinned host buffer still allocated at exit",
-        "handler-before-load" => {
-            "atexit(cleanup) before the runtime is loaded; cleanup frees after teardown"
-        }
-        "events-freed-after-teardown" => {
-            "events recorded, freed by a handler that runs after the teardown"
-        }
-        _ => "",
-    };
     let _ = writeln!(out, "cases:");
-    for case in plan::BUILTIN_CASES {
-        let _ = writeln!(out, "  {case:30} {}", describe(case));
+    for case in plan::CASES {
+        let _ = writeln!(out, "  {:30} {}", case.name, case.description);
     }
     let _ = writeln!(out, "runtimes:");
     for policy in plan::POLICIES {

@@ -18,6 +18,8 @@
 //! name = "my-test"
 //! argv = ["build/my-test", "--small"]
 //! env = { MY_LOG = "1" }                         # added to its runs
+//! private_cwd = false                            # true: runs start in their own directory,
+//!                                                # not in vkexit's (default false)
 //!
 //! [[layers]]                                     # one set per [[layers]]: a dimension
 //! validation = true                              # default true
@@ -71,16 +73,29 @@ pub struct External {
     pub argv: Vec<OsString>,
     /// Added to the environment of its runs, after the matrix's own.
     pub env: Vec<(String, String)>,
+    /// Its runs start in their own private directory, not in the caller's.
+    pub private_cwd: bool,
 }
 
 impl External {
-    /// `vkexit run -- CMD ARGS`: named by the program's file name.
-    pub fn from_command(argv: Vec<OsString>) -> External {
+    /// `vkexit run [--name NAME] -- CMD ARGS`: named `NAME`, else after the program's file
+    /// name, or the script's when the program is an interpreter.
+    pub fn from_command(argv: Vec<OsString>, name: Option<String>) -> External {
         External {
-            name: plan::external_name(&argv),
+            name: name.unwrap_or_else(|| plan::external_name(&argv)),
             argv,
             env: Vec::new(),
+            private_cwd: false,
         }
+    }
+
+    /// The command as a user would type it, for messages.
+    pub fn command_line(&self) -> String {
+        self.argv
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -114,6 +129,10 @@ pub struct Overrides {
     pub drivers: Vec<String>,
     /// `-- CMD ARGS`.
     pub command: Vec<OsString>,
+    /// `--name`: the case name of `-- CMD ARGS`.
+    pub name: Option<String>,
+    /// `--private-cwd`: every external case's runs start in their own directory.
+    pub private_cwd: bool,
     pub runs: Option<u32>,
     pub jobs: Option<u32>,
     pub timeout: Option<f64>,
@@ -152,10 +171,27 @@ impl Matrix {
             self.drivers = o.drivers;
             self.skip_absent_drivers = false;
         }
-        if !o.command.is_empty() {
-            let external = External::from_command(o.command);
-            self.check_new_name(&external.name)?;
-            self.externals.push(external);
+        match (o.command.is_empty(), o.name) {
+            (false, name) => {
+                if let Some(name) = &name {
+                    check_name(name)
+                        .map_err(|why| Error::Usage(format!("--name {name}: {why}")))?;
+                }
+                let external = External::from_command(o.command, name);
+                self.check_new_name(&external)?;
+                self.externals.push(external);
+            }
+            (true, Some(name)) => {
+                return Err(Error::Usage(format!(
+                    "--name {name}: names the program after `--`, and there is none"
+                )))
+            }
+            (true, None) => {}
+        }
+        if o.private_cwd {
+            for external in &mut self.externals {
+                external.private_cwd = true;
+            }
         }
         self.runs = o.runs.or(self.runs);
         self.jobs = o.jobs.or(self.jobs);
@@ -204,10 +240,19 @@ impl Matrix {
         Ok(())
     }
 
-    fn check_new_name(&self, name: &str) -> Result<()> {
-        if BUILTIN_CASES.contains(&name) || self.externals.iter().any(|e| e.name == name) {
+    fn check_new_name(&self, new: &External) -> Result<()> {
+        let name = &new.name;
+        if BUILTIN_CASES.contains(&name.as_str()) {
             return Err(Error::Usage(format!(
-                "two cases would be named `{name}`: give the external program another file name or a [[external]] name"
+                "`{}` would be named `{name}`, the name of a built-in case: give it another with --name",
+                new.command_line()
+            )));
+        }
+        if let Some(old) = self.externals.iter().find(|e| &e.name == name) {
+            return Err(Error::Usage(format!(
+                "two cases would be named `{name}`: `{}` and `{}`; give the command another with --name",
+                old.command_line(),
+                new.command_line()
             )));
         }
         Ok(())
@@ -232,14 +277,13 @@ impl Matrix {
 /// Variables vkexit sets for every run itself: a matrix may not set them.
 pub fn is_reserved_variable(key: &str) -> bool {
     layers::is_inherited_layer_setting(key)
+        || crate::drivers::SELECTION_VARIABLES.contains(&key)
         || matches!(
             key,
             "HOME"
                 | "XDG_DATA_HOME"
                 | "XDG_CONFIG_HOME"
                 | "XDG_RUNTIME_DIR"
-                | "VK_ICD_FILENAMES"
-                | "VK_DRIVER_FILES"
                 | "VKEXIT_REFRT_LIB"
                 | "VKEXIT_CRASH_FILE"
                 | "VKEXIT_TIMELINE_FILE"
@@ -275,6 +319,8 @@ struct RawExternal {
     argv: Spanned<Vec<String>>,
     #[serde(default)]
     env: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    private_cwd: bool,
 }
 
 #[derive(Deserialize)]
@@ -305,8 +351,16 @@ impl RawMatrix {
         for raw in self.external {
             let at = raw.span().start;
             let e = check_external(file, raw.into_inner())?;
-            if m.externals.iter().any(|x| x.name == e.name) {
-                return Err(file.error_at(at, format!("a second [[external]] named `{}`", e.name)));
+            if let Some(first) = m.externals.iter().find(|x| x.name == e.name) {
+                return Err(file.error_at(
+                    at,
+                    format!(
+                        "a second [[external]] named `{}`: `{}` and `{}`",
+                        e.name,
+                        first.command_line(),
+                        e.command_line()
+                    ),
+                ));
             }
             m.externals.push(e);
         }
@@ -445,17 +499,21 @@ fn check_env(
     Ok(out)
 }
 
-fn check_external(file: &TomlFile, raw: RawExternal) -> Result<External> {
-    let name = raw.name.get_ref();
+/// Why `name` cannot name an external case.
+fn check_name(name: &str) -> std::result::Result<(), String> {
     if name.trim().is_empty() {
-        return Err(file.error(&raw.name.span(), "`name` is empty"));
+        return Err("the name is empty".into());
     }
-    if BUILTIN_CASES.contains(&name.as_str()) {
-        return Err(file.error(
-            &raw.name.span(),
-            format!("`{name}` is a built-in case: give the program another name"),
+    if BUILTIN_CASES.contains(&name) {
+        return Err(format!(
+            "`{name}` is a built-in case: give the program another name"
         ));
     }
+    Ok(())
+}
+
+fn check_external(file: &TomlFile, raw: RawExternal) -> Result<External> {
+    check_name(raw.name.get_ref()).map_err(|why| file.error(&raw.name.span(), why))?;
     let argv_span = raw.argv.span();
     let argv = raw.argv.into_inner();
     if !matches!(argv.first(), Some(program) if !program.is_empty()) {
@@ -468,6 +526,7 @@ fn check_external(file: &TomlFile, raw: RawExternal) -> Result<External> {
         name: raw.name.into_inner(),
         argv: argv.into_iter().map(OsString::from).collect(),
         env: check_env(file, raw.env)?,
+        private_cwd: raw.private_cwd,
     })
 }
 
@@ -648,7 +707,7 @@ emulation = "tegra"
         .unwrap();
         assert_eq!(m.cases.len(), 2);
         assert_eq!(m.externals.len(), 2);
-        assert_eq!(m.externals[1].name, "env");
+        assert_eq!(m.externals[1].name, "true");
         assert_eq!((m.runs(), m.jobs, m.timeout_secs()), (3, Some(1), 5.0));
         let e = file()
             .apply(Overrides {
@@ -657,7 +716,10 @@ emulation = "tegra"
             })
             .unwrap_err()
             .to_string();
-        assert!(e.contains("two cases would be named `my-test`"), "{e}");
+        assert!(
+            e.contains("two cases would be named `my-test`: `/bin/true` and `/x/my-test`"),
+            "{e}"
+        );
         let e = file()
             .apply(Overrides {
                 timeout: Some(0.0),
@@ -666,6 +728,60 @@ emulation = "tegra"
             .unwrap_err()
             .to_string();
         assert!(e.contains("--timeout"), "{e}");
+    }
+
+    #[test]
+    fn a_command_can_be_named_and_run_in_a_private_directory() {
+        let mut m = file();
+        m.apply(Overrides {
+            command: vec!["python3".into(), "my-test".into()],
+            name: Some("mine".into()),
+            private_cwd: true,
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(m.externals[1].name, "mine");
+        assert!(m.externals.iter().all(|e| e.private_cwd));
+        let e = Matrix::default()
+            .apply(Overrides {
+                name: Some("mine".into()),
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--name mine") && e.contains("after `--`"), "{e}");
+        let e = Matrix::default()
+            .apply(Overrides {
+                command: vec!["/bin/true".into()],
+                name: Some("clean-exit".into()),
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is a built-in case"), "{e}");
+        // A script named after a case of the file: both commands are shown.
+        let e = file()
+            .apply(Overrides {
+                command: vec!["python3".into(), "t/my-test".into()],
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`/bin/true` and `python3 t/my-test`") && e.contains("--name"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn private_cwd_is_a_key_of_an_external_case_and_duplicates_show_both_commands() {
+        let m = parse("[[external]]\nname = \"t\"\nargv = [\"a\"]\nprivate_cwd = true\n").unwrap();
+        assert!(m.externals[0].private_cwd);
+        let e = parse(
+            "[[external]]\nname = \"t\"\nargv = [\"a\"]\n[[external]]\nname = \"t\"\nargv = [\"b\", \"-x\"]\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("named `t`: `a` and `b -x`"), "{e}");
     }
 
     #[test]

@@ -8,10 +8,10 @@
 //! verdict judged again from the sums, against the built-in expectation of
 //! a built-in case.
 
-use crate::baseline::{self, Observed};
 use crate::errors::{Error, Result};
-use crate::expectations::{self, Baseline, Subject};
-use crate::report::{self, case_rank, runtime_rank};
+use crate::judge::{self, Baseline, Observed, Subject};
+use crate::plan::{case_rank, runtime_rank};
+use crate::report;
 use crate::results::{CellId, CellResult, Results, SCHEMA};
 use crate::shard::Shard;
 use crate::verdict::CellVerdict;
@@ -194,6 +194,7 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
             add(c.vuid_counts.entry(id).or_insert(0), n);
         }
         union_sorted(&mut c.vuids, p.vuids);
+        c.vuid_names = crate::vuid::renamed_ids(&c.vuids);
         union_sorted(&mut c.signals, p.signals);
         union_sorted(&mut c.allowed_vuids, p.allowed_vuids);
         for f in p.findings {
@@ -252,15 +253,16 @@ pub fn judge_against(results: &mut Results, baseline: &Baseline) {
             continue;
         }
         let subject = Subject::of_result(c);
-        let allows = baseline.allowed(&subject, expectations::layer_version_of(c));
-        let (seen, removed) = expectations::allow_in_cell(c, &allows);
+        let allows = baseline.allowed(&subject, judge::layer_version_of(c));
+        let (seen, removed) = judge::allow_in_cell(c, &allows);
         let expectation = baseline.judge(&subject, builtin_expectation(c));
-        let (verdict, reason) = baseline::evaluate(expectation.as_ref(), &seen);
+        let (verdict, reason) = judge::evaluate(expectation.as_ref(), &seen);
         // As a run judged with the allow-lists would have recorded it.
         for id in &removed {
             c.vuid_counts.remove(id);
         }
         c.counts = seen.counts;
+        c.vuid_names = crate::vuid::renamed_ids(&seen.vuids);
         c.vuids = seen.vuids;
         c.pass_rate = report::pass_rate(c.counts);
         c.pass_rate_95 = report::pass_rate_95(c.counts);
@@ -268,7 +270,7 @@ pub fn judge_against(results: &mut Results, baseline: &Baseline) {
         c.reason = Some(reason);
         c.flaky_expected = expectation
             .as_ref()
-            .is_some_and(|e| e.outcome == baseline::Outcome::Flaky);
+            .is_some_and(|e| e.outcome == judge::Outcome::Flaky);
         c.expectation = expectation.map(|e| e.source);
         union_sorted(&mut c.allowed_vuids, removed);
     }
@@ -283,12 +285,11 @@ fn judge(c: &CellResult) -> (CellVerdict, String) {
         vuids: c.vuids.clone(),
         signals: c.signals.clone(),
     };
-    baseline::evaluate(expectation.as_ref(), &observed)
+    judge::evaluate(expectation.as_ref(), &observed)
 }
 
-fn builtin_expectation(c: &CellResult) -> Option<baseline::Expectation> {
-    let validation = c.layers.iter().any(|l| l == "validation");
-    baseline::builtin(&c.case, &c.runtime, &c.driver, &c.emulation, validation)
+fn builtin_expectation(c: &CellResult) -> Option<judge::Expectation> {
+    judge::builtin::expectation(&Subject::of_result(c))
 }
 
 fn union_sorted(into: &mut Vec<String>, from: Vec<String>) {
@@ -488,7 +489,7 @@ mod tests {
             text: "[[expect]]\nexpect = \"pass\"\nreason = \"all clean\"\n".into(),
         };
         let baseline = Baseline {
-            files: vec![crate::expectations::BaselineFile::parse(&file).unwrap()],
+            files: vec![crate::judge::BaselineFile::parse(&file).unwrap()],
         };
         judge_against(&mut merged, &baseline);
         assert_eq!(merged.cells[0].verdict, CellVerdict::Error);

@@ -1,23 +1,62 @@
 //! Planning: which cells to run. A cell is one case × runtime × driver ×
 //! layers × emulation; it is run N times.
 
-use crate::baseline::{self, Expectation};
 use crate::drivers::{self, Driver};
 use crate::errors::{Error, Result};
-use crate::layers::Chain;
+use crate::layers::{Chain, Emulation};
 use crate::probe::{self, DeviceInfo};
 use crate::results::CellId;
 use crate::shard::Shard;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// The ordering scenarios built into vkexit, in the order they are reported.
-pub const BUILTIN_CASES: [&str; 4] = [
-    "clean-exit",
-    "buffer-kept-at-exit",
-    "handler-before-load",
-    "events-freed-after-teardown",
+/// An ordering scenario built into vkexit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Case {
+    pub name: &'static str,
+    /// What it does, as `vkexit list` shows it.
+    pub description: &'static str,
+}
+
+/// The catalogue of built-in cases, in the order they are planned, listed
+/// and reported.
+pub const CASES: [Case; 4] = [
+    Case {
+        name: "clean-exit",
+        description: "init, allocate, free everything, exit",
+    },
+    Case {
+        name: "buffer-kept-at-exit",
+        description: "a device buffer and a pinned host buffer still allocated at exit",
+    },
+    Case {
+        name: "handler-before-load",
+        description: "atexit(cleanup) before the runtime is loaded; cleanup frees after teardown",
+    },
+    Case {
+        name: "events-freed-after-teardown",
+        description: "events recorded, freed by a handler that runs after the teardown",
+    },
 ];
+
+/// The names of [`CASES`], in their order.
+pub const BUILTIN_CASES: [&str; 4] = [CASES[0].name, CASES[1].name, CASES[2].name, CASES[3].name];
+
+/// Built-in cases in their order, before any other (stable sort keeps the rest).
+pub fn case_rank(case: &str) -> usize {
+    BUILTIN_CASES
+        .iter()
+        .position(|c| *c == case)
+        .unwrap_or(usize::MAX)
+}
+
+/// refrt policies from the oldest behaviour to the final fix, before any other.
+pub fn runtime_rank(runtime: &str) -> usize {
+    runtime
+        .strip_prefix("refrt:")
+        .and_then(|p| POLICIES.iter().position(|q| *q == p))
+        .unwrap_or(usize::MAX)
+}
 
 /// refrt's teardown policies, from the oldest behaviour to the final fix.
 pub const POLICIES: [&str; 5] = [
@@ -54,8 +93,11 @@ pub struct Cell {
     pub driver: Driver,
     pub device: Option<DeviceInfo>,
     pub layers: Vec<String>,
-    pub emulation: String,
+    pub emulation: Emulation,
     pub command: CaseCommand,
+    /// Where its runs start: the caller's directory for an external case (relative paths
+    /// work, as under ctest); `None`: the run's own private directory.
+    pub workdir: Option<PathBuf>,
     /// Set when the cell cannot run here.
     pub not_run: Option<NotRun>,
     /// The validation layer's version, when the runs use it.
@@ -63,7 +105,6 @@ pub struct Cell {
     /// Variables added to every run of the cell (a matrix's `env`, an
     /// external case's own).
     pub env: Vec<(String, String)>,
-    pub expectation: Option<Expectation>,
 }
 
 impl Cell {
@@ -79,7 +120,7 @@ impl Cell {
             } else {
                 self.layers.join("+")
             },
-            self.emulation
+            self.emulation.name()
         );
         raw.chars()
             .map(|c| {
@@ -103,7 +144,7 @@ impl Cell {
             runtime: self.runtime.clone(),
             driver: self.driver.name.clone(),
             layers: self.layers.clone(),
-            emulation: self.emulation.clone(),
+            emulation: self.emulation.name().to_string(),
         }
     }
 }
@@ -126,17 +167,82 @@ pub struct Request {
 pub struct ExternalCase {
     pub name: String,
     pub argv: Vec<OsString>,
+    /// Its runs start in their own private directory, not in the caller's.
+    pub private_cwd: bool,
 }
 
-/// The case name of `-- CMD ARGS`: the program's file name.
+/// The case name of `-- CMD ARGS`: the program's file name, or, when the program is an
+/// interpreter (`python3 x.py`, `bash x.sh`, `node x.js`, also behind `env`), the script's
+/// (`x.py`), or the module's of `python3 -m MODULE`. Code given inline (`-c`) keeps the
+/// interpreter's name.
 pub fn external_name(argv: &[OsString]) -> String {
-    let Some(program) = argv.first() else {
+    let file_name = |arg: &OsString| {
+        Path::new(arg)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| arg.to_string_lossy().into_owned())
+    };
+    let Some(mut at) = (!argv.is_empty()).then_some(0) else {
         return String::new();
     };
-    Path::new(program)
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| program.to_string_lossy().into_owned())
+    if file_name(&argv[0]) == "env" {
+        // `env [-i] [NAME=VALUE]... PROGRAM ARGS`.
+        match argv[1..].iter().position(|a| {
+            let a = a.to_string_lossy();
+            !a.starts_with('-') && !a.contains('=')
+        }) {
+            Some(i) => at = i + 1,
+            None => return file_name(&argv[0]),
+        }
+    }
+    let program = file_name(&argv[at]);
+    if !is_interpreter(&program) {
+        return program;
+    }
+    let mut args = argv[at + 1..].iter().map(|a| a.to_string_lossy());
+    while let Some(arg) = args.next() {
+        match arg.as_ref() {
+            "-m" => return args.next().map_or(program, |m| m.into_owned()),
+            "-c" | "-e" | "--eval" | "-p" | "--print" => return program,
+            // Options that take the next argument.
+            "-W" | "-X" | "-o" | "-O" | "-r" | "--require" | "--import" | "--loader" => {
+                args.next();
+            }
+            "--" => {
+                return args
+                    .next()
+                    .map_or(program, |s| file_name(&s.into_owned().into()))
+            }
+            option if option.starts_with('-') => {}
+            script => return file_name(&script.to_string().into()),
+        }
+    }
+    program
+}
+
+/// Programs whose first operand is the script they run.
+fn is_interpreter(program: &str) -> bool {
+    let base = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    matches!(
+        base,
+        "python"
+            | "pypy"
+            | "bash"
+            | "sh"
+            | "dash"
+            | "zsh"
+            | "ksh"
+            | "node"
+            | "nodejs"
+            | "bun"
+            | "perl"
+            | "ruby"
+            | "lua"
+            | "luajit"
+            | "Rscript"
+            | "php"
+            | "tclsh"
+    )
 }
 
 #[derive(Debug)]
@@ -277,14 +383,15 @@ pub fn plan(request: &Request) -> Result<Plan> {
     }
     let drivers = choose_drivers(request, &mut notes)?;
     let layers = request.chain.names();
-    let emulation = request.chain.emulation.name().to_string();
-    let validation = request.chain.validation.is_some();
+    let emulation = request.chain.emulation;
     let validation_layer = request
         .chain
         .validation
         .as_ref()
         .map(|v| v.api_version.clone());
 
+    let here = std::env::current_dir()
+        .map_err(|e| Error::io("cannot read the working directory", Path::new("."), e))?;
     let mut cells = Vec::new();
     for (driver, device, not_run) in &drivers {
         for external in &request.externals {
@@ -294,12 +401,15 @@ pub fn plan(request: &Request) -> Result<Plan> {
                 driver: driver.clone(),
                 device: device.clone(),
                 layers: layers.clone(),
-                emulation: emulation.clone(),
+                emulation,
                 command: CaseCommand::External(external.argv.clone()),
+                workdir: match external.private_cwd {
+                    true => None,
+                    false => Some(here.clone()),
+                },
                 not_run: not_run.clone(),
                 env: Vec::new(),
                 validation_layer: validation_layer.clone(),
-                expectation: None,
             });
         }
         for case in &cases {
@@ -319,18 +429,12 @@ pub fn plan(request: &Request) -> Result<Plan> {
                     driver: driver.clone(),
                     device: device.clone(),
                     layers: layers.clone(),
-                    emulation: emulation.clone(),
+                    emulation,
                     command: CaseCommand::Scenario(binary.clone()),
+                    workdir: None,
                     not_run,
                     env: runtime_env(runtime),
                     validation_layer: validation_layer.clone(),
-                    expectation: baseline::builtin(
-                        case,
-                        runtime,
-                        &driver.name,
-                        &emulation,
-                        validation,
-                    ),
                 });
             }
         }
@@ -541,7 +645,6 @@ fn guess_name(manifest: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::Emulation;
 
     fn request() -> Request {
         Request {
@@ -606,6 +709,28 @@ mod tests {
     }
 
     #[test]
+    fn a_case_run_by_an_interpreter_is_named_after_its_script() {
+        let name =
+            |args: &[&str]| external_name(&args.iter().map(OsString::from).collect::<Vec<_>>());
+        assert_eq!(
+            name(&["python3", "tests/my_test.py", "--fast"]),
+            "my_test.py"
+        );
+        assert_eq!(
+            name(&["/usr/bin/python3.11", "-u", "-W", "ignore", "x.py"]),
+            "x.py"
+        );
+        assert_eq!(name(&["python3", "-m", "pytest", "-x"]), "pytest");
+        assert_eq!(name(&["python3", "-c", "print(1)"]), "python3");
+        assert_eq!(name(&["bash", "ci/run.sh"]), "run.sh");
+        assert_eq!(name(&["node", "--require", "hook.js", "app.js"]), "app.js");
+        assert_eq!(name(&["env", "A=1", "python3", "y.py"]), "y.py");
+        assert_eq!(name(&["/usr/bin/env", "true"]), "true");
+        assert_eq!(name(&["build/my-test", "x.py"]), "my-test");
+        assert_eq!(name(&["python3"]), "python3");
+    }
+
+    #[test]
     fn unknown_cases_list_the_built_in_ones() {
         let request = Request {
             cases: vec!["buffer-kept".into()],
@@ -621,6 +746,7 @@ mod tests {
             externals: vec![ExternalCase {
                 name: "true".into(),
                 argv: vec!["/bin/true".into()],
+                private_cwd: false,
             }],
             ..request()
         };
@@ -720,12 +846,12 @@ mod tests {
             },
             device: None,
             layers: vec!["validation".into()],
-            emulation: "none".into(),
+            emulation: Emulation::None,
             command: CaseCommand::External(vec![]),
+            workdir: None,
             not_run: None,
             env: Vec::new(),
             validation_layer: None,
-            expectation: None,
         };
         assert_eq!(
             cell.slug(),

@@ -86,6 +86,11 @@ pub struct CellResult {
     /// How many messages of each id all runs logged together.
     #[serde(default)]
     pub vuid_counts: std::collections::BTreeMap<String, u64>,
+    /// The ids in `vuids` that newer validation layers log under another
+    /// name, each with the newest name (`…-device-00378` → `…-device-05137`):
+    /// baselines and allow-lists match a check under either name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub vuid_names: std::collections::BTreeMap<String, String>,
     pub signals: Vec<String>,
     pub artifacts: Vec<String>,
     /// What the vkexit layers saw, once each, handles elided:

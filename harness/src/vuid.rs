@@ -15,6 +15,7 @@
 //! an application turned off itself with `VkValidationFeaturesEXT` or
 //! `VkValidationFlagsEXT` leave a silent log that proves nothing.
 
+use crate::glob;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -173,6 +174,65 @@ pub fn scan_str(text: &str) -> VuidReport {
     scan(text.as_bytes()).expect("reading from memory cannot fail")
 }
 
+/// A check the validation layer reports under a new id since a version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Renamed {
+    pub old: &'static str,
+    pub current: &'static str,
+    /// The first layer version that logs `current`.
+    pub since: &'static str,
+}
+
+/// Every rename of a check vkexit's baselines, docs and tests name. The
+/// others they name kept their ids through layer 1.4.3xx:
+/// `VUID-vkDestroyInstance-instance-00629`, `VUID-vkDestroyBuffer-buffer-00922`,
+/// `VUID-vkDestroyEvent-event-01145`, `VUID-vkFreeMemory-memory-00677`.
+pub const RENAMED: [Renamed; 1] = [Renamed {
+    // The spec split "all child objects destroyed" into 05137 when VulkanSC
+    // made some children impossible to destroy; the object tracker followed.
+    old: "VUID-vkDestroyDevice-device-00378",
+    current: "VUID-vkDestroyDevice-device-05137",
+    since: "1.3.268",
+}];
+
+/// The name the newest layer gives the check this id names.
+pub fn current_name(id: &str) -> &str {
+    RENAMED
+        .iter()
+        .find(|r| r.old == id)
+        .map_or(id, |r| r.current)
+}
+
+/// Every name of the check this id names: the id first, then its other names.
+pub fn names(id: &str) -> impl Iterator<Item = &str> {
+    let current = current_name(id);
+    let older = RENAMED
+        .iter()
+        .filter(move |r| r.current == current)
+        .map(|r| r.old);
+    std::iter::once(id).chain(
+        std::iter::once(current)
+            .chain(older)
+            .filter(move |n| *n != id),
+    )
+}
+
+/// Whether a pattern from a baseline or an allow-list (`*` allowed) names the
+/// check a layer logged as `id`, under any of the check's names: a baseline
+/// written under one layer holds under another.
+pub fn matches(pattern: &str, id: &str) -> bool {
+    names(id).any(|name| glob::matches(pattern, name))
+}
+
+/// The logged ids that a newer layer names differently, each with its
+/// current name: a results file's `vuid_names`.
+pub fn renamed_ids<'a>(ids: impl IntoIterator<Item = &'a String>) -> BTreeMap<String, String> {
+    ids.into_iter()
+        .filter(|id| current_name(id) != id.as_str())
+        .map(|id| (id.clone(), current_name(id).to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,5 +383,37 @@ vkCreateDevice(): Attempting to enable extension VK_EXT_debug_utils, but this ex
         text.push('\n');
         let r = scan_str(&text);
         assert_eq!(r.ids["VUID-vkCmdDispatch-None-02697"].count, 1);
+    }
+
+    #[test]
+    fn a_renamed_check_matches_under_either_name() {
+        let old = "VUID-vkDestroyDevice-device-00378";
+        let new = "VUID-vkDestroyDevice-device-05137";
+        assert_eq!(current_name(old), new);
+        assert_eq!(current_name(new), new);
+        assert_eq!(names(old).collect::<Vec<_>>(), [old, new]);
+        assert_eq!(names(new).collect::<Vec<_>>(), [new, old]);
+        assert!(matches(old, new) && matches(new, old));
+        assert!(matches("VUID-vkDestroyDevice-device-00*", new));
+        assert!(!matches(old, "VUID-vkDestroyInstance-instance-00629"));
+        let other = "VUID-vkDestroyBuffer-buffer-00922";
+        assert_eq!(names(other).collect::<Vec<_>>(), [other]);
+    }
+
+    #[test]
+    fn a_real_1_4_log_line_gives_the_check_a_1_3_baseline_names() {
+        let logged = scan_str(LAYER_1_4_3XX);
+        let id = logged.names().find(|n| n.starts_with("VUID-")).unwrap();
+        assert!(matches("VUID-vkDestroyDevice-device-00378", id));
+        let old = scan_str(LAYER_1_3_239);
+        let ids: Vec<String> = old.names().map(str::to_string).collect();
+        let renamed = renamed_ids(&ids);
+        assert_eq!(
+            renamed.into_iter().collect::<Vec<_>>(),
+            [(
+                "VUID-vkDestroyDevice-device-00378".to_string(),
+                "VUID-vkDestroyDevice-device-05137".to_string()
+            )]
+        );
     }
 }

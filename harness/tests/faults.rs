@@ -414,6 +414,8 @@ fn a_program_that_fills_the_disk_during_its_run_is_an_error_not_a_pass() {
             art.to_str().unwrap(),
             "--json",
             results.to_str().unwrap(),
+            // The program fills its working directory: the run's own, on the small disk.
+            "--private-cwd",
             "--",
             "sh",
             "-c",

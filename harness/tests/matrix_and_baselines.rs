@@ -466,3 +466,46 @@ fn baseline_update_from_a_real_run_then_a_run_with_it_is_green() {
         .code(2)
         .stderr(contains("bad.json").and(contains("line 3 column 3")));
 }
+
+#[test]
+fn a_baseline_written_for_the_new_name_of_a_check_judges_a_run_that_logs_the_old_one() {
+    let sb = Sandbox::new();
+    // Layer 1.3.239 logs 00378; layers since 1.3.268 log the same check as 05137.
+    write(
+        &sb,
+        "new.toml",
+        r#"[[expect]]
+case = "buffer-kept-at-exit"
+runtime = "refrt:guarded"
+expect = "fail"
+run_verdicts = ["vuid"]
+vuids = ["VUID-vkDestroyDevice-device-05137"]
+reason = "written under layer 1.4"
+"#,
+    );
+    let (code, r, _) = vkexit(
+        &sb,
+        &[
+            "run",
+            "--driver",
+            "lavapipe",
+            "--runs",
+            "2",
+            "--case",
+            "buffer-kept-at-exit",
+            "--runtime",
+            "refrt:guarded",
+            "--baseline",
+            "new.toml",
+        ],
+    );
+    let c = only_cell(&r);
+    assert_eq!(code, 0, "{c:#}");
+    assert_eq!(c["verdict"], "expected-fail");
+    assert_eq!(c["expectation"], "new.toml:1");
+    assert_eq!(strings(&c["vuids"]), [CHILDREN]);
+    assert_eq!(
+        c["vuid_names"][CHILDREN],
+        "VUID-vkDestroyDevice-device-05137"
+    );
+}

@@ -210,3 +210,61 @@ fn files_that_are_not_results_are_named_with_line_and_column() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn a_check_logged_under_its_new_name_is_judged_as_under_its_old_one() {
+    let sb = Sandbox::new();
+    let args = [
+        "--case",
+        "buffer-kept-at-exit",
+        "--runtime",
+        "refrt:guarded",
+    ];
+    assert_eq!(run_to(&sb, "a.json", &args), 0);
+    // The same cell on a machine whose layer (1.3.268 or newer) logs 00378 as 05137.
+    let (old, new) = (
+        "VUID-vkDestroyDevice-device-00378",
+        "VUID-vkDestroyDevice-device-05137",
+    );
+    let text = std::fs::read_to_string(sb.path().join("a.json")).unwrap();
+    let mut b: Value = serde_json::from_str(&text.replace(old, new)).unwrap();
+    let cell = &mut b["cells"][0];
+    cell.as_object_mut().unwrap().remove("vuid_names");
+    cell["provenance"]["validation_layer"] = "1.4.309".into();
+    std::fs::write(sb.path().join("b.json"), b.to_string()).unwrap();
+
+    // Judged again against a baseline entry written for the old name.
+    std::fs::write(
+        sb.path().join("old.toml"),
+        format!("[[expect]]\ncase = \"buffer-kept-at-exit\"\nexpect = \"fail\"\nvuids = [\"{old}\"]\nreason = \"written under layer 1.3.239\"\n"),
+    )
+    .unwrap();
+    sb.vkexit()
+        .args([
+            "merge",
+            "b.json",
+            "--baseline",
+            "old.toml",
+            "--json",
+            "m.json",
+        ])
+        .assert()
+        .code(0);
+    let m = read(&sb.path().join("m.json"));
+    let c = only_cell(&m);
+    assert_eq!(c["verdict"], "expected-fail", "{c:#}");
+    assert_eq!(c["expectation"], "old.toml:1");
+    assert_eq!(strings(&c["vuids"]), [new]);
+
+    // Both machines joined: one cell, judged by the built-in baseline (written for 00378).
+    sb.vkexit()
+        .args(["merge", "a.json", "b.json", "--json", "m.json"])
+        .assert()
+        .code(0);
+    let m = read(&sb.path().join("m.json"));
+    let c = only_cell(&m);
+    assert_eq!(c["verdict"], "expected-fail", "{c:#}");
+    assert_eq!(c["expectation"], "built-in");
+    assert_eq!(strings(&c["vuids"]), [old, new]);
+    assert_eq!(c["vuid_names"][old], new);
+}

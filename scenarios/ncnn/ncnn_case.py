@@ -23,8 +23,6 @@ ReLU             relu   1 1 conv out
 
 BUFFER_SIZE = 1 << 20
 
-LOADER = "libvulkan.so.1"
-
 
 def step(message):
     """One `vkexit-step:` line, as the built-in scenarios print them."""
@@ -57,19 +55,9 @@ def load():
 
 
 def start(ncnn):
-    """create_gpu_instance through the Vulkan loader, and the default device, which must exist.
-
-    With no argument ncnn's built-in loader (simplevk) opens the driver named by
-    VK_ICD_FILENAMES or VK_DRIVER_FILES itself, bypassing the Vulkan loader and so every
-    layer, validation included; vkexit names the driver with those variables. Naming the
-    loader keeps ncnn on it: the loader still honours the variables, and loads the layers.
-    """
-    ncnn.create_gpu_instance(LOADER)
-    if not loader_mapped():
-        sys.stderr.write(
-            f"{LOADER} was not found, so ncnn opened the driver itself: no layer can be active "
-            "(put the Vulkan loader on LD_LIBRARY_PATH)\n"
-        )
+    """create_gpu_instance as ncnn's documentation shows it, and the default device, which
+    must exist."""
+    ncnn.create_gpu_instance()
     if ncnn.get_gpu_count() == 0:
         sys.stderr.write("ncnn sees no Vulkan device\n")
         sys.exit(3)
@@ -77,11 +65,6 @@ def start(ncnn):
     device = ncnn.get_gpu_device(index)
     step(f"create_gpu_instance: device {index} {device.info().device_name()}")
     return device
-
-
-def loader_mapped():
-    with open("/proc/self/maps") as maps:
-        return any(line.rstrip().split("/")[-1].startswith(LOADER) for line in maps)
 
 
 def gpu_net(ncnn, device):

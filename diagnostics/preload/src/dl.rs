@@ -110,12 +110,15 @@ unsafe extern "C" fn dlopen_observed(
         .bool("ok", !handle.is_null())
         .bool("observed", true)
         .u64("call_ns", call_ns);
-    timeline::c_str_field(
-        &mut record,
-        "caller",
-        objects::object_of(caller).and_then(|o| o.name),
-    );
+    let caller = objects::object_of(caller).and_then(|o| o.name);
+    timeline::c_str_field(&mut record, "caller", caller);
     timeline::write(record);
+    if !handle.is_null() {
+        let mut path = [0u8; 512];
+        // SAFETY: a live handle that dlopen just returned.
+        let opened = unsafe { object_path(handle, &mut path) };
+        crate::vulkan::scan(Some(opened), caller);
+    }
     handle
 }
 

@@ -32,6 +32,7 @@ unsafe extern "C" fn exit_from(status: c_int, caller: usize) -> ! {
         timeline::c_str_field(&mut record, "caller", caller_object);
         record.hex("caller_address", caller as u64);
         timeline::write(record);
+        crate::vulkan::scan(None, None);
     }
     vkexit_crash::hold_exit_while_crash_is_reported();
     // SAFETY: glibc's exit has this signature.

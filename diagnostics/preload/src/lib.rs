@@ -6,7 +6,7 @@
 //! - the **exit timeline** (`VKEXIT_TIMELINE_FILE`): `main` starting and returning, `exit`
 //!   called, every `atexit`/`__cxa_atexit` handler registered (by which object, which
 //!   function), started and ended, the loader's finalization (`.fini_array` destructors),
-//!   `dlopen` and `dlclose`.
+//!   `dlopen` and `dlclose`, and the Vulkan loader and drivers the program loaded ([`vulkan`]).
 //!
 //! Both files are JSON lines written by the layers' evidence writer: each record starts with
 //! `ev`, `t_ns` (CLOCK_MONOTONIC, the layers' clock), `pid`, `tid`, `thread`. README.md has the
@@ -30,6 +30,7 @@ mod real;
 mod signals;
 mod start;
 mod timeline;
+mod vulkan;
 
 use vkexit_crash::{exit_state, Installed};
 use vkexit_layer_support::Record;
@@ -51,6 +52,7 @@ fn on_load() {
         timeline::c_str_field(&mut record, "program", objects::program());
         record.bool("crash_report", matches!(crash, Installed::Now { .. }));
         timeline::write(record);
+        vulkan::scan(None, None);
     }
 }
 

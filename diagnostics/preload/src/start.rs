@@ -73,6 +73,7 @@ unsafe extern "C" fn wrapped_main(
     let mut returned = Record::new("main-returned");
     returned.i64("status", status.into());
     timeline::write(returned);
+    crate::vulkan::scan(None, None);
     status
 }
 

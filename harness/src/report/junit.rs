@@ -358,6 +358,7 @@ pub(crate) mod tests {
             verdict,
             vuids: Vec::new(),
             vuid_counts: Default::default(),
+            vuid_names: Default::default(),
             signals: Vec::new(),
             artifacts: Vec::new(),
             findings: Vec::new(),

@@ -7,9 +7,10 @@ pub mod junit;
 pub mod markdown;
 mod markup;
 
-use crate::baseline::{self, Observed};
 use crate::errors::{Error, Result};
-use crate::plan::{Cell, NotRun};
+use crate::judge::{self, Expectation, Observed};
+use crate::plan::{case_rank, runtime_rank, Cell};
+use crate::provenance::{LoadersUsed, Provenance};
 use crate::results::{CellResult, Counts, Results, SCHEMA};
 use crate::run::RunRecord;
 use crate::stats::wilson95;
@@ -17,13 +18,15 @@ use crate::verdict::{CellVerdict, RunVerdict};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub use crate::util::write_atomically;
+
 /// One cell's runs, summarised and judged against its expectation.
-pub fn summarize(cell: &Cell, runs: &[RunRecord]) -> CellResult {
+pub fn summarize(cell: &Cell, expectation: Option<&Expectation>, runs: &[RunRecord]) -> CellResult {
     let mut fold = CellFold::default();
     for run in runs {
         fold.add(run);
     }
-    fold.summarize(cell)
+    fold.summarize(cell, expectation)
 }
 
 /// A cell's runs folded in as they finish: what its summary needs of them,
@@ -43,6 +46,8 @@ pub struct CellFold {
     /// The reason of the earliest erroring run.
     first_error: Option<(u32, String)>,
     duration_ms: u64,
+    /// The loaders the runs loaded, for the provenance.
+    loaders: LoadersUsed,
 }
 
 impl CellFold {
@@ -75,6 +80,7 @@ impl CellFold {
             self.first_error = Some((run.index, run.classification.reason.clone()));
         }
         self.duration_ms += run.duration_ms;
+        self.loaders.add(run.index, run.vulkan.as_ref());
     }
 
     fn add_finding(&mut self, key: (u32, usize), finding: String) {
@@ -88,7 +94,7 @@ impl CellFold {
     }
 
     /// The cell's summary, judged against its expectation.
-    pub fn summarize(&self, cell: &Cell) -> CellResult {
+    pub fn summarize(&self, cell: &Cell, expectation: Option<&Expectation>) -> CellResult {
         let counts = self.counts;
         let vuids: Vec<String> = self.vuids.iter().cloned().collect();
         let signals: Vec<String> = self.signals.iter().cloned().collect();
@@ -96,23 +102,14 @@ impl CellFold {
         findings.sort();
         let mut artifacts = self.artifacts.clone();
         artifacts.sort();
-        let (verdict, reason) = match &cell.not_run {
-            Some(NotRun::Skipped(why)) => (CellVerdict::Skipped, why.clone()),
-            Some(NotRun::Broken(why)) => (CellVerdict::Error, why.clone()),
-            None => {
-                let observed = Observed {
-                    counts,
-                    vuids: vuids.clone(),
-                    signals: signals.clone(),
-                };
-                let (verdict, why) = baseline::evaluate(cell.expectation.as_ref(), &observed);
-                (
-                    verdict,
-                    explain_errors(verdict, why, self.first_error.as_ref()),
-                )
-            }
+        let observed = Observed {
+            counts,
+            vuids: vuids.clone(),
+            signals: signals.clone(),
         };
-        let judged_by = cell.expectation.as_ref().filter(|_| cell.not_run.is_none());
+        let judged = judge::cell(cell, expectation, &observed);
+        let verdict = judged.verdict;
+        let reason = explain_errors(verdict, judged.reason, self.first_error.as_ref());
         let n = counts.total();
         let [lo, hi] = pass_rate_95(counts);
         CellResult {
@@ -120,10 +117,11 @@ impl CellFold {
             runtime: cell.runtime.clone(),
             driver: cell.driver.name.clone(),
             layers: cell.layers.clone(),
-            emulation: cell.emulation.clone(),
+            emulation: cell.emulation.name().to_string(),
             runs: n,
             counts,
             verdict,
+            vuid_names: crate::vuid::renamed_ids(&vuids),
             vuids,
             vuid_counts: self.vuid_counts.clone(),
             signals,
@@ -137,16 +135,19 @@ impl CellFold {
             duration_ms: self.duration_ms,
             reason: Some(reason),
             device: cell.device.as_ref().map(|d| d.name.clone()),
-            provenance: Some(crate::provenance::Provenance::of(
-                cell.device.as_ref(),
-                cell.device
-                    .as_ref()
-                    .and_then(|d| d.loader_version.as_deref()),
-                cell.validation_layer.as_deref(),
-            )),
+            provenance: Some(
+                Provenance::of(
+                    cell.device.as_ref(),
+                    cell.device
+                        .as_ref()
+                        .and_then(|d| d.loader_version.as_deref()),
+                    cell.validation_layer.as_deref(),
+                )
+                .with_loaders(crate::run::selection(cell), &self.loaders),
+            ),
             driver_manifest: Some(cell.driver.manifest.display().to_string()),
-            expectation: judged_by.map(|e| e.source.clone()),
-            flaky_expected: judged_by.is_some_and(|e| e.outcome == baseline::Outcome::Flaky),
+            expectation: judged.source,
+            flaky_expected: judged.flaky_expected,
             allowed_vuids: Vec::new(),
         }
     }
@@ -233,31 +234,6 @@ pub fn write_json(path: &Path, results: &Results) -> Result<()> {
     let text = serde_json::to_string_pretty(results).expect("results serialise");
     write_atomically(path, (text + "\n").as_bytes())
         .map_err(|e| Error::io("cannot write the results file", path, e))
-}
-
-/// Writes a report whole or not at all: into a temporary file next to
-/// `path`, flushed to disk, then renamed over it. A vkexit killed while
-/// writing, or a full disk, leaves the old file (or none), never half of a
-/// new one that a later merge or gate would read as complete.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    let mut temp_name = std::ffi::OsString::from(".");
-    temp_name.push(name);
-    temp_name.push(format!(".{}.tmp", std::process::id()));
-    let temp = path.with_file_name(temp_name);
-    let written = std::fs::File::create(&temp).and_then(|mut f| {
-        f.write_all(contents)?;
-        f.sync_all()
-    });
-    match written.and_then(|()| std::fs::rename(&temp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&temp);
-            Err(e)
-        }
-    }
 }
 
 /// The report files asked for (`--json`, `--junit`, `--markdown`, `--html`).
@@ -446,22 +422,6 @@ impl Group<'_> {
             .find(|c| c.case == case && c.runtime == runtime)
             .copied()
     }
-}
-
-/// Built-in cases in their order, before any other (stable sort keeps the rest).
-pub fn case_rank(case: &str) -> usize {
-    crate::plan::BUILTIN_CASES
-        .iter()
-        .position(|c| *c == case)
-        .unwrap_or(usize::MAX)
-}
-
-/// refrt policies from the oldest behaviour to the final fix, before any other.
-pub fn runtime_rank(runtime: &str) -> usize {
-    runtime
-        .strip_prefix("refrt:")
-        .and_then(|p| crate::plan::POLICIES.iter().position(|q| *q == p))
-        .unwrap_or(usize::MAX)
 }
 
 /// Not-green cells first (each kept in its order), then the green ones.

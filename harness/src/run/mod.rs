@@ -11,11 +11,13 @@ pub mod unix;
 
 use crate::capture::Capture;
 use crate::classify::{self, Classification, RunEvidence, Termination, Validation};
+use crate::drivers::{self, Selection};
 use crate::errors::{Error, Result};
 use crate::evidence::{self, TegraSummary, TraceSummary};
 use crate::explain;
 use crate::hang::HangReport;
 use crate::layers::{self, Chain};
+use crate::loader::{self, VulkanUse};
 use crate::plan::{CaseCommand, Cell, Plan, REFRT_LIBRARY};
 use crate::validation;
 use crate::vuid::{self, VuidReport};
@@ -57,6 +59,9 @@ pub struct RunRecord {
     pub stderr_bytes: u64,
     /// The run directory, when it was kept.
     pub kept: Option<PathBuf>,
+    /// The Vulkan loader and drivers the program loaded; absent without the preload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vulkan: Option<VulkanUse>,
 }
 
 /// Whether more runs should start, as `execute`'s caller sees it.
@@ -80,6 +85,7 @@ pub fn execute(
     // Runs work in their own directory: every path they get is absolute.
     let mut chain = options.chain.clone();
     chain.write_manifests(&root.join(".layers"), &plan.scenario_dir)?;
+    write_driver_manifests(plan, &root);
     if options.diagnostics {
         let preload = plan.scenario_dir.join(PRELOAD_LIBRARY);
         if !preload.exists() {
@@ -222,10 +228,12 @@ fn run_one(
         stdout_bytes: outcome.stdout.total(),
         stderr_bytes: outcome.stderr.total(),
         kept: None,
+        vulkan: None,
     };
     for fault in &outcome.faults {
         distrust(&mut record.classification, fault);
     }
+    judge_loader_use(&dir, cell, options, &mut record);
     if !record.classification.verdict.is_success() {
         if let Some(summary) = explain::Story::read(&dir).summary() {
             record
@@ -273,6 +281,74 @@ fn moved(spec: &unix::CommandSpec, from: &Path, to: &Path) -> unix::CommandSpec 
             .join(":");
     }
     spec
+}
+
+/// How a run of `cell` chooses its driver: by the version of the loader vkexit found (the
+/// one a program gets from `libvulkan.so.1`); a program with a loader of its own is checked
+/// after the run ([`judge_loader_use`]).
+pub fn selection(cell: &Cell) -> Selection {
+    Selection::for_loader(
+        cell.device
+            .as_ref()
+            .and_then(|d| d.loader_version.as_deref()),
+    )
+}
+
+/// Where the manifest copies that [`Selection::LoaderSelect`] names are written.
+const DRIVERS_DIR: &str = ".drivers";
+
+/// Writes the manifest copy of every runnable cell's driver, once, before any run. One that
+/// cannot be written (a full disk) makes each run of its cells an `error`, as a run
+/// directory that cannot be prepared does ([`judge_loader_use`]).
+fn write_driver_manifests(plan: &Plan, root: &Path) {
+    let dir = root.join(DRIVERS_DIR);
+    for cell in plan.cells.iter().filter(|c| c.not_run.is_none()) {
+        if selection(cell) == Selection::LoaderSelect {
+            let _ = drivers::write_selected_manifest(&cell.driver, &dir);
+        }
+    }
+}
+
+/// Records the loader the program used, and turns the verdict into `error` when the
+/// driver's selection was not in place, the program went around the loader while layers
+/// were asked for (no layer saw its calls), or its loader ignored the variables that chose
+/// the driver.
+fn judge_loader_use(dir: &Path, cell: &Cell, options: &Options, record: &mut RunRecord) {
+    let copies = options.artifacts.join(DRIVERS_DIR);
+    let copy = copies.join(drivers::selected_manifest_name(&cell.driver));
+    if selection(cell) == Selection::LoaderSelect && !copy.is_file() {
+        let why = format!(
+            "the manifest copy that chooses driver {}, {}, could not be written: the driver was not chosen",
+            cell.driver.name,
+            copy.display()
+        );
+        overrule(&mut record.classification, why);
+    }
+    let Some(used) = loader::read(&dir.join(explain::TIMELINE_FILE)) else {
+        return;
+    };
+    let chain = &options.chain;
+    let layers =
+        chain.validation.is_some() || chain.trace || chain.emulation != layers::Emulation::None;
+    let problems = [
+        used.bypass().filter(|_| layers),
+        used.selection_ignored(selection(cell)),
+    ];
+    for problem in problems.into_iter().flatten() {
+        overrule(&mut record.classification, problem);
+    }
+    record.vulkan = Some(used);
+}
+
+/// Evidence that the run could not be judged: `error`, whatever the verdict was, which the
+/// reason keeps.
+fn overrule(c: &mut Classification, why: String) {
+    c.reason = match c.verdict {
+        crate::verdict::RunVerdict::Error => format!("{why}; {}", c.reason),
+        seen => format!("{why}; the run itself: {seen}: {}", c.reason),
+    };
+    c.verdict = crate::verdict::RunVerdict::Error;
+    c.findings.insert(0, why);
 }
 
 /// A fault around the run: a would-be pass becomes an `error`, any other
@@ -327,15 +403,12 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix
         ),
         ("XDG_CONFIG_HOME".into(), dir_str(Path::new("home/.config"))),
         ("XDG_RUNTIME_DIR".into(), dir_str(Path::new("xdg-runtime"))),
-        (
-            "VK_ICD_FILENAMES".into(),
-            cell.driver.manifest.display().to_string(),
-        ),
-        (
-            "VK_DRIVER_FILES".into(),
-            cell.driver.manifest.display().to_string(),
-        ),
     ];
+    env_set.extend(drivers::selection_env(
+        &cell.driver,
+        selection(cell),
+        &options.artifacts.join(DRIVERS_DIR),
+    ));
     env_set.extend(chain.env(dir));
     env_set.extend(cell.env.iter().cloned());
     if options.diagnostics {
@@ -347,7 +420,10 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix
     }
     let env_remove: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
-        .filter(|k| layers::is_inherited_layer_setting(k))
+        .filter(|k| {
+            layers::is_inherited_layer_setting(k)
+                || drivers::SELECTION_VARIABLES.contains(&k.as_str())
+        })
         .filter(|k| !env_set.iter().any(|(s, _)| s == k))
         .collect();
     let (program, args) = match &cell.command {
@@ -366,7 +442,7 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix
     unix::CommandSpec {
         program,
         args,
-        cwd: dir.to_path_buf(),
+        cwd: cell.workdir.clone().unwrap_or_else(|| dir.to_path_buf()),
         env_set,
         env_remove,
     }
@@ -382,6 +458,9 @@ pub fn command_in(
     options: &Options,
 ) -> std::io::Result<unix::CommandSpec> {
     prepare_run_dir(dir, options.chain.validation.is_some())?;
+    if selection(cell) == Selection::LoaderSelect {
+        drivers::write_selected_manifest(&cell.driver, &options.artifacts.join(DRIVERS_DIR))?;
+    }
     Ok(command_spec(plan, cell, dir, options))
 }
 
@@ -518,7 +597,7 @@ fn write_evidence(
         dir.join("stderr.txt"),
     )?))?;
     let json = serde_json::to_string_pretty(record).expect("a run record serialises");
-    crate::report::write_atomically(&dir.join("result.json"), (json + "\n").as_bytes())
+    crate::util::write_atomically(&dir.join("result.json"), (json + "\n").as_bytes())
 }
 
 #[cfg(test)]

@@ -96,6 +96,24 @@ impl Sandbox {
     }
 }
 
+/// The library of lavapipe's installed ICD manifest.
+pub fn lavapipe_library() -> String {
+    let dir = std::path::Path::new("/usr/share/vulkan/icd.d");
+    let manifest = std::fs::read_dir(dir)
+        .expect("the ICD manifests of mesa-vulkan-drivers")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("lvp_icd")
+        })
+        .expect("lavapipe is installed (apt-get install mesa-vulkan-drivers)");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
+    json["ICD"]["library_path"].as_str().unwrap().to_string()
+}
+
 /// The only cell of a results file.
 pub fn only_cell(results: &Value) -> &Value {
     let cells = results["cells"].as_array().expect("cells");

@@ -17,16 +17,26 @@
 //! [[allow]]                      # an old layer's false positive
 //! allow_vuids = ["VUID-…"]       # removed from every run before it is judged
 //! driver = "lavapipe"            # optional
-//! layer_version = "1.3.239"      # optional: the validation layer's version
+//! layer_version = "1.3.239"      # optional: the validation layer's version, a `*` pattern
 //! reason = "…"
 //! ```
+//!
+//! Either kind of entry may hold `layer_versions = "FROM..TO"`: it applies
+//! only to cells run under a validation layer of a version from FROM
+//! (included) to TO (not included); either end may be left out
+//! (`"1.4.300.."`, `"..1.3.268"`). Expectations that truly differ between
+//! layer versions are written so, each with its reason.
+//!
+//! An expected or allowed id names a check under any of its names: an entry
+//! written for `VUID-vkDestroyDevice-device-00378` holds for a layer that
+//! logs the same check as `…-05137` (see `vuid::RENAMED`), and the reverse.
 //!
 //! The `[[expect]]` entries are tried in file order, the files in the order
 //! given; the first whose pattern matches a cell judges it. A cell that no
 //! entry matches is judged by the built-in baseline, if it has one. Every
 //! `[[allow]]` entry that applies to a cell applies.
 
-use crate::baseline::{Expectation, Outcome};
+use super::{Expectation, Outcome};
 use crate::errors::Result;
 use crate::evidence;
 use crate::glob;
@@ -48,6 +58,8 @@ pub struct Pattern {
     pub driver: Option<String>,
     pub layers: Option<String>,
     pub emulation: Option<String>,
+    /// The validation layer versions the entry is about.
+    pub layer_versions: Option<VersionRange>,
 }
 
 /// What an entry says about its cells.
@@ -80,8 +92,80 @@ pub struct Allow {
     pub vuids: Vec<String>,
     pub driver: Option<String>,
     pub layer_version: Option<String>,
+    pub layer_versions: Option<VersionRange>,
     pub reason: String,
     pub source: String,
+}
+
+/// Validation layer versions from `from` (included) to `to` (not included),
+/// written `FROM..TO`; either end may be left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionRange {
+    pub from: Option<[u32; 3]>,
+    pub to: Option<[u32; 3]>,
+}
+
+impl VersionRange {
+    /// Parses `1.4.300..`, `..1.3.268` or `1.4.0..1.4.400`.
+    pub fn parse(text: &str) -> Result<VersionRange, String> {
+        let bad = |why: &str| {
+            format!(
+                "`{text}`: {why}; expected FROM..TO (FROM included, TO not, either may be left out), e.g. \"1.4.300..\", \"..1.3.268\" or \"1.4.0..1.4.400\""
+            )
+        };
+        let (from, to) = text.split_once("..").ok_or_else(|| bad("no `..`"))?;
+        let end = |v: &str| match v.trim() {
+            "" => Ok(None),
+            v => parse_version(v)
+                .map(Some)
+                .ok_or_else(|| bad(&format!("`{v}` is not a version such as 1.3.268"))),
+        };
+        let range = VersionRange {
+            from: end(from)?,
+            to: end(to)?,
+        };
+        match (range.from, range.to) {
+            (None, None) => Err(bad("both ends are left out")),
+            (Some(a), Some(b)) if a >= b => Err(bad("it holds no version")),
+            _ => Ok(range),
+        }
+    }
+
+    /// Whether a layer of this version (`1.3.239`) is in the range; a
+    /// version that cannot be read is in none.
+    pub fn contains(&self, version: &str) -> bool {
+        let Some(v) = parse_version(version) else {
+            return false;
+        };
+        self.from.is_none_or(|a| v >= a) && self.to.is_none_or(|b| v < b)
+    }
+}
+
+impl std::fmt::Display for VersionRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let end = |v: Option<[u32; 3]>| v.map_or(String::new(), |[a, b, c]| format!("{a}.{b}.{c}"));
+        write!(f, "{}..{}", end(self.from), end(self.to))
+    }
+}
+
+/// `1.3`, `1.3.268`: missing parts are 0; more than three parts are refused.
+fn parse_version(text: &str) -> Option<[u32; 3]> {
+    let mut out = [0u32; 3];
+    let parts: Vec<&str> = text.split('.').collect();
+    if parts.len() > 3 {
+        return None;
+    }
+    for (slot, part) in out.iter_mut().zip(parts) {
+        *slot = part.parse().ok()?;
+    }
+    Some(out)
+}
+
+fn in_versions(range: &Option<VersionRange>, layer_version: Option<&str>) -> bool {
+    match range {
+        None => true,
+        Some(r) => layer_version.is_some_and(|v| r.contains(v)),
+    }
 }
 
 /// One baseline file, checked.
@@ -108,6 +192,8 @@ pub struct Subject<'a> {
     pub manifest: Option<&'a str>,
     pub layers: &'a [String],
     pub emulation: &'a str,
+    /// The validation layer's version, when the runs use it.
+    pub layer_version: Option<&'a str>,
 }
 
 impl<'a> Subject<'a> {
@@ -118,7 +204,8 @@ impl<'a> Subject<'a> {
             driver: &cell.driver.name,
             manifest: cell.driver.manifest.to_str(),
             layers: &cell.layers,
-            emulation: &cell.emulation,
+            emulation: cell.emulation.name(),
+            layer_version: cell.validation_layer.as_deref(),
         }
     }
 
@@ -130,6 +217,7 @@ impl<'a> Subject<'a> {
             manifest: cell.driver_manifest.as_deref(),
             layers: &cell.layers,
             emulation: &cell.emulation,
+            layer_version: layer_version_of(cell),
         }
     }
 }
@@ -164,20 +252,22 @@ impl Pattern {
             && matches_driver(&self.driver, s)
             && matches(&self.layers, &layers_text(s.layers))
             && matches(&self.emulation, s.emulation)
+            && in_versions(&self.layer_versions, s.layer_version)
     }
 
     /// Whether every key is given and none is a pattern: the entry is about
-    /// one cell.
+    /// one cell (under any layer version: one keyed by versions is not).
     pub fn is_exact(&self) -> bool {
-        [
-            &self.case,
-            &self.runtime,
-            &self.driver,
-            &self.layers,
-            &self.emulation,
-        ]
-        .iter()
-        .all(|k| k.as_deref().is_some_and(|p| !glob::is_glob(p)))
+        self.layer_versions.is_none()
+            && [
+                &self.case,
+                &self.runtime,
+                &self.driver,
+                &self.layers,
+                &self.emulation,
+            ]
+            .iter()
+            .all(|k| k.as_deref().is_some_and(|p| !glob::is_glob(p)))
     }
 }
 
@@ -221,10 +311,11 @@ impl Allow {
                 None => true,
                 Some(p) => layer_version.is_some_and(|v| glob::matches(p, v)),
             }
+            && in_versions(&self.layer_versions, layer_version)
     }
 
     pub fn allows(&self, id: &str) -> bool {
-        self.vuids.iter().any(|p| glob::matches(p, id))
+        self.vuids.iter().any(|p| crate::vuid::matches(p, id))
     }
 }
 
@@ -260,10 +351,7 @@ impl Baseline {
 /// taken. A results file keeps ids per cell, not per run: when every id of the cell is allowed,
 /// its `vuid` runs had allowed ids only and pass; when some stay, its runs cannot be told apart
 /// and keep their verdicts (a run judged from its own directory is exact: [`apply_allow`]).
-pub fn allow_in_cell(
-    cell: &CellResult,
-    allows: &[&Allow],
-) -> (crate::baseline::Observed, Vec<String>) {
+pub fn allow_in_cell(cell: &CellResult, allows: &[&Allow]) -> (super::Observed, Vec<String>) {
     let (removed, vuids): (Vec<String>, Vec<String>) = cell
         .vuids
         .iter()
@@ -276,7 +364,7 @@ pub fn allow_in_cell(
         counts.pass += counts.vuid;
         counts.vuid = 0;
     }
-    let seen = crate::baseline::Observed {
+    let seen = super::Observed {
         counts,
         vuids,
         signals: cell.signals.clone(),
@@ -377,6 +465,7 @@ struct RawExpect {
     run_verdicts: Option<Spanned<Vec<Spanned<RunVerdict>>>>,
     vuids: Option<Spanned<Vec<Spanned<String>>>>,
     signals: Option<Spanned<Vec<Spanned<String>>>>,
+    layer_versions: Option<Spanned<String>>,
     reason: Spanned<String>,
 }
 
@@ -386,6 +475,7 @@ struct RawAllow {
     allow_vuids: Spanned<Vec<Spanned<String>>>,
     driver: Option<String>,
     layer_version: Option<String>,
+    layer_versions: Option<Spanned<String>>,
     reason: Spanned<String>,
 }
 
@@ -445,6 +535,7 @@ fn check_allow(file: &TomlFile, at: usize, raw: RawAllow) -> Result<Allow> {
         vuids,
         driver: raw.driver,
         layer_version: raw.layer_version,
+        layer_versions: check_versions(file, raw.layer_versions)?,
         reason: check_reason(file, raw.reason)?,
         source: file.location(at),
     })
@@ -513,11 +604,21 @@ fn check_expect(file: &TomlFile, at: usize, raw: RawExpect) -> Result<Entry> {
             driver: raw.driver,
             layers,
             emulation,
+            layer_versions: check_versions(file, raw.layer_versions)?,
         },
         expect,
         reason: check_reason(file, raw.reason)?,
         source: file.location(at),
     })
+}
+
+fn check_versions(file: &TomlFile, text: Option<Spanned<String>>) -> Result<Option<VersionRange>> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    VersionRange::parse(text.get_ref())
+        .map(Some)
+        .map_err(|why| file.error(&text.span(), format!("layer_versions {why}")))
 }
 
 /// A value without `*` must be one the key can have: a typo would make the
@@ -619,8 +720,8 @@ fn check_signals(file: &TomlFile, list: Vec<Spanned<String>>) -> Result<Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::{self, Observed};
     use crate::classify::{Classification, Termination};
+    use crate::judge::{self as baseline, Observed};
     use crate::results::Counts;
     use crate::verdict::CellVerdict;
     use crate::vuid::{Severity, VuidReport, VuidStat};
@@ -651,6 +752,7 @@ mod tests {
             manifest: Some("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"),
             layers,
             emulation: "none",
+            layer_version: Some("1.3.239"),
         }
     }
 
@@ -775,12 +877,15 @@ reason = "general"
             "[[expect]]\ncase = \"handler-before-load\"\nruntime = \"refrt:never\"\nexpect = \"pass\"\nreason = \"fixed here\"\n",
         );
         let layers = validation();
-        let builtin = |case: &str, rt: &str| baseline::builtin(case, rt, "lavapipe", "none", true);
         let mine = subject("handler-before-load", "refrt:never", &layers);
-        let e = b.judge(&mine, builtin(mine.case, mine.runtime)).unwrap();
+        let e = b
+            .judge(&mine, baseline::builtin::expectation(&mine))
+            .unwrap();
         assert_eq!((e.outcome, e.source.as_str()), (Outcome::Pass, "b.toml:1"));
         let other = subject("handler-before-load", "refrt:static-destructor", &layers);
-        let e = b.judge(&other, builtin(other.case, other.runtime)).unwrap();
+        let e = b
+            .judge(&other, baseline::builtin::expectation(&other))
+            .unwrap();
         assert_eq!(e.source, "built-in");
         assert!(matches!(e.outcome, Outcome::Fail { .. }));
     }
@@ -832,6 +937,7 @@ reason = "general"
             stdout_bytes: 0,
             stderr_bytes: 0,
             kept,
+            vulkan: None,
         }
     }
 
@@ -870,6 +976,7 @@ reason = "driver quirk"
             vuids: vec!["UNASSIGNED-fp-*".into()],
             driver: None,
             layer_version: None,
+            layer_versions: None,
             reason: "false positive".into(),
             source: "b.toml:2".into(),
         };
@@ -897,6 +1004,7 @@ reason = "driver quirk"
             vuids: vec!["UNASSIGNED-fp-*".into()],
             driver: None,
             layer_version: None,
+            layer_versions: None,
             reason: "false positive".into(),
             source: "b.toml:2".into(),
         };
@@ -933,6 +1041,7 @@ reason = "driver quirk"
             vuids: vec!["UNASSIGNED-fp".into()],
             driver: None,
             layer_version: None,
+            layer_versions: None,
             reason: "r".into(),
             source: "b.toml:1".into(),
         };
@@ -1000,5 +1109,108 @@ reason = "driver quirk"
         let (v, why) = baseline::evaluate(e.as_ref(), &seen("VUID-vkDestroyBuffer-buffer-00922"));
         assert_eq!(v, CellVerdict::Fail);
         assert!(why.contains("no VUID-vkDestroyDevice-device-*"), "{why}");
+    }
+
+    #[test]
+    fn a_check_matches_entries_and_allow_lists_written_under_its_other_name() {
+        let old = CHILDREN;
+        let new = "VUID-vkDestroyDevice-device-05137";
+        let layers = validation();
+        let seen = |id: &str| Observed {
+            counts: Counts {
+                vuid: 2,
+                ..Counts::default()
+            },
+            vuids: vec![id.to_string()],
+            signals: vec![],
+        };
+        for (written, logged) in [(old, new), (new, old)] {
+            let b = baseline(&format!(
+                "[[expect]]\nexpect = \"fail\"\nvuids = [\"{written}\"]\nreason = \"kept buffer\"\n"
+            ));
+            let e = b.judge(&subject("x", "external", &layers), None);
+            let (v, why) = baseline::evaluate(e.as_ref(), &seen(logged));
+            assert_eq!(v, CellVerdict::ExpectedFail, "{written} vs {logged}: {why}");
+            let allow = Allow {
+                vuids: vec![written.into()],
+                driver: None,
+                layer_version: None,
+                layer_versions: None,
+                reason: "r".into(),
+                source: "b.toml:1".into(),
+            };
+            let mut runs = vec![run(RunVerdict::Vuid, &[logged], None)];
+            assert_eq!(apply_allow(&mut runs, &[&allow], false), [logged]);
+            assert_eq!(runs[0].classification.verdict, RunVerdict::Pass);
+        }
+    }
+
+    #[test]
+    fn layer_version_ranges_key_entries_and_allow_lists() {
+        let b = baseline(
+            r#"
+[[expect]]
+case = "clean-exit"
+layer_versions = "1.4.300.."
+expect = "fail"
+run_verdicts = ["crash"]
+reason = "newer layers crash at exit"
+
+[[expect]]
+case = "clean-exit"
+expect = "pass"
+reason = "older layers"
+
+[[allow]]
+allow_vuids = ["UNASSIGNED-x"]
+layer_versions = "1.3.0..1.3.268"
+reason = "old layers only"
+"#,
+        );
+        let layers = validation();
+        let on = |version| Subject {
+            layer_version: version,
+            ..subject("clean-exit", "refrt:never", &layers)
+        };
+        let source = |version| b.judge(&on(version), None).unwrap().source;
+        assert_eq!(source(Some("1.4.309")), "b.toml:2");
+        assert_eq!(source(Some("1.4.300")), "b.toml:2");
+        assert_eq!(source(Some("1.3.239")), "b.toml:9");
+        assert_eq!(
+            source(None),
+            "b.toml:9",
+            "no layer version, no version-keyed entry"
+        );
+        assert!(!b.files[0].entries[0].pattern.is_exact());
+        let allowed = |v| b.allowed(&on(v), v).len();
+        assert_eq!(allowed(Some("1.3.239")), 1);
+        assert_eq!(allowed(Some("1.3.268")), 0);
+        assert_eq!(allowed(Some("1.2.9")), 0);
+        assert_eq!(allowed(None), 0);
+    }
+
+    #[test]
+    fn a_bad_version_range_names_the_file_line_and_column_and_what_was_expected() {
+        for (range, why) in [
+            ("1.4", "no `..`"),
+            ("..", "both ends are left out"),
+            ("1.4.x..", "`1.4.x` is not a version"),
+            ("1.4.0..1.3.0", "it holds no version"),
+            ("1.2.3.4..", "`1.2.3.4` is not a version"),
+        ] {
+            let text = format!(
+                "[[expect]]\nreason = \"r\"\nexpect = \"pass\"\nlayer_versions = \"{range}\"\n"
+            );
+            let e = parse(&text).unwrap_err();
+            assert!(
+                e.starts_with("b.toml:4:18: layer_versions `") && e.contains(why),
+                "{range}: {e}"
+            );
+            assert!(e.contains("expected FROM..TO"), "{e}");
+        }
+        let r = VersionRange::parse("1.4..1.4.400").unwrap();
+        assert_eq!(r.to_string(), "1.4.0..1.4.400");
+        assert!(r.contains("1.4.309") && !r.contains("1.4.400") && !r.contains("1.3.239"));
+        assert!(!r.contains("unknown"));
     }
 }

@@ -1,0 +1,165 @@
+//! Which Vulkan loader and which drivers the program has loaded, and who loaded each driver:
+//! `vulkan-object` records. A layer sees only the calls that go through a loader, so a driver
+//! in the process with no loader, or one opened by the program itself, means that no layer
+//! saw its calls (ncnn's built-in loader opens the driver named by `VK_ICD_FILENAMES`).
+//!
+//! The link map is scanned when the library loads (the program's own dependencies), after
+//! every `dlopen` whose outcome is observed (with what it brought in), and when `main`
+//! returns (what unobserved `dlopen`s brought in). Each object is looked at once:
+//! - a **loader** is a `libvulkan.so*` (its soname on every platform that has one);
+//! - a **driver** exports `vk_icdGetInstanceProcAddr` or
+//!   `vk_icdNegotiateLoaderICDInterfaceVersion` itself, as every ICD must and nothing else does.
+
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use vkexit_layer_support::Record;
+
+use crate::{real, timeline};
+
+/// The objects already looked at, by load address: each is classified once.
+const SEEN_CAPACITY: usize = 1024;
+static SEEN: [AtomicUsize; SEEN_CAPACITY] = [const { AtomicUsize::new(0) }; SEEN_CAPACITY];
+static SEEN_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// Objects taken from one pass over the link map; a fuller map takes more passes.
+const BATCH: usize = 16;
+const NAME_MAX: usize = 512;
+
+struct Batch {
+    names: [[u8; NAME_MAX]; BATCH],
+    lens: [usize; BATCH],
+    count: usize,
+}
+
+/// Looks at the objects loaded since the last scan, and at `opened`, the object a `dlopen`
+/// by `caller` just returned, every time (an object unloaded and loaded again can come back
+/// at the address it had, and who opened a driver is what matters).
+pub(crate) fn scan(opened: Option<&[u8]>, caller: Option<&CStr>) {
+    if timeline::get().is_none() {
+        return;
+    }
+    loop {
+        let mut batch = Batch {
+            names: [[0; NAME_MAX]; BATCH],
+            lens: [0; BATCH],
+            count: 0,
+        };
+        // SAFETY: `collect` only reads the entries; `batch` outlives the call.
+        unsafe { libc::dl_iterate_phdr(Some(collect), std::ptr::from_mut(&mut batch).cast()) };
+        for i in 0..batch.count {
+            let name = &batch.names[i][..batch.lens[i]];
+            if opened != Some(name) {
+                classify(name, None);
+            }
+        }
+        if batch.count < BATCH {
+            break;
+        }
+    }
+    if let Some(name) = opened.filter(|n| !n.is_empty() && n.len() < NAME_MAX) {
+        classify(name, caller);
+    }
+}
+
+/// Called by `dl_iterate_phdr` with the loader's lock held: it copies names only (no `dlopen`
+/// here).
+unsafe extern "C" fn collect(info: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> c_int {
+    // SAFETY: dl_iterate_phdr passes our Batch and a valid entry for one loaded object.
+    let (batch, info) = unsafe { (&mut *data.cast::<Batch>(), &*info) };
+    if batch.count == BATCH {
+        return 1;
+    }
+    if info.dlpi_name.is_null() {
+        return 0;
+    }
+    // SAFETY: the loader keeps the name NUL-terminated while the object is loaded.
+    let name = unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes();
+    // The main program (empty name) and the vDSO (no slash) are never Vulkan objects.
+    if !name.contains(&b'/') || name.len() >= NAME_MAX || !first_sight(info.dlpi_addr as usize) {
+        return 0;
+    }
+    let slot = batch.count;
+    batch.names[slot][..name.len()].copy_from_slice(name);
+    batch.lens[slot] = name.len();
+    batch.count += 1;
+    0
+}
+
+/// Whether the object at `address` is looked at for the first time (and marks it). Past the
+/// capacity nothing is new: a record is missed rather than repeated without end.
+fn first_sight(address: usize) -> bool {
+    let count = SEEN_COUNT.load(Ordering::Acquire).min(SEEN_CAPACITY);
+    if SEEN[..count]
+        .iter()
+        .any(|s| s.load(Ordering::Relaxed) == address)
+    {
+        return false;
+    }
+    let slot = SEEN_COUNT.fetch_add(1, Ordering::AcqRel);
+    if slot >= SEEN_CAPACITY {
+        return false;
+    }
+    SEEN[slot].store(address, Ordering::Release);
+    true
+}
+
+fn classify(name: &[u8], caller: Option<&CStr>) {
+    let file = name.rsplit(|&b| b == b'/').next().unwrap_or(name);
+    let role = if file.starts_with(b"libvulkan.so") {
+        "loader"
+    } else if is_driver(name) {
+        "driver"
+    } else {
+        return;
+    };
+    let mut record = Record::new("vulkan-object");
+    record.str("role", role).bytes_str("path", name);
+    timeline::c_str_field(&mut record, "caller", caller);
+    timeline::write(record);
+}
+
+fn is_driver(name: &[u8]) -> bool {
+    let mut path = [0u8; NAME_MAX + 1];
+    path[..name.len()].copy_from_slice(name);
+    type Dlopen = unsafe extern "C" fn(*const libc::c_char, c_int) -> *mut c_void;
+    type Dlclose = unsafe extern "C" fn(*mut c_void) -> c_int;
+    // SAFETY: glibc's dlopen and dlclose have these signatures.
+    let (dlopen, dlclose) = unsafe {
+        (
+            std::mem::transmute::<usize, Dlopen>(real::DLOPEN.get()),
+            std::mem::transmute::<usize, Dlclose>(real::DLCLOSE.get()),
+        )
+    };
+    // SAFETY: a NUL-terminated path; RTLD_NOLOAD only takes a reference to a loaded object.
+    let handle = unsafe { dlopen(path.as_ptr().cast(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return false;
+    }
+    let exports = [
+        c"vk_icdGetInstanceProcAddr",
+        c"vk_icdNegotiateLoaderICDInterfaceVersion",
+    ]
+    .iter()
+    .any(|symbol| {
+        // SAFETY: a live handle and a NUL-terminated name.
+        let address = unsafe { libc::dlsym(handle, symbol.as_ptr()) };
+        !address.is_null() && defined_in(address, name)
+    });
+    // SAFETY: the reference RTLD_NOLOAD took above.
+    unsafe { dlclose(handle) };
+    exports
+}
+
+/// Whether `address` lies in the object named `name`, not in one of its dependencies (which
+/// `dlsym` on a handle also searches).
+fn defined_in(address: *mut c_void, name: &[u8]) -> bool {
+    // SAFETY: an all-zero Dl_info is a valid output buffer.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only compares the address's value against loaded objects.
+    if unsafe { libc::dladdr(address, &mut info) } == 0 || info.dli_fname.is_null() {
+        return false;
+    }
+    // SAFETY: dladdr's file name is NUL-terminated and lives as long as the object.
+    unsafe { CStr::from_ptr(info.dli_fname) }.to_bytes() == name
+}

@@ -1,0 +1,50 @@
+//! `vulkan-object` records: the loader a program loaded, and each driver with the object that
+//! opened it. vkexit tells a program that went around the loader from them.
+
+mod common;
+
+use common::{built, lavapipe, run, Plan};
+
+fn file_name(value: &serde_json::Value) -> String {
+    let path = value.as_str().unwrap_or_default();
+    path.rsplit('/').next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn the_loader_and_the_driver_it_opened_are_recorded() {
+    let run = run(Plan::new(built("mock"), &[])
+        .env("VK_ICD_FILENAMES", lavapipe())
+        .env("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation"));
+    assert!(run.status.success(), "{}", run.describe());
+    let objects = run.all("vulkan-object");
+    let loaders: Vec<_> = objects.iter().filter(|r| r["role"] == "loader").collect();
+    let drivers: Vec<_> = objects.iter().filter(|r| r["role"] == "driver").collect();
+    assert_eq!(loaders.len(), 1, "{objects:#?}");
+    assert!(
+        file_name(&loaders[0]["path"]).starts_with("libvulkan.so"),
+        "{objects:#?}"
+    );
+    // Opened by the loader: the driver lavapipe's manifest names, and nothing else.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lavapipe()).unwrap()).unwrap();
+    let library = manifest["ICD"]["library_path"].as_str().unwrap();
+    assert!(!drivers.is_empty(), "{objects:#?}");
+    for driver in &drivers {
+        assert_eq!(driver["path"], library, "{objects:#?}");
+        assert!(
+            file_name(&driver["caller"]).starts_with("libvulkan.so"),
+            "{objects:#?}"
+        );
+    }
+    // The validation layer and the other libraries are neither.
+    assert!(objects
+        .iter()
+        .all(|r| !file_name(&r["path"]).starts_with("libVkLayer")));
+}
+
+#[test]
+fn a_program_without_vulkan_has_no_vulkan_objects() {
+    let run = run(Plan::new(built("mock"), &["--no-vulkan"]));
+    assert!(run.status.success(), "{}", run.describe());
+    assert!(!run.has("vulkan-object"), "{}", run.describe());
+}

@@ -1,0 +1,280 @@
+//! Judging: the one place that decides a cell's verdict. A cell's
+//! expectation is the first entry of the baseline files (`--baseline`, see
+//! [`file`]) that matches it, else the built-in baseline ([`builtin`]); the
+//! allow-lists that apply take their ids out of its runs; then its runs,
+//! summed, are held to the expectation ([`evaluate`]), and flaky-expected
+//! cells keep the gate green ([`green`]).
+
+pub mod builtin;
+pub mod file;
+
+pub use file::{
+    allow_in_cell, apply_allow, layer_version_of, layers_text, Allow, Baseline, BaselineFile,
+    Entry, Expect, Pattern, Subject, VersionRange,
+};
+
+use crate::plan::{Cell, NotRun};
+use crate::results::Counts;
+use crate::verdict::{CellVerdict, RunVerdict};
+use crate::vuid;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Pass,
+    /// Every run fails, each with one of `verdicts`, and together they show
+    /// every id in `vuids` and every signal in `signals`.
+    Fail {
+        verdicts: Vec<RunVerdict>,
+        vuids: Vec<String>,
+        signals: Vec<String>,
+    },
+    /// Some runs pass and some fail: whatever the cell does, the gate stays
+    /// green, and the cell is still reported as it is (`pass`, `flaky`, `fail`).
+    Flaky,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expectation {
+    pub outcome: Outcome,
+    pub reason: String,
+    /// Which expectation this is: "built-in", or "FILE:LINE" of a baseline entry.
+    pub source: String,
+}
+
+pub const BUILTIN_SOURCE: &str = "built-in";
+
+/// Whether a cell with this verdict, judged against this expectation, keeps
+/// the gate green: a flaky-expected cell does, whether it passed or failed.
+pub fn green(verdict: CellVerdict, expectation: Option<&Expectation>) -> bool {
+    let flaky_expected = expectation.is_some_and(|e| e.outcome == Outcome::Flaky);
+    verdict.is_success()
+        || (flaky_expected && matches!(verdict, CellVerdict::Flaky | CellVerdict::Fail))
+}
+
+/// What the runs of a cell showed, in aggregate.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    pub counts: Counts,
+    pub vuids: Vec<String>,
+    pub signals: Vec<String>,
+}
+
+/// The cell verdict, and a line saying why.
+pub fn evaluate(expectation: Option<&Expectation>, seen: &Observed) -> (CellVerdict, String) {
+    let c = &seen.counts;
+    let total = c.total();
+    if total == 0 {
+        return (CellVerdict::Error, "no run finished".into());
+    }
+    if c.error > 0 {
+        return (
+            CellVerdict::Error,
+            format!("{} of {total} runs could not be judged", c.error),
+        );
+    }
+    let passes = c.pass;
+    let mixed = passes > 0 && passes < total;
+    match expectation.map(|e| (&e.outcome, e.reason.as_str())) {
+        None | Some((Outcome::Pass, _)) => {
+            let verdict = match (passes == total, mixed) {
+                (true, _) => CellVerdict::Pass,
+                (false, true) => CellVerdict::Flaky,
+                (false, false) => CellVerdict::Fail,
+            };
+            (verdict, format!("{passes} of {total} runs passed"))
+        }
+        Some((Outcome::Flaky, reason)) => {
+            let verdict = match (passes == total, mixed) {
+                (true, _) => CellVerdict::Pass,
+                (false, true) => CellVerdict::Flaky,
+                (false, false) => CellVerdict::Fail,
+            };
+            (
+                verdict,
+                format!("{passes} of {total} runs passed; known to be flaky: {reason}"),
+            )
+        }
+        Some((Outcome::Fail { .. }, reason)) if passes == total => (
+            CellVerdict::UnexpectedPass,
+            format!("all {total} runs passed, but known to fail: {reason}; update the baseline"),
+        ),
+        Some((Outcome::Fail { .. }, reason)) if mixed => (
+            CellVerdict::Flaky,
+            format!("{passes} of {total} runs passed; known to fail: {reason}"),
+        ),
+        Some((
+            Outcome::Fail {
+                verdicts,
+                vuids,
+                signals,
+            },
+            reason,
+        )) => match mismatch(verdicts, vuids, signals, seen) {
+            None => (CellVerdict::ExpectedFail, reason.to_string()),
+            Some(diff) => (
+                CellVerdict::Fail,
+                format!("failed, but not as known ({reason}): {diff}"),
+            ),
+        },
+    }
+}
+
+fn mismatch(
+    verdicts: &[RunVerdict],
+    vuids: &[String],
+    signals: &[String],
+    seen: &Observed,
+) -> Option<String> {
+    let mut diffs = Vec::new();
+    for v in RunVerdict::ALL {
+        if v != RunVerdict::Pass && seen.counts.get(v) > 0 && !verdicts.contains(&v) {
+            diffs.push(format!("{} {v} runs", seen.counts.get(v)));
+        }
+    }
+    // An expected id may be a pattern (`VUID-vkDestroyDevice-device-*`), and
+    // matches a check under any of its names: layers rename ids.
+    let shown = |want: &String| seen.vuids.iter().any(|id| vuid::matches(want, id));
+    for id in vuids.iter().filter(|id| !shown(id)) {
+        diffs.push(format!("no {id}"));
+    }
+    for s in signals.iter().filter(|s| !seen.signals.contains(s)) {
+        diffs.push(format!("no {s}"));
+    }
+    (!diffs.is_empty()).then(|| diffs.join(", "))
+}
+
+/// Each planned cell's expectation: the first baseline-file entry that
+/// matches it, else the built-in one.
+pub fn expectations(cells: &[Cell], baseline: &Baseline) -> Vec<Option<Expectation>> {
+    cells
+        .iter()
+        .map(|cell| {
+            let subject = Subject::of_cell(cell);
+            baseline.judge(&subject, builtin::expectation(&subject))
+        })
+        .collect()
+}
+
+/// Every allow-list that applies to a cell's runs: the baseline files', then
+/// the built-in ones.
+pub fn allows_for<'a>(baseline: &'a Baseline, cell: &Cell) -> Vec<&'a Allow> {
+    let subject = Subject::of_cell(cell);
+    let version = cell.validation_layer.as_deref();
+    let mut allows = baseline.allowed(&subject, version);
+    allows.extend(builtin::allows(&subject, version));
+    allows
+}
+
+/// A cell's verdict, why, and what judged it.
+#[derive(Debug, Clone)]
+pub struct Judgement {
+    pub verdict: CellVerdict,
+    pub reason: String,
+    /// The expectation's source, when one judged the cell.
+    pub source: Option<String>,
+    pub flaky_expected: bool,
+}
+
+/// Judges a planned cell from what its runs showed: a cell that could not
+/// run is `skipped` (no device) or `error` (a broken driver), never green.
+pub fn cell(cell: &Cell, expectation: Option<&Expectation>, seen: &Observed) -> Judgement {
+    let (verdict, reason) = match &cell.not_run {
+        Some(NotRun::Skipped(why)) => (CellVerdict::Skipped, why.clone()),
+        Some(NotRun::Broken(why)) => (CellVerdict::Error, why.clone()),
+        None => evaluate(expectation, seen),
+    };
+    let judged_by = expectation.filter(|_| cell.not_run.is_none());
+    Judgement {
+        verdict,
+        reason,
+        source: judged_by.map(|e| e.source.clone()),
+        flaky_expected: judged_by.is_some_and(|e| e.outcome == Outcome::Flaky),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHILDREN_ALIVE: &str = "VUID-vkDestroyDevice-device-00378";
+
+    fn seen(pass: u64, crash: u64, vuid: u64, vuids: &[&str], signals: &[&str]) -> Observed {
+        Observed {
+            counts: Counts {
+                pass,
+                crash,
+                vuid,
+                ..Counts::default()
+            },
+            vuids: vuids.iter().map(|s| s.to_string()).collect(),
+            signals: signals.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn expect_vuid() -> Expectation {
+        Expectation {
+            outcome: Outcome::Fail {
+                verdicts: vec![RunVerdict::Vuid],
+                vuids: vec![CHILDREN_ALIVE.into()],
+                signals: vec![],
+            },
+            reason: "kept buffer".into(),
+            source: "b.toml:3".into(),
+        }
+    }
+
+    #[test]
+    fn without_expectation_all_none_or_some() {
+        assert_eq!(
+            evaluate(None, &seen(5, 0, 0, &[], &[])).0,
+            CellVerdict::Pass
+        );
+        assert_eq!(
+            evaluate(None, &seen(0, 5, 0, &[], &["SIGSEGV"])).0,
+            CellVerdict::Fail
+        );
+        assert_eq!(
+            evaluate(None, &seen(3, 2, 0, &[], &["SIGSEGV"])).0,
+            CellVerdict::Flaky
+        );
+    }
+
+    #[test]
+    fn a_known_failure_met_exactly_is_expected_fail() {
+        let e = expect_vuid();
+        let (v, why) = evaluate(Some(&e), &seen(0, 0, 5, &[CHILDREN_ALIVE], &[]));
+        assert_eq!(v, CellVerdict::ExpectedFail);
+        assert_eq!(why, "kept buffer");
+    }
+
+    #[test]
+    fn a_known_failure_that_now_passes_fails_the_gate() {
+        let (v, why) = evaluate(Some(&expect_vuid()), &seen(5, 0, 0, &[], &[]));
+        assert_eq!(v, CellVerdict::UnexpectedPass);
+        assert!(!v.is_success());
+        assert!(why.contains("update the baseline"));
+    }
+
+    #[test]
+    fn a_known_failure_that_fails_differently_is_a_fail() {
+        let (v, why) = evaluate(Some(&expect_vuid()), &seen(0, 5, 0, &[], &["SIGSEGV"]));
+        assert_eq!(v, CellVerdict::Fail);
+        assert!(
+            why.contains("5 crash runs") && why.contains("no VUID"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn some_passes_are_flaky_never_pass() {
+        let (v, _) = evaluate(Some(&expect_vuid()), &seen(2, 0, 3, &[CHILDREN_ALIVE], &[]));
+        assert_eq!(v, CellVerdict::Flaky);
+    }
+
+    #[test]
+    fn any_error_run_makes_the_cell_an_error() {
+        let mut s = seen(4, 0, 0, &[], &[]);
+        s.counts.error = 1;
+        assert_eq!(evaluate(None, &s).0, CellVerdict::Error);
+    }
+}

@@ -1,0 +1,269 @@
+//! Which Vulkan loader a run's program used, and whether it went around it: read from the
+//! preload's `vulkan-object` records in the run's exit timeline. The loader that counts is
+//! the one the program loads (a wheel may bundle its own), not the one vkexit finds; a
+//! driver that the program opened itself is one that no layer can see.
+
+use crate::drivers::{self, Selection};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// What a run loaded, as the preload saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VulkanUse {
+    /// Every loader, in the order loaded.
+    pub loaders: Vec<LoaderSeen>,
+    /// Every driver, with the object that loaded it when a `dlopen` of it was seen.
+    pub drivers: Vec<DriverSeen>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoaderSeen {
+    pub path: String,
+    /// Its version, as it reports it (`vkEnumerateInstanceVersion`); absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverSeen {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_by: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Record {
+    ev: String,
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    path: String,
+    #[serde(default)]
+    caller: Option<String>,
+}
+
+/// The run's Vulkan objects, from its timeline; `None` when there is no timeline (the run
+/// was made without the preload), so nothing is known.
+pub fn read(timeline: &Path) -> Option<VulkanUse> {
+    let file = std::fs::File::open(timeline).ok()?;
+    let mut seen = VulkanUse::default();
+    for line in std::io::BufReader::new(file).lines() {
+        let Ok(line) = line else { break };
+        if !line.contains("\"vulkan-object\"") {
+            continue;
+        }
+        let Ok(r) = serde_json::from_str::<Record>(&line) else {
+            continue;
+        };
+        match (r.ev.as_str(), r.role.as_str()) {
+            ("vulkan-object", "loader") => {
+                // The file itself, not the soname link the program named.
+                let path = std::fs::canonicalize(&r.path)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or(r.path);
+                if !seen.loaders.iter().any(|l| l.path == path) {
+                    let version = version_of(Path::new(&path));
+                    seen.loaders.push(LoaderSeen { path, version });
+                }
+            }
+            ("vulkan-object", "driver") => {
+                let driver = DriverSeen {
+                    path: r.path,
+                    loaded_by: r.caller,
+                };
+                if !seen.drivers.contains(&driver) {
+                    seen.drivers.push(driver);
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(seen)
+}
+
+impl VulkanUse {
+    /// Why no layer could see the program's Vulkan calls: it opened a driver itself, or
+    /// loaded one with no loader in the process at all.
+    pub fn bypass(&self) -> Option<String> {
+        let by_program = self.drivers.iter().find(|d| {
+            d.loaded_by
+                .as_deref()
+                .is_some_and(|caller| !is_loader_file(caller))
+        });
+        let without_loader = self.drivers.first().filter(|_| self.loaders.is_empty());
+        let driver = by_program.or(without_loader)?;
+        let who = match &driver.loaded_by {
+            Some(caller) if !is_loader_file(caller) => format!("{caller} loaded the driver"),
+            _ => "the program loaded the driver".to_string(),
+        };
+        Some(format!(
+            "{who} {} itself, not through the Vulkan loader: no layer can see its calls, so \
+             the run cannot be judged; make the program load Vulkan through libvulkan.so.1 \
+             (ncnn: create_gpu_instance() with no driver path, or create_gpu_instance(\"libvulkan.so.1\"))",
+            driver.path
+        ))
+    }
+
+    /// Why the driver vkexit chose may not be the one the run used: the program's loader
+    /// does not read the variables that chose it.
+    pub fn selection_ignored(&self, selection: Selection) -> Option<String> {
+        if selection != Selection::LoaderSelect {
+            return None;
+        }
+        let old = self.loaders.iter().find(|l| {
+            l.version
+                .as_deref()
+                .and_then(drivers::parse_version)
+                .is_some_and(|v| v < drivers::LOADER_SELECT_SINCE)
+        })?;
+        Some(format!(
+            "the program loaded the Vulkan loader {} (version {}), which ignores \
+             VK_LOADER_DRIVERS_SELECT (read since 1.3.234): the driver was not chosen; \
+             run it with a newer loader first on LD_LIBRARY_PATH",
+            old.path,
+            old.version.as_deref().unwrap_or("unknown")
+        ))
+    }
+
+    /// "1.4.313 (/path/libvulkan.so.1)", each loader once; "none" without one.
+    pub fn describe_loaders(&self) -> String {
+        if self.loaders.is_empty() {
+            return "none".into();
+        }
+        self.loaders
+            .iter()
+            .map(|l| {
+                format!(
+                    "{} ({})",
+                    l.version.as_deref().unwrap_or("version unknown"),
+                    l.path
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn is_loader_file(path: &str) -> bool {
+    Path::new(path)
+        .file_name()
+        .is_some_and(|f| f.as_encoded_bytes().starts_with(b"libvulkan.so"))
+}
+
+/// A loader's version: from its file name where packages put it (`libvulkan.so.1.3.239`),
+/// else from the loader itself, asked in a child process (`vkexit probe-loader`). Each
+/// file is asked once.
+pub fn version_of(path: &Path) -> Option<String> {
+    static KNOWN: Mutex<Option<HashMap<PathBuf, Option<String>>>> = Mutex::new(None);
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if let Some(v) = version_in_name(&real) {
+        return Some(v);
+    }
+    let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    let known = known.get_or_insert_with(HashMap::new);
+    known
+        .entry(real.clone())
+        .or_insert_with(|| ask_loader(&real))
+        .clone()
+}
+
+fn version_in_name(path: &Path) -> Option<String> {
+    // libvulkan.so.1.3.239: the soname, libvulkan.so.1, grown to the loader's full version.
+    let version = path.file_name()?.to_str()?.strip_prefix("libvulkan.so.")?;
+    drivers::parse_version(version).map(|_| version.to_string())
+}
+
+fn ask_loader(path: &Path) -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let out = std::process::Command::new(exe)
+        .arg("probe-loader")
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .env_remove("VK_INSTANCE_LAYERS")
+        .env_remove("VK_LOADER_LAYERS_ENABLE")
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let version = text.trim();
+    (out.status.success() && drivers::parse_version(version).is_some()).then(|| version.to_string())
+}
+
+/// `vkexit probe-loader PATH`: the loader's own version, from `vkEnumerateInstanceVersion`.
+pub fn probe_loader_here(path: &Path) -> Result<String, String> {
+    // SAFETY: loads the named loader in this short-lived child process; nothing else runs
+    // Vulkan here.
+    let entry = unsafe { ash::Entry::load_from(path) }
+        .map_err(|e| format!("cannot load {}: {e}", path.display()))?;
+    // SAFETY: a valid entry; the call has no preconditions.
+    let version = unsafe { entry.try_enumerate_instance_version() }
+        .map_err(|e| format!("vkEnumerateInstanceVersion: {e}"))?
+        .unwrap_or(ash::vk::API_VERSION_1_0);
+    Ok(format!(
+        "{}.{}.{}",
+        ash::vk::api_version_major(version),
+        ash::vk::api_version_minor(version),
+        ash::vk::api_version_patch(version)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeline(lines: &[&str]) -> VulkanUse {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("timeline.jsonl");
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        read(&path).unwrap()
+    }
+
+    const LOADER: &str = r#"{"ev":"vulkan-object","role":"loader","path":"/opt/x/libvulkan.so.1.3.200","caller":null}"#;
+    const BY_LOADER: &str = r#"{"ev":"vulkan-object","role":"driver","path":"/usr/lib/libvulkan_lvp.so","caller":"/opt/x/libvulkan.so.1.3.200"}"#;
+    const BY_NCNN: &str = r#"{"ev":"vulkan-object","role":"driver","path":"/usr/lib/libvulkan_lvp.so","caller":"/w/ncnn.cpython-311-x86_64-linux-gnu.so"}"#;
+
+    #[test]
+    fn a_driver_the_program_opened_itself_is_a_bypass_naming_both() {
+        let seen = timeline(&[BY_NCNN]);
+        let why = seen.bypass().unwrap();
+        assert!(
+            why.starts_with("/w/ncnn.cpython-311-x86_64-linux-gnu.so loaded the driver /usr/lib/libvulkan_lvp.so itself")
+                && why.contains("no layer can see its calls"),
+            "{why}"
+        );
+        // With a loader in the process too, the program's own dlopen still bypasses it.
+        assert!(timeline(&[LOADER, BY_NCNN]).bypass().is_some());
+    }
+
+    #[test]
+    fn a_driver_loaded_by_the_loader_is_no_bypass() {
+        let seen = timeline(&[LOADER, BY_LOADER, "{\"ev\":\"main-returned\"}", "{trunc"]);
+        assert_eq!(seen.bypass(), None);
+        assert_eq!(seen.loaders[0].version.as_deref(), Some("1.3.200"));
+        // A driver with no loader at all, whoever loaded it.
+        let alone = r#"{"ev":"vulkan-object","role":"driver","path":"/d/x.so","caller":null}"#;
+        assert!(timeline(&[alone]).bypass().is_some());
+    }
+
+    #[test]
+    fn an_old_loader_ignores_the_selection() {
+        let seen = timeline(&[LOADER, BY_LOADER]);
+        let why = seen.selection_ignored(Selection::LoaderSelect).unwrap();
+        assert!(
+            why.contains("1.3.200") && why.contains("VK_LOADER_DRIVERS_SELECT"),
+            "{why}"
+        );
+        assert_eq!(seen.selection_ignored(Selection::DriverFiles), None);
+    }
+
+    #[test]
+    fn versions_come_from_versioned_file_names() {
+        assert_eq!(
+            version_in_name(Path::new("/usr/lib/libvulkan.so.1.3.239")).as_deref(),
+            Some("1.3.239")
+        );
+        assert_eq!(version_in_name(Path::new("/x/libvulkan.so.1")), None);
+    }
+}
