@@ -21,6 +21,10 @@ pub struct BenchArgs {
     /// Runs of the case in each loop: bare, CTest and vkexit, at -j 1 and -j 2.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(2..))]
     runs: u32,
+    /// Times each loop this many times, interleaved with the others; the median is reported,
+    /// with the spread (slowest − fastest).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
     /// The case to run.
     #[arg(long = "case", value_name = "NAME", default_value = "clean-exit")]
     case: String,
@@ -78,12 +82,31 @@ pub struct PerCall {
     pub untracked: f64,
 }
 
+/// The 1-minute load average before the first loop and after the last.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Load {
+    pub before: f64,
+    pub after: f64,
+    /// Either was above half a load per CPU: wall-clock figures are noise.
+    pub busy: bool,
+}
+
 /// The figures, keyed as `--json` writes them.
 #[derive(Debug, Serialize)]
 pub struct Figures {
+    pub load_average: Load,
+    pub repeats: u32,
     pub bare_ms_per_run: PerJobs,
     pub ctest_ms_per_run: Option<PerJobs>,
     pub vkexit_ms_per_run: PerJobs,
+    /// Slowest minus fastest of the repeats, in ms per run.
+    pub bare_ms_spread: PerJobs,
+    pub ctest_ms_spread: Option<PerJobs>,
+    pub vkexit_ms_spread: PerJobs,
+    /// `vkexit run --runs 1 -- /bin/true` less one bare `/bin/true`: start-up and tear-down.
+    pub startup_ms: f64,
+    /// `vkexit run -- /bin/true` less a bare loop of `/bin/true`, per run, at -j 1.
+    pub fixed_ms_per_run: f64,
     pub overhead_vs_bare: PerJobs,
     pub ratio_vs_ctest: Option<PerJobs>,
     pub speedup_j2: f64,
@@ -103,11 +126,12 @@ pub fn bench(args: BenchArgs) -> Result<bool> {
     let (plan, options) = plan_one(&args, work.path())?;
     let cell = &plan.cells[0];
     println!(
-        "vkexit bench: {} runs of {} [{}], {}",
+        "vkexit bench: {} runs of {} [{}], each loop {} time(s), load average {:.2} at start",
         args.runs,
         cell.label(),
         vkexit::judge::layers_text(&cell.layers),
-        load_note()
+        args.repeats,
+        load_average()
     );
     let runs = args.runs;
     let ctest = loops::ctest_program();
@@ -115,36 +139,48 @@ pub fn bench(args: BenchArgs) -> Result<bool> {
         println!("  ctest: not found (apt-get install cmake); left out");
     }
     let select = selection_args(&args, cell);
-    // Bare, CTest, vkexit at -j 1, then the other way round at -j 2: a load that drifts while
-    // the bench runs weighs on each about alike.
-    let bare_j1 = loops::bare(&plan, &options, work.path(), runs, 1)?;
-    let ctest_j1 = match &ctest {
-        Some(c) => Some(loops::ctest(c, &plan, &options, work.path(), runs, 1)?),
-        None => None,
-    };
-    let vkexit_j1 = loops::vkexit(&select, work.path(), runs, 1)?;
-    let vkexit_j2 = loops::vkexit(&select, work.path(), runs, 2)?;
-    let ctest_j2 = match &ctest {
-        Some(c) => Some(loops::ctest(c, &plan, &options, work.path(), runs, 2)?),
-        None => None,
-    };
-    let bare_j2 = loops::bare(&plan, &options, work.path(), runs, 2)?;
-    print_loop("bare loop", bare_j1, bare_j2);
-    if let Some((j1, j2)) = ctest_j1.zip(ctest_j2) {
-        print_loop("ctest", j1, j2);
+    let load_before = load_average();
+    // Every repeat times each loop once at -j 1 and once at -j 2, in an order that turns
+    // each repeat: a load that drifts while the bench runs weighs on each loop alike.
+    let mut times: [[Vec<loops::Timing>; 2]; 3] = Default::default();
+    for repeat in 0..args.repeats as usize {
+        for (j, jobs) in [1u32, 2].into_iter().enumerate() {
+            for turn in 0..3 {
+                let which = (turn + repeat + j) % 3;
+                let timing = match which {
+                    0 => loops::bare(&plan, &options, work.path(), runs, jobs)?,
+                    1 => match &ctest {
+                        Some(c) => loops::ctest(c, &plan, &options, work.path(), runs, jobs)?,
+                        None => continue,
+                    },
+                    _ => loops::vkexit(&select, work.path(), runs, jobs)?,
+                };
+                times[which][j].push(timing);
+            }
+        }
     }
-    print_loop("vkexit run", vkexit_j1, vkexit_j2);
-    let wall = |j1: loops::Timing, j2: loops::Timing| PerJobs {
-        j1: j1.wall,
-        j2: j2.wall,
+    let [bare_t, ctest_t, vkexit_t] = times.map(|per_j| per_j.map(|t| Summary::of(&t)));
+    let has_ctest = ctest.is_some();
+    print_loop("bare loop", &bare_t);
+    if has_ctest {
+        print_loop("ctest", &ctest_t);
+    }
+    print_loop("vkexit run", &vkexit_t);
+    let wall = |t: &[Summary; 2]| PerJobs {
+        j1: t[0].wall,
+        j2: t[1].wall,
     };
-    let bare = wall(bare_j1, bare_j2);
-    let ctest = ctest_j1.zip(ctest_j2).map(|(j1, j2)| wall(j1, j2));
-    let vkexit = wall(vkexit_j1, vkexit_j2);
+    let spread = |t: &[Summary; 2]| PerJobs {
+        j1: t[0].spread,
+        j2: t[1].spread,
+    };
+    let bare = wall(&bare_t);
+    let ctest = has_ctest.then(|| wall(&ctest_t));
+    let vkexit = wall(&vkexit_t);
     println!(
         "  CPU per run, vkexit / bare loop: {:.3} at -j 1, {:.3} at -j 2 (CPU time hardly depends on the load)",
-        vkexit_j1.cpu / bare_j1.cpu,
-        vkexit_j2.cpu / bare_j2.cpu
+        vkexit_t[0].cpu / bare_t[0].cpu,
+        vkexit_t[1].cpu / bare_t[1].cpu
     );
     let trace = calls::per_call(&plan, cell, work.path(), calls::Layer::Trace, args.pairs)?;
     let tegra = calls::per_call(&plan, cell, work.path(), calls::Layer::Tegra, args.pairs)?;
@@ -160,16 +196,40 @@ pub fn bench(args: BenchArgs) -> Result<bool> {
         light.j2,
         light.j1 / light.j2
     );
+    let true_bare = memory::bare_true_ms_per_run(small)?;
+    // T(n) = start-up + n × per run, so per run = (T(n) − T(1)) / (n − 1): start-up is not
+    // spread into the cost per run.
+    let one_run = memory::startup_ms(work.path(), &driver)?;
+    let n = f64::from(small.max(2));
+    let fixed = (light.j1 * n - one_run) / (n - 1.0) - true_bare;
+    let startup = one_run - true_bare;
+    println!(
+        "  vkexit's own cost: {fixed:.3} ms per run beyond a bare loop of /bin/true ({true_bare:.3} ms per run), {startup:.1} ms of start-up and tear-down"
+    );
     let rss_small = memory::peak_rss_mb(work.path(), &driver, small)?;
     let rss = memory::peak_rss_mb(work.path(), &driver, args.rss_runs)?;
     println!(
         "  vkexit peak RSS, `-- /bin/true` without validation: {rss_small:.1} MB at {small} runs, {rss:.1} MB at {} runs",
         args.rss_runs
     );
+    let load_after = load_average();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let load = Load {
+        before: load_before,
+        after: load_after,
+        busy: load_before.max(load_after) > 0.5 * cpus,
+    };
     let figures = Figures {
+        load_average: load,
+        repeats: args.repeats,
         bare_ms_per_run: bare,
         ctest_ms_per_run: ctest,
         vkexit_ms_per_run: vkexit,
+        bare_ms_spread: spread(&bare_t),
+        ctest_ms_spread: has_ctest.then(|| spread(&ctest_t)),
+        vkexit_ms_spread: spread(&vkexit_t),
+        startup_ms: startup,
+        fixed_ms_per_run: fixed,
         overhead_vs_bare: vkexit.ratio(bare),
         ratio_vs_ctest: ctest.map(|c| vkexit.ratio(c)),
         speedup_j2: vkexit.j1 / vkexit.j2,
@@ -271,15 +331,65 @@ fn selection_args(args: &BenchArgs, cell: &Cell) -> Vec<OsString> {
     out
 }
 
-fn print_loop(what: &str, j1: loops::Timing, j2: loops::Timing) {
+/// The median of the repeats of one loop, and their spread.
+#[derive(Debug, Clone, Copy, Default)]
+struct Summary {
+    wall: f64,
+    spread: f64,
+    cpu: f64,
+}
+
+impl Summary {
+    fn of(times: &[loops::Timing]) -> Summary {
+        if times.is_empty() {
+            return Summary::default();
+        }
+        let wall: Vec<f64> = times.iter().map(|t| t.wall).collect();
+        let cpu: Vec<f64> = times.iter().map(|t| t.cpu).collect();
+        let (lo, hi) = wall
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &w| (lo.min(w), hi.max(w)));
+        Summary {
+            wall: median(wall),
+            spread: hi - lo,
+            cpu: median(cpu),
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n % 2 {
+        1 => v[n / 2],
+        _ => 0.5 * (v[n / 2 - 1] + v[n / 2]),
+    }
+}
+
+fn print_loop(what: &str, t: &[Summary; 2]) {
     println!(
-        "  {what:<11} {:>8.2} ms per run at -j 1, {:>8.2} at -j 2 (CPU {:.2} and {:.2} ms per run)",
-        j1.wall, j2.wall, j1.cpu, j2.cpu
+        "  {what:<11} {:>8.2} ms per run at -j 1 (± {:.2}), {:>8.2} at -j 2 (± {:.2}); CPU {:.2} and {:.2} ms per run",
+        t[0].wall,
+        t[0].spread / 2.0,
+        t[1].wall,
+        t[1].spread / 2.0,
+        t[0].cpu,
+        t[1].cpu
     );
 }
 
 fn print_targets(f: &Figures, rss_small: f64) {
     let mark = |ok: bool| if ok { "met" } else { "NOT met" };
+    let l = f.load_average;
+    println!(
+        "  load average {:.2} before, {:.2} after{}",
+        l.before,
+        l.after,
+        match l.busy {
+            true => ": WARNING: the machine was busy; the wall-clock figures are not to be trusted",
+            false => "",
+        }
+    );
     let o = f.overhead_vs_bare;
     println!(
         "  overhead vs bare: {:.3} at -j 1, {:.3} at -j 2 (target ≤ 1.03: {})",
@@ -313,6 +423,13 @@ fn print_targets(f: &Figures, rss_small: f64) {
         "  trace layer ≤ 1 µs per intercepted call: {}",
         mark(f.trace_ns_per_call.intercepted <= 1000.0)
     );
+    println!(
+        "  start-up and tear-down ≤ 100 ms: {:.1} ms ({}); fixed cost per run ≤ 0.3 ms beyond a bare loop: {:.3} ms ({})",
+        f.startup_ms,
+        mark(f.startup_ms <= 100.0),
+        f.fixed_ms_per_run,
+        mark(f.fixed_ms_per_run <= 0.3)
+    );
     let growth = f.peak_rss_mb_10k - rss_small;
     println!(
         "  peak memory grows {growth:+.1} MB from a tenth of the runs to all of them (flat: {})",
@@ -332,13 +449,11 @@ fn vkexit_exe() -> Result<PathBuf> {
     })
 }
 
-/// The load average, so a reader can judge how quiet the machine was.
-fn load_note() -> String {
-    match std::fs::read_to_string("/proc/loadavg") {
-        Ok(text) => {
-            let one = text.split_whitespace().next().unwrap_or("?");
-            format!("load average {one} at start")
-        }
-        Err(_) => "load average unknown".to_string(),
-    }
+/// The 1-minute load average, so a reader can judge how quiet the machine was; NaN when it
+/// cannot be read.
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
 }

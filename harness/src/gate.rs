@@ -19,6 +19,7 @@ use crate::run;
 use crate::shard::Shard;
 use crate::validation::{self, ValidationLayer};
 use crate::verdict::RunVerdict;
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -183,26 +184,46 @@ impl<'a> Gate<'a> {
             time_destructors: self.settings.time_destructors,
             children_may_crash: self.settings.children_may_crash,
         };
+        let allows: Vec<Vec<&judge::Allow>> = plan
+            .cells
+            .iter()
+            .map(|cell| judge::allows_for(self.baseline, cell))
+            .collect();
+        // Each run is folded into its cell as it finishes: memory stays flat
+        // however many runs there are.
+        let mut folds: Vec<report::CellFold> = plan
+            .cells
+            .iter()
+            .map(|_| report::CellFold::default())
+            .collect();
+        // The allowed ids taken out of each cell's runs, sorted as `apply_allow` gives them.
+        let mut removed: Vec<BTreeSet<String>> = vec![BTreeSet::new(); plan.cells.len()];
         let mut done = vec![0u32; plan.cells.len()];
-        let runs = run::execute(plan, &options, |cell, record| {
-            done[record.cell] += 1;
-            if done[record.cell] == options.runs {
+        let fail_on_leak = self.matrix.fail_on_leak;
+        run::execute(plan, &options, |cell, mut record| {
+            let i = record.cell;
+            let ids =
+                judge::apply_allow(std::slice::from_mut(&mut record), &allows[i], fail_on_leak);
+            removed[i].extend(ids);
+            folds[i].add(&record);
+            done[i] += 1;
+            if done[i] == options.runs {
                 on_cell_done(cell);
             }
+            run::Flow::Go
         })?;
-        let mut judged = Vec::with_capacity(plan.cells.len());
-        for ((cell, expectation), mut cell_runs) in plan.cells.iter().zip(expectations).zip(runs) {
-            let allows = judge::allows_for(self.baseline, cell);
-            let removed = judge::apply_allow(&mut cell_runs, &allows, self.matrix.fail_on_leak);
-            let mut result = report::summarize(cell, expectation.as_ref(), &cell_runs);
-            result.allowed_vuids = removed;
-            result.crash_in_layer = self.layer_crash(&options, plan, cell, &cell_runs)?;
+        let judged = plan.cells.iter().zip(expectations).zip(folds).zip(removed);
+        let mut results = Vec::with_capacity(plan.cells.len());
+        for (((cell, expectation), fold), removed) in judged {
+            let mut result = fold.summarize(cell, expectation.as_ref());
+            result.allowed_vuids = removed.into_iter().collect();
+            result.crash_in_layer = self.layer_crash(&options, plan, cell, fold.crash_layer())?;
             if let Some(layer) = &result.crash_in_layer {
                 result.findings.insert(0, layer.summary.clone());
             }
-            judged.push(result);
+            results.push(result);
         }
-        Ok(judged)
+        Ok(results)
     }
 
     /// A failing cell whose crashes all had their pc in one layer's library:
@@ -213,9 +234,9 @@ impl<'a> Gate<'a> {
         options: &run::Options,
         plan: &Plan,
         cell: &Cell,
-        runs: &[run::RunRecord],
+        crashes: Option<(String, u64)>,
     ) -> Result<Option<LayerCrash>> {
-        let Some((layer, crashed)) = crashes_in_one_layer(runs) else {
+        let Some((layer, crashed)) = crashes else {
             return Ok(None);
         };
         let without = match self.settings.rerun_without_layer {
@@ -295,23 +316,12 @@ pub fn run_without_layer(
         chain,
         ..options.clone()
     };
-    let records = run::execute(&single, &rerun, |_, _| {})?;
-    let records = records.into_iter().next().unwrap_or_default();
+    let mut records = Vec::new();
+    run::execute(&single, &rerun, |_, record| {
+        records.push(record);
+        run::Flow::Go
+    })?;
     Ok(Some(without_summary(&records)))
-}
-
-/// The layer every crashing run of a failing cell crashed in, and how many
-/// runs that is; `None` when a crash was elsewhere (the application's own).
-pub fn crashes_in_one_layer(runs: &[run::RunRecord]) -> Option<(String, u64)> {
-    let crashes: Vec<&run::RunRecord> = runs
-        .iter()
-        .filter(|r| r.classification.verdict == RunVerdict::Crash)
-        .collect();
-    let layer = crashes.first()?.classification.crash_layer.clone()?;
-    crashes
-        .iter()
-        .all(|r| r.classification.crash_layer.as_deref() == Some(layer.as_str()))
-        .then_some((layer, crashes.len() as u64))
 }
 
 fn without_summary(runs: &[run::RunRecord]) -> WithoutLayer {
@@ -430,6 +440,145 @@ fn from_here(argv: &[OsString]) -> Vec<OsString> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classify::{Classification, Termination};
+    use crate::drivers::Driver;
+    use crate::plan::CaseCommand;
+    use crate::run::RunRecord;
+    use crate::verdict::RunVerdict;
+
+    fn cell() -> Cell {
+        Cell {
+            case: "clean-exit".into(),
+            runtime: "refrt:guarded".into(),
+            driver: Driver {
+                name: "lavapipe".into(),
+                manifest: "/x.json".into(),
+                library: "libvulkan_lvp.so".into(),
+            },
+            device: None,
+            layers: vec!["validation".into()],
+            emulation: crate::layers::Emulation::None,
+            command: CaseCommand::External(vec![]),
+            workdir: None,
+            not_run: None,
+            env: Vec::new(),
+            validation_layer: None,
+        }
+    }
+
+    /// Run i: every 7th fails with a finding of its own and is kept, every
+    /// 11th is an error, the rest pass. Every 5th loads a loader of its own,
+    /// every 13th is made without the preload (records none), the rest load
+    /// the system's.
+    fn record(i: u32) -> RunRecord {
+        let loader = |path: &str| crate::loader::VulkanUse {
+            loaders: vec![crate::loader::LoaderSeen {
+                path: path.into(),
+                version: Some("1.4.313".into()),
+            }],
+            drivers: Vec::new(),
+        };
+        let vulkan = match (i % 5, i % 13) {
+            (0, _) => Some(loader("/c/ggml/libvulkan.so.1")),
+            (_, 0) => None,
+            _ => Some(loader("/usr/lib/libvulkan.so.1")),
+        };
+        let (verdict, findings) = match (i % 7, i % 11) {
+            (0, _) => (
+                RunVerdict::Crash,
+                vec![format!("finding {i} at 0x{i:x}"), "common".into()],
+            ),
+            (_, 0) => (RunVerdict::Error, Vec::new()),
+            _ => (RunVerdict::Pass, Vec::new()),
+        };
+        RunRecord {
+            cell: 0,
+            index: i,
+            classification: Classification {
+                verdict,
+                reason: format!("reason {i}"),
+                signal: (verdict == RunVerdict::Crash).then(|| "SIGSEGV".into()),
+                vuids: Vec::new(),
+                findings,
+                crash_layer: None,
+            },
+            termination: Termination::Exited { code: 0 },
+            vuid_counts: Default::default(),
+            duration_ms: 1,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            kept: (verdict != RunVerdict::Pass).then(|| PathBuf::from(format!("/a/run-{i}"))),
+            vulkan,
+        }
+    }
+
+    #[test]
+    fn runs_folded_as_they_finish_summarise_as_all_runs_in_order() {
+        let n = 2000;
+        let in_order: Vec<RunRecord> = (0..n).map(record).collect();
+        let expectation = judge::Expectation {
+            outcome: judge::Outcome::Flaky,
+            reason: "flaky".into(),
+            source: "b.toml:3".into(),
+        };
+        let whole = report::summarize(&cell(), Some(&expectation), &in_order);
+        // Finished in another order (as with -j 2), folded one by one.
+        let mut fold = report::CellFold::default();
+        let evens = (0..n).filter(|i| i % 2 == 0).rev();
+        let odds = (0..n).filter(|i| i % 2 == 1).rev();
+        for i in evens.chain(odds) {
+            fold.add(&record(i));
+        }
+        let folded = fold.summarize(&cell(), Some(&expectation));
+        let json = |c: &crate::results::CellResult| serde_json::to_value(c).unwrap();
+        assert_eq!(json(&folded), json(&whole));
+        assert_eq!(whole.runs, u64::from(n));
+        assert_eq!(whole.duration_ms, u64::from(n));
+        // Bounded: the earliest kept runs, the earliest distinct findings.
+        assert_eq!(whole.artifacts.len(), 100);
+        assert_eq!(whole.artifacts[0], "/a/run-0");
+        assert_eq!(whole.findings.len(), 16);
+        assert_eq!(whole.findings[..2], ["finding 0 at 0x…", "common"]);
+        assert!(whole.findings.contains(&"finding 7 at 0x…".to_string()));
+        // Judged against the expectation given.
+        assert_eq!(whole.expectation.as_deref(), Some("b.toml:3"));
+        assert!(whole.flaky_expected);
+        // The loaders counted over every run that recorded them, in the order first loaded:
+        // 400 runs load their own, 123 record none, the others the system's.
+        let provenance = whole.provenance.as_ref().unwrap();
+        assert_eq!(
+            provenance.loaders_used,
+            [
+                "1.4.313 (/c/ggml/libvulkan.so.1): 400 runs",
+                "1.4.313 (/usr/lib/libvulkan.so.1): 1477 runs"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_cells_crashes_are_put_on_a_layer_only_when_every_one_was_in_it() {
+        let crash_in = |i: u32, layer: Option<&str>| {
+            let mut r = record(i * 7);
+            r.classification.crash_layer = layer.map(String::from);
+            r
+        };
+        let fold_of = |runs: Vec<RunRecord>| {
+            let mut fold = report::CellFold::default();
+            runs.iter().for_each(|r| fold.add(r));
+            fold.crash_layer()
+        };
+        assert_eq!(fold_of(vec![record(1), record(2)]), None);
+        let in_validation = vec![
+            crash_in(0, Some("validation")),
+            record(1),
+            crash_in(2, Some("validation")),
+        ];
+        assert_eq!(fold_of(in_validation), Some(("validation".to_string(), 2)));
+        let one_elsewhere = vec![crash_in(0, Some("validation")), crash_in(1, None)];
+        assert_eq!(fold_of(one_elsewhere), None);
+        let two_layers = vec![crash_in(0, Some("validation")), crash_in(1, Some("trace"))];
+        assert_eq!(fold_of(two_layers), None);
+    }
 
     #[test]
     fn relative_program_paths_are_taken_from_here() {

@@ -529,9 +529,11 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
         return Ok(Outcome::Red);
     }
     println!(
-        "no failure in {n} runs: the failure rate is below {} (95 % upper bound {})",
+        "no failure in {n} runs: the failure rate is below {} (95 % upper bound {}: one-sided interval 0–{}, exact Clopper–Pearson; Wilson's 0–{})",
         pct(args.max_rate),
-        pct(outcome.upper_bound())
+        pct(outcome.upper_bound()),
+        pct(outcome.upper_bound()),
+        pct(hi)
     );
     Ok(Outcome::Green)
 }

@@ -68,27 +68,73 @@ impl Provenance {
 }
 
 impl Provenance {
-    /// Adds how the driver was chosen and which loaders the runs used (`None`: a run made
-    /// without the preload, which records nothing).
+    /// Adds how the driver was chosen and which loaders the runs, given in order, used
+    /// (`None`: a run made without the preload, which records nothing).
     pub fn with_runs<'a>(
-        mut self,
+        self,
         selection: Selection,
         used: impl IntoIterator<Item = Option<&'a VulkanUse>>,
     ) -> Self {
-        self.driver_selection = Some(selection.describe().to_string());
-        let mut counts: Vec<(String, u64)> = Vec::new();
-        for run in used.into_iter().flatten() {
-            let loaders = run.describe_loaders();
-            match counts.iter_mut().find(|(l, _)| *l == loaders) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((loaders, 1)),
-            }
+        let mut loaders = LoadersUsed::default();
+        for (index, run) in used.into_iter().enumerate() {
+            loaders.add(u32::try_from(index).unwrap_or(u32::MAX), run);
         }
-        self.loaders_used = counts
-            .into_iter()
-            .map(|(loaders, n)| format!("{loaders}: {n} run{}", if n == 1 { "" } else { "s" }))
-            .collect();
+        self.with_loaders(selection, &loaders)
+    }
+
+    /// Adds how the driver was chosen and the loaders counted over the runs.
+    pub fn with_loaders(mut self, selection: Selection, loaders: &LoadersUsed) -> Self {
+        self.driver_selection = Some(selection.describe().to_string());
+        self.loaders_used = loaders.lines();
         self
+    }
+}
+
+/// The loaders a cell's runs loaded, each with the number of runs that loaded it, counted
+/// as runs finish, in a size that does not grow with the number of runs.
+#[derive(Debug, Clone, Default)]
+pub struct LoadersUsed {
+    /// (what the runs loaded, the lowest run index that loaded it, runs).
+    seen: Vec<(String, u32, u64)>,
+    /// Runs that loaded something not among the ones named.
+    others: u64,
+}
+
+/// Loader sets named per cell; a cell's runs load one in practice, a few when a case
+/// brings its own loader. Which ones are named past this many depends on the order the
+/// runs finished; the counts always add up.
+const MAX_LOADER_SETS: usize = 8;
+
+impl LoadersUsed {
+    /// Counts run `index`'s loaders (`None`: made without the preload, which records none).
+    pub fn add(&mut self, index: u32, used: Option<&VulkanUse>) {
+        let Some(used) = used else {
+            return;
+        };
+        let loaders = used.describe_loaders();
+        if let Some((_, first, n)) = self.seen.iter_mut().find(|(l, _, _)| *l == loaders) {
+            *first = (*first).min(index);
+            *n += 1;
+        } else if self.seen.len() < MAX_LOADER_SETS {
+            self.seen.push((loaders, index, 1));
+        } else {
+            self.others += 1;
+        }
+    }
+
+    /// "1.4.313 (/…/ggml/libvulkan.so.1): 5 runs", in the order of the first run of each.
+    fn lines(&self) -> Vec<String> {
+        let runs = |n: u64| format!("{n} run{}", if n == 1 { "" } else { "s" });
+        let mut seen = self.seen.clone();
+        seen.sort_by_key(|(_, first, _)| *first);
+        let mut lines: Vec<String> = seen
+            .into_iter()
+            .map(|(loaders, _, n)| format!("{loaders}: {}", runs(n)))
+            .collect();
+        if self.others > 0 {
+            lines.push(format!("other loaders: {}", runs(self.others)));
+        }
+        lines
     }
 }
 
@@ -149,5 +195,34 @@ mod tests {
             .driver_selection
             .unwrap()
             .starts_with("VK_LOADER_DRIVERS_SELECT"));
+    }
+
+    #[test]
+    fn loaders_are_counted_in_bounded_space_in_the_order_first_loaded() {
+        let used = |k: u32| VulkanUse {
+            loaders: vec![crate::loader::LoaderSeen {
+                path: format!("/l{k}/libvulkan.so.1"),
+                version: None,
+            }],
+            drivers: Vec::new(),
+        };
+        let named = |ks: std::ops::RangeInclusive<u32>| -> Vec<String> {
+            ks.map(|k| format!("version unknown (/l{k}/libvulkan.so.1): 10 runs"))
+                .chain(["other loaders: 20 runs".to_string()])
+                .collect()
+        };
+        // Run i of 100 loads loader i % 10: eight are named, the runs of the rest counted.
+        let mut in_order = LoadersUsed::default();
+        for i in 0..100u32 {
+            in_order.add(i, Some(&used(i % 10)));
+        }
+        assert_eq!(in_order.lines(), named(0..=7));
+        // Finished last first: those seen first are named, still in the order of their
+        // first run.
+        let mut reversed = LoadersUsed::default();
+        for i in (0..100u32).rev() {
+            reversed.add(i, Some(&used(i % 10)));
+        }
+        assert_eq!(reversed.lines(), named(2..=9));
     }
 }

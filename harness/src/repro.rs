@@ -2,16 +2,18 @@
 //! say its failure rate is below a bound, as one would rerun a flaky test by
 //! hand, but with every failing run's evidence kept and a number at the end.
 //!
-//! Runs go in batches of `-j` through `run::execute`; the first batch with a
-//! failure is the last. With no failure in n runs, the 95 % Wilson upper
-//! bound of the failure rate is z²/(n + z²), so the number of clean runs that
-//! proves "below r" is known before the first run, and the last batch is cut
-//! to end exactly there.
+//! The runs go through one `run::execute`, `-j` at a time; after the first
+//! failure no new run starts. The bound is the exact one: with no failure in
+//! n runs, the one-sided 95 % Clopper–Pearson upper bound of the failure rate
+//! is 1 − 0.05^(1/n), below r once (1 − r)^n < 0.05. So the number of clean
+//! runs that proves "below r" is known before the first run (299 for 1 %,
+//! 59 for 5 %, 29 for 10 %), and no run starts beyond it. The Wilson
+//! interval, wider at 0 failures (381 runs for 1 %), is only reported.
 
 use crate::errors::{Error, Result};
 use crate::plan::{Cell, Plan};
-use crate::run::{self, interrupt, RunRecord};
-use crate::stats::wilson95;
+use crate::run::{self, interrupt, Flow};
+use crate::stats::clopper_pearson_upper95;
 use crate::verdict::RunVerdict;
 use std::path::PathBuf;
 
@@ -37,17 +39,17 @@ pub fn parse_rate(text: &str) -> Result<f64, String> {
     Ok(rate)
 }
 
-/// The 95 % Wilson upper bound of the failure rate.
+/// The exact one-sided 95 % (Clopper–Pearson) upper bound of the failure
+/// rate.
 pub fn upper_bound(failures: u64, runs: u64) -> f64 {
-    wilson95(failures, runs).1
+    clopper_pearson_upper95(failures, runs)
 }
 
 /// The fewest clean runs whose failure-rate bound is below `rate`.
 pub fn clean_runs_needed(rate: f64) -> u64 {
-    // z²(1 − r)/r from the closed form, then checked against the interval
-    // the reports use, so both agree to the last run.
-    const Z2: f64 = 1.959_963_984_540_054 * 1.959_963_984_540_054;
-    let mut n = (Z2 * (1.0 - rate) / rate).floor().max(0.0) as u64;
+    // ln 0.05 / ln(1 − r) from the closed form, then checked against the
+    // bound the reports print, so both agree to the last run.
+    let mut n = (0.05f64.ln() / (1.0 - rate).ln()).floor().max(1.0) as u64;
     while n > 1 && upper_bound(0, n - 1) < rate {
         n -= 1;
     }
@@ -84,9 +86,9 @@ impl Outcome {
     }
 }
 
-/// Runs the plan's one cell in batches of `options.jobs` until a batch has
-/// a failure, `clean_runs_needed(max_rate)` runs passed, or vkexit is
-/// interrupted. `on_batch` sees the runs so far after each clean batch.
+/// Runs the plan's one cell, `options.jobs` at a time, until a run fails,
+/// `clean_runs_needed(max_rate)` runs passed, or vkexit is interrupted.
+/// `on_batch` sees the number of runs so far after each clean one.
 pub fn repro(
     plan: &Plan,
     options: &run::Options,
@@ -102,48 +104,38 @@ pub fn repro(
             percent(max_rate)
         )));
     }
-    let mut outcome = Outcome {
-        runs: 0,
-        failures: Vec::new(),
-        bound_reached: false,
-        interrupted: false,
+    let all = run::Options {
+        runs: u32::try_from(needed).unwrap_or(u32::MAX),
+        ..options.clone()
     };
-    while outcome.runs < needed {
-        if interrupt::interrupted() {
-            outcome.interrupted = true;
-            break;
+    let mut failures = Vec::new();
+    let mut finished = 0u64;
+    run::execute(plan, &all, |_, r| {
+        finished += 1;
+        if !r.classification.verdict.is_success() {
+            failures.push(Failure {
+                run: u64::from(r.index) + 1,
+                verdict: r.classification.verdict,
+                reason: r.classification.reason.clone(),
+                evidence: r.kept.clone(),
+                crash_layer: r.classification.crash_layer.clone(),
+            });
+            return Flow::Stop;
         }
-        let batch = (options.jobs.max(1) as u64).min(needed - outcome.runs);
-        let batch_options = run::Options {
-            runs: batch as u32,
-            ..options.clone()
-        };
-        let records = run::execute(plan, &batch_options, |_, _| {})?;
-        let finished: Vec<&RunRecord> = records.iter().flatten().collect();
-        if interrupt::interrupted() {
-            outcome.interrupted = true;
-            // Runs cut short say nothing about the cell.
-            break;
+        if failures.is_empty() {
+            on_batch(finished);
         }
-        for r in &finished {
-            if !r.classification.verdict.is_success() {
-                outcome.failures.push(Failure {
-                    run: outcome.runs + u64::from(r.index) + 1,
-                    verdict: r.classification.verdict,
-                    reason: r.classification.reason.clone(),
-                    evidence: r.kept.clone(),
-                    crash_layer: r.classification.crash_layer.clone(),
-                });
-            }
-        }
-        outcome.runs += finished.len() as u64;
-        if !outcome.failures.is_empty() {
-            return Ok(outcome);
-        }
-        on_batch(outcome.runs);
-    }
-    outcome.bound_reached = !outcome.interrupted && outcome.failures.is_empty();
-    Ok(outcome)
+        Flow::Go
+    })?;
+    failures.sort_by_key(|f| f.run);
+    // Runs cut short by an interrupt say nothing about the cell.
+    let interrupted = interrupt::interrupted();
+    Ok(Outcome {
+        runs: finished,
+        bound_reached: !interrupted && failures.is_empty() && finished >= needed,
+        failures,
+        interrupted,
+    })
 }
 
 /// Repro runs exactly one cell that can run here.
@@ -192,13 +184,13 @@ mod tests {
     }
 
     #[test]
-    fn clean_runs_needed_matches_the_wilson_bound() {
-        // 0 failures in n runs: the upper bound z²/(n + z²) drops below 10 % at n = 35.
-        assert_eq!(clean_runs_needed(0.10), 35);
-        assert!(upper_bound(0, 35) < 0.10 && upper_bound(0, 34) >= 0.10);
-        // The default 1 %: 381 runs.
-        assert_eq!(clean_runs_needed(0.01), 381);
-        assert!(upper_bound(0, 381) < 0.01 && upper_bound(0, 380) >= 0.01);
+    fn clean_runs_needed_matches_the_exact_bound() {
+        // 0 failures in n runs: the upper bound 1 − 0.05^(1/n).
+        assert_eq!(clean_runs_needed(0.10), 29);
+        assert_eq!(clean_runs_needed(0.05), 59);
+        assert_eq!(clean_runs_needed(0.01), 299);
+        assert!(upper_bound(0, 299) < 0.01 && upper_bound(0, 298) >= 0.01);
+        assert!((upper_bound(0, 299) - (1.0 - 0.05f64.powf(1.0 / 299.0))).abs() < 1e-9);
         for rate in [0.5, 0.2, 0.05, 0.003] {
             let n = clean_runs_needed(rate);
             assert!(

@@ -13,7 +13,15 @@ fn a_tiny_bench_writes_every_figure() {
     let json = sandbox.path().join("b.json");
     let out = sandbox
         .vkexit()
-        .args(["bench", "--driver", "lavapipe", "--runs", "2"])
+        .args([
+            "bench",
+            "--driver",
+            "lavapipe",
+            "--runs",
+            "2",
+            "--repeats",
+            "2",
+        ])
         .args(["--rss-runs", "10", "--pairs", "10", "--json"])
         .arg(&json)
         .output()
@@ -25,6 +33,13 @@ fn a_tiny_bench_writes_every_figure() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("overhead vs bare"), "{stdout}");
+    assert!(stdout.contains("each loop 2 time(s)"), "{stdout}");
+    assert!(
+        stdout.contains("load average")
+            && stdout.contains(" before, ")
+            && stdout.contains(" after"),
+        "{stdout}"
+    );
     let figures: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let mut keys: Vec<&str> = figures
         .as_object()
@@ -34,9 +49,16 @@ fn a_tiny_bench_writes_every_figure() {
         .collect();
     keys.sort();
     let mut expected = [
+        "load_average",
+        "repeats",
         "bare_ms_per_run",
         "ctest_ms_per_run",
         "vkexit_ms_per_run",
+        "bare_ms_spread",
+        "ctest_ms_spread",
+        "vkexit_ms_spread",
+        "startup_ms",
+        "fixed_ms_per_run",
         "overhead_vs_bare",
         "ratio_vs_ctest",
         "speedup_j2",
@@ -54,6 +76,23 @@ fn a_tiny_bench_writes_every_figure() {
             );
         }
     }
+    for key in ["bare_ms_spread", "vkexit_ms_spread"] {
+        for j in ["j1", "j2"] {
+            assert!(
+                figures[key][j].as_f64().unwrap() >= 0.0,
+                "{key}.{j}: {figures}"
+            );
+        }
+    }
+    assert_eq!(figures["repeats"], 2);
+    assert_eq!(
+        figures["ctest_ms_per_run"].is_null(),
+        figures["ctest_ms_spread"].is_null()
+    );
+    let load = &figures["load_average"];
+    assert!(load["before"].as_f64().unwrap() >= 0.0 && load["after"].as_f64().unwrap() >= 0.0);
+    assert!(load["busy"].is_boolean(), "{figures}");
+    assert!(figures["startup_ms"].is_number() && figures["fixed_ms_per_run"].is_number());
     // CTest is there when ci/setup.sh installed cmake; without it both are null.
     assert_eq!(
         figures["ctest_ms_per_run"].is_null(),
@@ -79,6 +118,7 @@ fn bench_help_names_its_knobs() {
     let text = String::from_utf8_lossy(&out.stdout);
     for flag in [
         "--runs",
+        "--repeats",
         "--json",
         "--rss-runs",
         "--pairs",

@@ -1,5 +1,6 @@
 //! `vkexit repro` on lavapipe: stops at the first failure with its evidence
-//! kept, or after exactly the clean runs the Wilson bound needs.
+//! kept, or after exactly the clean runs the exact (Clopper–Pearson) bound
+//! needs.
 
 mod common;
 use common::*;
@@ -7,10 +8,10 @@ use predicates::prelude::*;
 use predicates::str::contains;
 use std::path::Path;
 
-/// 0 failures in n runs: the 95 % Wilson upper bound of the failure rate.
+/// 0 failures in n runs: the one-sided 95 % Clopper–Pearson upper bound of
+/// the failure rate.
 fn upper_bound_of_no_failure(n: u64) -> f64 {
-    let z2 = 1.959_963_984_540_054_f64.powi(2);
-    z2 / (n as f64 + z2)
+    1.0 - 0.05f64.powf(1.0 / n as f64)
 }
 
 #[test]
@@ -68,7 +69,7 @@ fn a_clean_program_stops_when_the_bound_is_below_the_rate() {
     let needed = (1..)
         .find(|&n| upper_bound_of_no_failure(n) < 0.10)
         .unwrap();
-    assert_eq!(needed, 35);
+    assert_eq!(needed, 29);
     let sb = Sandbox::new();
     let out = sb
         .vkexit()
@@ -114,7 +115,7 @@ fn bad_input_is_refused_before_any_run() {
         .assert()
         .code(2)
         .stderr(contains(
-            "takes 3838 runs without a failure, more than --max-runs 100",
+            "takes 2995 runs without a failure, more than --max-runs 100",
         ));
     for bad in ["1", "0%", "ten"] {
         sb.vkexit()

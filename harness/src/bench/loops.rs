@@ -157,6 +157,10 @@ pub fn vkexit(select: &[OsString], work: &Path, runs: u32, jobs: u32) -> Result<
 }
 
 fn spec_in(plan: &Plan, options: &run::Options, dir: &Path) -> Result<CommandSpec> {
+    // A repeat of the loop starts from an empty directory, as the first did.
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(|e| Error::io("cannot clear", dir, e))?;
+    }
     std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
     run::command_in(plan, &plan.cells[0], dir, options)
         .map_err(|e| Error::io("cannot prepare a run directory", dir, e))

@@ -59,6 +59,31 @@ pub fn light_ms_per_run(work: &Path, driver: &str, runs: u32, jobs: u32) -> Resu
     Ok(ms)
 }
 
+/// Milliseconds per run of a loop that spawns `/bin/true` and waits for it: what a run costs
+/// with nothing of vkexit around it.
+pub fn bare_true_ms_per_run(runs: u32) -> Result<f64> {
+    let start = std::time::Instant::now();
+    for _ in 0..runs {
+        Command::new("/bin/true")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| Error::io("cannot start", Path::new("/bin/true"), e))?;
+    }
+    Ok(start.elapsed().as_secs_f64() * 1000.0 / f64::from(runs))
+}
+
+/// Milliseconds of `vkexit run --runs 1 -- /bin/true`, the median of five: start-up (the
+/// driver probe, the cgroups) and tear-down around one run.
+pub fn startup_ms(work: &Path, driver: &str) -> Result<f64> {
+    let mut times: Vec<f64> = (0..5)
+        .map(|_| light_ms_per_run(work, driver, 1, 1))
+        .collect::<Result<_>>()?;
+    times.sort_by(f64::total_cmp);
+    Ok(times[2])
+}
+
 /// In the child: `vkexit run RUN_ARGS`, then its own peak RSS in kB written to `out`.
 pub fn child(out: &Path, run_args: &[OsString]) -> Result<bool> {
     let argv = ["vkexit".into(), "run".into()]

@@ -10,6 +10,7 @@ mod markup;
 use crate::errors::{Error, Result};
 use crate::judge::{self, Expectation, Observed};
 use crate::plan::{case_rank, runtime_rank, Cell};
+use crate::provenance::{LoadersUsed, Provenance};
 use crate::results::{CellResult, Counts, Results, SCHEMA};
 use crate::run::RunRecord;
 use crate::stats::wilson95;
@@ -21,90 +22,183 @@ pub use crate::util::write_atomically;
 
 /// One cell's runs, summarised and judged against its expectation.
 pub fn summarize(cell: &Cell, expectation: Option<&Expectation>, runs: &[RunRecord]) -> CellResult {
-    let mut counts = Counts::default();
-    let mut vuids: Vec<String> = Vec::new();
-    let mut signals: Vec<String> = Vec::new();
-    let mut artifacts = Vec::new();
-    let mut vuid_counts = std::collections::BTreeMap::new();
-    let mut findings: Vec<String> = Vec::new();
+    let mut fold = CellFold::default();
     for run in runs {
-        for f in &run.classification.findings {
-            let f = elide_handles(f);
-            if findings.len() < MAX_CELL_FINDINGS && !findings.contains(&f) {
-                findings.push(f);
-            }
+        fold.add(run);
+    }
+    fold.summarize(cell, expectation)
+}
+
+/// A cell's runs folded in as they finish: what its summary needs of them,
+/// in a size that does not grow with the number of runs. Each part keeps
+/// what the lowest-numbered runs gave, so the summary does not depend on the
+/// order in which runs finished.
+#[derive(Debug, Default)]
+pub struct CellFold {
+    counts: Counts,
+    vuid_counts: std::collections::BTreeMap<String, u64>,
+    vuids: std::collections::BTreeSet<String>,
+    signals: std::collections::BTreeSet<String>,
+    /// The earliest distinct findings: ((run, place in the run), finding).
+    findings: Vec<((u32, usize), String)>,
+    /// The directories of the earliest runs kept.
+    artifacts: Vec<(u32, PathBuf)>,
+    /// The reason of the earliest erroring run.
+    first_error: Option<(u32, String)>,
+    duration_ms: u64,
+    /// The loaders the runs loaded, for the provenance.
+    loaders: LoadersUsed,
+    /// The layer the crashing runs crashed in, while every one did.
+    crash_layer: CrashLayer,
+}
+
+/// Whether every crashing run of a cell crashed in one layer's library.
+#[derive(Debug, Default)]
+enum CrashLayer {
+    /// No run crashed yet.
+    #[default]
+    NoCrash,
+    /// Every crash so far was in this layer.
+    All(String, u64),
+    /// Some crash was elsewhere, or in another layer.
+    Mixed,
+}
+
+impl CellFold {
+    pub fn add(&mut self, run: &RunRecord) {
+        for (place, f) in run.classification.findings.iter().enumerate() {
+            self.add_finding((run.index, place), elide_handles(f));
         }
-        counts.add(run.classification.verdict);
+        self.counts.add(run.classification.verdict);
         for (id, stat) in &run.vuid_counts.ids {
-            *vuid_counts.entry(id.clone()).or_insert(0) += stat.count;
+            *self.vuid_counts.entry(id.clone()).or_insert(0) += stat.count;
         }
-        for id in &run.classification.vuids {
-            if !vuids.contains(id) {
-                vuids.push(id.clone());
-            }
-        }
-        if let Some(s) = &run.classification.signal {
-            if !signals.contains(s) {
-                signals.push(s.clone());
-            }
-        }
+        self.vuids.extend(run.classification.vuids.iter().cloned());
+        self.signals
+            .extend(run.classification.signal.iter().cloned());
         if let Some(dir) = &run.kept {
-            artifacts.push(dir.display().to_string());
+            keep_earliest(
+                &mut self.artifacts,
+                MAX_CELL_ARTIFACTS,
+                (run.index, dir.clone()),
+                |a| a.0,
+            );
+        }
+        let error = run.classification.verdict == RunVerdict::Error;
+        if error
+            && self
+                .first_error
+                .as_ref()
+                .is_none_or(|(i, _)| run.index < *i)
+        {
+            self.first_error = Some((run.index, run.classification.reason.clone()));
+        }
+        self.duration_ms += run.duration_ms;
+        self.loaders.add(run.index, run.vulkan.as_ref());
+        if run.classification.verdict == RunVerdict::Crash {
+            let layer = run.classification.crash_layer.as_ref();
+            self.crash_layer = match (std::mem::take(&mut self.crash_layer), layer) {
+                (CrashLayer::NoCrash, Some(l)) => CrashLayer::All(l.clone(), 1),
+                (CrashLayer::All(seen, n), Some(l)) if seen == *l => CrashLayer::All(seen, n + 1),
+                _ => CrashLayer::Mixed,
+            };
         }
     }
-    vuids.sort();
-    signals.sort();
-    let observed = Observed {
-        counts,
-        vuids: vuids.clone(),
-        signals: signals.clone(),
-    };
-    let judged = judge::cell(cell, expectation, &observed);
-    let verdict = judged.verdict;
-    let reason = explain_errors(verdict, judged.reason, runs);
-    let n = counts.total();
-    let [lo, hi] = pass_rate_95(counts);
-    CellResult {
-        case: cell.case.clone(),
-        runtime: cell.runtime.clone(),
-        driver: cell.driver.name.clone(),
-        layers: cell.layers.clone(),
-        emulation: cell.emulation.name().to_string(),
-        runs: n,
-        counts,
-        verdict,
-        vuid_names: crate::vuid::renamed_ids(&vuids),
-        vuids,
-        vuid_counts,
-        signals,
-        artifacts,
-        findings,
-        pass_rate: pass_rate(counts),
-        pass_rate_95: [lo, hi],
-        duration_ms: runs.iter().map(|r| r.duration_ms).sum(),
-        reason: Some(reason),
-        device: cell.device.as_ref().map(|d| d.name.clone()),
-        provenance: Some(
-            crate::provenance::Provenance::of(
-                cell.device.as_ref(),
-                cell.device
-                    .as_ref()
-                    .and_then(|d| d.loader_version.as_deref()),
-                cell.validation_layer.as_deref(),
-            )
-            .with_runs(
-                crate::run::selection(cell),
-                runs.iter().map(|r| r.vulkan.as_ref()),
+
+    /// The layer every crashing run crashed in, and how many runs that is;
+    /// `None` when no run crashed or a crash was elsewhere (the application's own).
+    pub fn crash_layer(&self) -> Option<(String, u64)> {
+        match &self.crash_layer {
+            CrashLayer::All(layer, n) => Some((layer.clone(), *n)),
+            _ => None,
+        }
+    }
+
+    fn add_finding(&mut self, key: (u32, usize), finding: String) {
+        if let Some(seen) = self.findings.iter_mut().find(|(_, f)| *f == finding) {
+            seen.0 = seen.0.min(key);
+            return;
+        }
+        keep_earliest(&mut self.findings, MAX_CELL_FINDINGS, (key, finding), |f| {
+            f.0
+        });
+    }
+
+    /// The cell's summary, judged against its expectation.
+    pub fn summarize(&self, cell: &Cell, expectation: Option<&Expectation>) -> CellResult {
+        let counts = self.counts;
+        let vuids: Vec<String> = self.vuids.iter().cloned().collect();
+        let signals: Vec<String> = self.signals.iter().cloned().collect();
+        let mut findings = self.findings.clone();
+        findings.sort();
+        let mut artifacts = self.artifacts.clone();
+        artifacts.sort();
+        let observed = Observed {
+            counts,
+            vuids: vuids.clone(),
+            signals: signals.clone(),
+        };
+        let judged = judge::cell(cell, expectation, &observed);
+        let verdict = judged.verdict;
+        let reason = explain_errors(verdict, judged.reason, self.first_error.as_ref());
+        let n = counts.total();
+        let [lo, hi] = pass_rate_95(counts);
+        CellResult {
+            case: cell.case.clone(),
+            runtime: cell.runtime.clone(),
+            driver: cell.driver.name.clone(),
+            layers: cell.layers.clone(),
+            emulation: cell.emulation.name().to_string(),
+            runs: n,
+            counts,
+            verdict,
+            vuid_names: crate::vuid::renamed_ids(&vuids),
+            vuids,
+            vuid_counts: self.vuid_counts.clone(),
+            signals,
+            artifacts: artifacts
+                .into_iter()
+                .map(|(_, dir)| dir.display().to_string())
+                .collect(),
+            findings: findings.into_iter().map(|(_, f)| f).collect(),
+            pass_rate: pass_rate(counts),
+            pass_rate_95: [lo, hi],
+            duration_ms: self.duration_ms,
+            reason: Some(reason),
+            device: cell.device.as_ref().map(|d| d.name.clone()),
+            provenance: Some(
+                Provenance::of(
+                    cell.device.as_ref(),
+                    cell.device
+                        .as_ref()
+                        .and_then(|d| d.loader_version.as_deref()),
+                    cell.validation_layer.as_deref(),
+                )
+                .with_loaders(crate::run::selection(cell), &self.loaders),
             ),
-        ),
-        driver_manifest: Some(cell.driver.manifest.display().to_string()),
-        expectation: judged.source,
-        flaky_expected: judged.flaky_expected,
-        allowed_vuids: Vec::new(),
-        crash_in_layer: None,
+            driver_manifest: Some(cell.driver.manifest.display().to_string()),
+            expectation: judged.source,
+            flaky_expected: judged.flaky_expected,
+            allowed_vuids: Vec::new(),
+            crash_in_layer: None,
+        }
     }
 }
 
+/// Adds `item` to `kept`, which holds at most `max`: those of the lowest keys.
+fn keep_earliest<T, K: Ord>(kept: &mut Vec<T>, max: usize, item: T, key: impl Fn(&T) -> K) {
+    if kept.len() < max {
+        kept.push(item);
+        return;
+    }
+    let latest = (0..kept.len()).max_by_key(|&i| key(&kept[i]));
+    if let Some(i) = latest.filter(|&i| key(&item) < key(&kept[i])) {
+        kept[i] = item;
+    }
+}
+
+/// Evidence directories listed per cell: those of its earliest kept runs.
+const MAX_CELL_ARTIFACTS: usize = 100;
 const MAX_CELL_FINDINGS: usize = 16;
 
 /// "VkDevice 0x55d0c6f3b0a0 alive at exit" → "VkDevice 0x… alive at exit",
@@ -126,15 +220,16 @@ fn elide_handles(text: &str) -> String {
 }
 
 /// An `error` cell says what went wrong in its first erroring run.
-fn explain_errors(verdict: CellVerdict, why: String, runs: &[RunRecord]) -> String {
+fn explain_errors(
+    verdict: CellVerdict,
+    why: String,
+    first_error: Option<&(u32, String)>,
+) -> String {
     if verdict != CellVerdict::Error {
         return why;
     }
-    match runs
-        .iter()
-        .find(|r| r.classification.verdict == RunVerdict::Error)
-    {
-        Some(r) => format!("{why}: {}", r.classification.reason),
+    match first_error {
+        Some((_, reason)) => format!("{why}: {reason}"),
         None => why,
     }
 }

@@ -139,10 +139,18 @@ pub fn max_processes() -> Result<u64, String> {
 
 /// What one run is placed in and bounded by.
 pub struct RunBound {
-    dirs: Vec<PathBuf>,
-    /// `cgroup.procs` of each of `dirs`, written by the child before exec.
-    procs: Vec<OwnedFd>,
-    pids: Option<PathBuf>,
+    /// The run's own cgroup in the unified hierarchy, removed when it ends.
+    dir: Option<PathBuf>,
+    /// `dir` opened, for `clone3(CLONE_INTO_CGROUP)`.
+    dir_fd: Option<OwnedFd>,
+    /// `cgroup.procs` of `dir`, written by a forked child before exec where
+    /// `clone3` is refused.
+    procs: Option<OwnedFd>,
+    /// The v1 pids cgroup of this worker thread, where the run's program
+    /// starts as the thread's child; the thread itself is a member too.
+    worker: Option<PathBuf>,
+    /// Where `pids.events` is, and its count of hits when the run began.
+    pids: Option<(PathBuf, u64)>,
     limit: u64,
     nproc: Option<u64>,
 }
@@ -151,8 +159,15 @@ pub struct RunBound {
 /// used there.
 #[derive(Clone, Copy)]
 pub struct ChildSetup {
-    procs: [RawFd; 2],
+    procs: RawFd,
     nproc: Option<u64>,
+}
+
+thread_local! {
+    /// The v1 pids cgroup this thread moved itself into, made once per
+    /// thread: a process forked by a thread starts in the thread's v1
+    /// cgroups, so its runs need no move of their own.
+    static WORKER_PIDS: std::cell::RefCell<Option<PathBuf>> = const { std::cell::RefCell::new(None) };
 }
 
 impl RunBound {
@@ -175,30 +190,42 @@ impl RunBound {
         }
         let inv = guard.get_or_insert_with(Invocation::start);
         let limit = inv.limit.clone()?;
-        let name = format!("run-{token}");
         let mut bound = RunBound {
-            dirs: Vec::new(),
-            procs: Vec::new(),
+            dir: None,
+            dir_fd: None,
+            procs: None,
+            worker: None,
             pids: None,
             limit,
             nproc: None,
         };
-        for parent in [&inv.unified, &inv.pids].into_iter().flatten() {
-            if bound.dirs.iter().any(|d| d.parent() == Some(parent)) {
-                continue;
-            }
-            let dir = parent.join(&name);
+        if let Some(parent) = &inv.unified {
+            let dir = parent.join(format!("run-{token}"));
             std::fs::create_dir(&dir)
                 .map_err(|e| format!("cannot make the run's cgroup {}: {e}", dir.display()))?;
-            bound.dirs.push(dir.clone());
+            bound.dir = Some(dir.clone());
             if inv.pids.as_ref() == Some(parent) {
                 std::fs::write(dir.join("pids.max"), limit.to_string())
                     .map_err(|e| format!("cannot set pids.max of {}: {e}", dir.display()))?;
-                bound.pids = Some(dir.clone());
+                bound.pids = Some((dir.clone(), 0));
             }
-            let procs = open_write(&dir.join("cgroup.procs"))
-                .map_err(|e| format!("cannot open {}/cgroup.procs: {e}", dir.display()))?;
-            bound.procs.push(procs);
+            bound.dir_fd = Some(
+                open(&dir, libc::O_RDONLY | libc::O_DIRECTORY)
+                    .map_err(|e| format!("cannot open the cgroup {}: {e}", dir.display()))?,
+            );
+            bound.procs = Some(
+                open(&dir.join("cgroup.procs"), libc::O_WRONLY)
+                    .map_err(|e| format!("cannot open {}/cgroup.procs: {e}", dir.display()))?,
+            );
+        }
+        if let Some(v1) = inv
+            .pids
+            .as_ref()
+            .filter(|p| Some(*p) != inv.unified.as_ref())
+        {
+            let worker = worker_pids(v1, limit)?;
+            bound.pids = Some((worker.clone(), limit_hits(&worker).unwrap_or(0)));
+            bound.worker = Some(worker);
         }
         if bound.pids.is_none() && !is_root() {
             // Never above the hard limit this user already has: raising it
@@ -208,13 +235,14 @@ impl RunBound {
         Ok(bound)
     }
 
+    /// The run's cgroup, open, for starting the program inside it.
+    pub fn cgroup_fd(&self) -> Option<RawFd> {
+        self.dir_fd.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
     pub fn child_setup(&self) -> ChildSetup {
-        let mut procs = [-1; 2];
-        for (slot, fd) in procs.iter_mut().zip(&self.procs) {
-            *slot = fd.as_raw_fd();
-        }
         ChildSetup {
-            procs,
+            procs: self.procs.as_ref().map_or(-1, AsRawFd::as_raw_fd),
             nproc: self.nproc,
         }
     }
@@ -223,7 +251,12 @@ impl RunBound {
     /// makes the run's own result untrustworthy: the process limit was hit.
     pub fn finish(mut self) -> Vec<String> {
         let mut faults = Vec::new();
-        if let Some(hits) = self.pids.as_deref().and_then(limit_hits) {
+        let hits = self
+            .pids
+            .as_ref()
+            .and_then(|(dir, before)| Some(limit_hits(dir)?.saturating_sub(*before)))
+            .filter(|&n| n > 0);
+        if let Some(hits) = hits {
             faults.push(format!(
                 "the program hit vkexit's limit of {} processes and threads {hits} time(s) (a fork bomb?); raise it with {MAX_PROCESSES_VAR}",
                 self.limit
@@ -234,12 +267,11 @@ impl RunBound {
     }
 
     fn kill_and_remove(&mut self) {
-        self.procs.clear();
-        let dirs = std::mem::take(&mut self.dirs);
-        if dirs.is_empty() {
-            return;
-        }
-        for dir in &dirs {
+        self.procs = None;
+        self.dir_fd = None;
+        let dir = self.dir.take();
+        let worker = self.worker.take();
+        if let Some(dir) = &dir {
             if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
                 kill_members(dir);
             }
@@ -247,17 +279,20 @@ impl RunBound {
         // Killed processes leave their cgroup as they exit; a fork that was
         // under way may still add one, so kill again until all are gone.
         let deadline = Instant::now() + Duration::from_secs(5);
-        let mut left = dirs.clone();
-        while !left.is_empty() && Instant::now() < deadline {
-            left.retain(|dir| {
-                if std::fs::remove_dir(dir).is_ok() {
-                    return false;
+        let mut dir_left = dir.is_some();
+        let mut worker_left = worker.is_some();
+        while (dir_left || worker_left) && Instant::now() < deadline {
+            if let Some(dir) = dir.as_ref().filter(|_| dir_left) {
+                dir_left = std::fs::remove_dir(dir).is_err();
+                if dir_left {
+                    kill_members(dir);
                 }
-                kill_members(dir);
-                true
-            });
-            if !left.is_empty() {
-                std::thread::sleep(Duration::from_millis(2));
+            }
+            if let Some(worker) = worker.as_ref().filter(|_| worker_left) {
+                worker_left = kill_members(worker) > 0;
+            }
+            if dir_left || worker_left {
+                std::thread::sleep(Duration::from_millis(1));
             }
         }
     }
@@ -269,17 +304,51 @@ impl Drop for RunBound {
     }
 }
 
+/// This thread's v1 pids cgroup under `parent`, the thread moved into it the
+/// first time. The thread counts as one of the cgroup's tasks: the limit is
+/// one above the runs'.
+fn worker_pids(parent: &Path, limit: u64) -> Result<PathBuf, String> {
+    let ready = WORKER_PIDS.with(|w| {
+        w.borrow()
+            .clone()
+            .filter(|dir| dir.parent() == Some(parent) && dir.exists())
+    });
+    if let Some(dir) = ready {
+        return Ok(dir);
+    }
+    // SAFETY: gettid cannot fail.
+    let tid = unsafe { libc::gettid() };
+    let dir = parent.join(format!("worker-{tid}"));
+    make_dir(&dir).ok_or_else(|| format!("cannot make the cgroup {}", dir.display()))?;
+    std::fs::write(dir.join("pids.max"), (limit + 1).to_string())
+        .map_err(|e| format!("cannot set pids.max of {}: {e}", dir.display()))?;
+    // "0" moves the writing thread alone.
+    std::fs::write(dir.join("tasks"), "0")
+        .map_err(|e| format!("cannot move into the cgroup {}: {e}", dir.display()))?;
+    WORKER_PIDS.with(|w| *w.borrow_mut() = Some(dir.clone()));
+    Ok(dir)
+}
+
 impl ChildSetup {
+    /// Nothing to do: no cgroup to enter, no limit to set.
+    pub fn none() -> ChildSetup {
+        ChildSetup {
+            procs: -1,
+            nproc: None,
+        }
+    }
+
     /// Runs in the forked child before exec: async-signal-safe only.
+    /// `in_cgroup`: the child was started inside the run's cgroup already.
     ///
     /// # Safety
     /// Call only between fork and exec; the descriptors are those of
     /// `RunBound::child_setup`, still open.
-    pub unsafe fn apply(&self) -> io::Result<()> {
-        for fd in self.procs.iter().copied().filter(|&fd| fd >= 0) {
+    pub unsafe fn apply(&self, in_cgroup: bool) -> io::Result<()> {
+        if self.procs >= 0 && !in_cgroup {
             // "0" moves the writing process itself into the cgroup.
             // SAFETY: writes one byte from a static buffer to an open fd.
-            if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
+            if unsafe { libc::write(self.procs, b"0".as_ptr().cast(), 1) } != 1 {
                 return Err(io::Error::last_os_error());
             }
         }
@@ -334,6 +403,19 @@ impl Invocation {
         KILL_FD.store(-1, Ordering::SeqCst);
         drop(self.kill);
         for dir in [self.unified, self.pids].into_iter().flatten() {
+            // The workers' v1 cgroups: their threads have ended, and leave
+            // them a moment after.
+            let workers: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.is_dir())
+                        .collect()
+                })
+                .unwrap_or_default();
+            for worker in workers {
+                remove_when_empty(&worker);
+            }
             let _ = std::fs::remove_dir(dir);
         }
     }
@@ -379,15 +461,20 @@ fn enable_pids(root: &Path, dir: &Path) -> bool {
     std::fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok()
 }
 
-/// Whether a process can be moved into a cgroup below `dir`: a child is
-/// forked to try it. Where it cannot (a delegation boundary, a container's
-/// rules), runs go without this hierarchy rather than fail to start.
-/// An unusable `dir` is removed.
+/// Whether a process can be started in, or moved into, a cgroup below
+/// `dir`: a child is started to try it. Where it cannot (a delegation
+/// boundary, a container's rules), runs go without this hierarchy rather
+/// than fail to start. An unusable `dir` is removed.
 fn usable(dir: &Path) -> bool {
     let probe = dir.join("probe");
-    let entered = make_dir(&probe)
-        .and_then(|p| open_write(&p.join("cgroup.procs")).ok())
-        .is_some_and(|procs| enters(&procs));
+    let entered = make_dir(&probe).is_some_and(|p| {
+        // As runs start: inside, where `clone3` can (cgroup v2), which moves
+        // nothing; else moved in after a fork.
+        let started_inside = open(&p, libc::O_RDONLY | libc::O_DIRECTORY)
+            .ok()
+            .is_some_and(|fd| starts_inside(fd.as_raw_fd()));
+        started_inside || open_write(&p.join("cgroup.procs")).is_ok_and(|procs| enters(&procs))
+    });
     remove_when_empty(&probe);
     if !entered {
         let _ = std::fs::remove_dir(dir);
@@ -414,6 +501,23 @@ fn enters(procs: &OwnedFd) -> bool {
     // SAFETY: waits for the child just forked.
     unsafe { libc::waitpid(pid, &mut status, 0) };
     libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+}
+
+/// Whether a child can be started inside the cgroup open at `fd`.
+fn starts_inside(fd: RawFd) -> bool {
+    match super::spawn::clone_into(fd) {
+        Some(Ok(0)) => {
+            // SAFETY: the child of a clone without CLONE_VM exits at once.
+            unsafe { libc::_exit(0) }
+        }
+        Some(Ok(pid)) => {
+            let mut status = 0;
+            // SAFETY: waits for the child just started.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        }
+        _ => false,
+    }
 }
 
 /// The probe's child has exited; its cgroup empties a moment later.
@@ -471,14 +575,18 @@ fn remove_stale(root: &Path) {
                     .collect()
             })
             .unwrap_or_default();
-        let mut stale = RunBound {
-            dirs: runs,
-            procs: Vec::new(),
-            pids: None,
-            limit: 0,
-            nproc: None,
-        };
-        stale.kill_and_remove();
+        for run in runs {
+            let mut stale = RunBound {
+                dir: Some(run),
+                dir_fd: None,
+                procs: None,
+                worker: None,
+                pids: None,
+                limit: 0,
+                nproc: None,
+            };
+            stale.kill_and_remove();
+        }
         let _ = std::fs::remove_dir(entry.path());
     }
 }
@@ -501,26 +609,36 @@ fn limit_hits(dir: &Path) -> Option<u64> {
         .filter(|&n| n > 0)
 }
 
-fn kill_members(dir: &Path) {
+/// Kills every member of `dir` but vkexit itself (a worker thread lives in
+/// its v1 cgroup); returns how many there were.
+fn kill_members(dir: &Path) -> usize {
     let text = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    let me = std::process::id() as libc::pid_t;
+    let mut killed = 0;
     for pid in text
         .lines()
         .filter_map(|l| l.trim().parse::<libc::pid_t>().ok())
     {
-        if pid > 0 {
+        if pid > 0 && pid != me {
             // SAFETY: kill of a process that is a member of this run's cgroup.
             unsafe { libc::kill(pid, libc::SIGKILL) };
+            killed += 1;
         }
     }
+    killed
 }
 
 fn open_write(path: &Path) -> io::Result<OwnedFd> {
+    open(path, libc::O_WRONLY)
+}
+
+fn open(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
     use std::os::unix::ffi::OsStrExt;
     let c = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: open with a NUL-terminated path; a non-negative result is a
     // descriptor nobody else owns.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -657,6 +775,55 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "0");
         let read_only: OwnedFd = std::fs::File::open(&file).unwrap().into();
         assert!(!enters(&read_only));
+    }
+
+    /// A run starts inside its own cgroup, and its worker thread's v1 pids
+    /// cgroup, without moving there: nothing to wait for. Needs root and a
+    /// writable cgroup file system (skipped otherwise, as `bound_here` says).
+    #[test]
+    fn a_run_starts_inside_its_cgroups() {
+        if !is_root() || bound_here().is_err() {
+            eprintln!("skipped: no cgroup with the pids controller can be made here");
+            return;
+        }
+        // In a thread of its own, as a worker: the thread joins a v1 cgroup.
+        std::thread::spawn(run_in_cgroups).join().unwrap();
+        release();
+    }
+
+    fn run_in_cgroups() {
+        let token = format!("test-{}", std::process::id());
+        let bound = RunBound::new(&token).unwrap();
+        let spec = crate::run::unix::CommandSpec {
+            program: "/bin/cat".into(),
+            args: vec!["/proc/self/cgroup".into()],
+            cwd: "/".into(),
+            env_set: Vec::new(),
+            env_remove: Vec::new(),
+        };
+        let child =
+            crate::run::spawn::spawn(&spec, &[], bound.cgroup_fd(), bound.child_setup()).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(child.stdout), &mut text).unwrap();
+        let mut status = 0;
+        // SAFETY: waits for the child just started.
+        unsafe { libc::waitpid(child.pid, &mut status, 0) };
+        let run = format!("/run-{token}");
+        let unified = find_mounts().unified.is_some();
+        assert_eq!(
+            unified,
+            text.lines()
+                .any(|l| l.starts_with("0::") && l.ends_with(&run)),
+            "{text}"
+        );
+        if bound.worker.is_some() {
+            assert!(
+                text.lines()
+                    .any(|l| l.contains(":pids:") && l.contains("/worker-")),
+                "{text}"
+            );
+        }
+        assert!(bound.finish().is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod cgroup;
 pub mod interrupt;
 pub mod reaper;
 mod slot;
+pub(crate) mod spawn;
 pub mod unix;
 
 use crate::capture::Capture;
@@ -22,7 +23,7 @@ use crate::validation;
 use crate::vuid::{self, VuidReport};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -66,13 +67,22 @@ pub struct RunRecord {
     pub vulkan: Option<VulkanUse>,
 }
 
-/// Runs the plan and returns, per cell, its runs in order. `on_record` sees
-/// each run as it finishes (for progress output).
+/// Whether more runs should start, as `execute`'s caller sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Go,
+    /// No new run starts; those under way finish.
+    Stop,
+}
+
+/// Runs the plan. `on_record` is given each run as it finishes, to fold into
+/// its cell's summary (nothing per run is held here), and says whether more
+/// runs should start.
 pub fn execute(
     plan: &Plan,
     options: &Options,
-    mut on_record: impl FnMut(&Cell, &RunRecord),
-) -> Result<Vec<Vec<RunRecord>>> {
+    mut on_record: impl FnMut(&Cell, RunRecord) -> Flow,
+) -> Result<()> {
     reaper::become_subreaper();
     let root = prepare_artifacts(plan, &options.artifacts)?;
     // Runs work in their own directory: every path they get is absolute.
@@ -98,24 +108,18 @@ pub fn execute(
     let runs = options.runs as usize;
     let total = runnable.len() * runs;
     let job = |k: usize| (k < total).then(|| (runnable[k / runs], (k % runs) as u32));
-    let mut results: Vec<Vec<RunRecord>> = plan
-        .cells
-        .iter()
-        .map(|c| match c.not_run {
-            None => Vec::with_capacity(runs),
-            Some(_) => Vec::new(),
-        })
-        .collect();
     let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<RunRecord>();
     std::thread::scope(|scope| {
         for worker in 0..options.jobs.max(1).min(total.max(1)) {
             let tx = tx.clone();
-            let (job, next) = (&job, &next);
+            let (job, next, stop) = (&job, &next, &stop);
             scope.spawn(move || {
                 let mut slot = slot::Slot::new(&options.artifacts, worker);
+                // A slot frees: the next run starts at once, with no timer.
                 while let Some((cell, index)) = job(next.fetch_add(1, Ordering::Relaxed)) {
-                    if interrupt::interrupted() {
+                    if interrupt::interrupted() || stop.load(Ordering::Relaxed) {
                         break;
                     }
                     let record = run_one(plan, cell, index, options, &mut slot);
@@ -127,19 +131,16 @@ pub fn execute(
         }
         drop(tx);
         for record in rx {
-            on_record(&plan.cells[record.cell], &record);
-            let cell = record.cell;
-            results[cell].push(record);
+            if on_record(&plan.cells[record.cell], record) == Flow::Stop {
+                stop.store(true, Ordering::Relaxed);
+            }
         }
     });
     // Every run has ended: whatever is left of any of them goes now.
     reaper::sweep();
     slot::remove_all(&options.artifacts);
     cgroup::release();
-    for runs in &mut results {
-        runs.sort_by_key(|r| r.index);
-    }
-    Ok(results)
+    Ok(())
 }
 
 /// Creates the artifacts root and clears the evidence of earlier runs of the

@@ -9,7 +9,6 @@
 
 use std::collections::BTreeSet;
 use std::io;
-use std::process::Child;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -48,19 +47,22 @@ pub fn new_token() -> String {
 
 /// Spawns with the registry locked, so that a sweep never sees the new
 /// program before it is known as a direct child.
-pub fn spawn(token: &str, spawn: impl FnOnce() -> io::Result<Child>) -> io::Result<Child> {
+pub fn spawn<T>(
+    token: &str,
+    spawn: impl FnOnce() -> io::Result<(libc::pid_t, T)>,
+) -> io::Result<T> {
     let mut s = state();
     s.active.insert(token.to_string());
     let child = spawn();
     match &child {
-        Ok(c) => {
-            s.direct.insert(c.id() as libc::pid_t);
+        Ok((pid, _)) => {
+            s.direct.insert(*pid);
         }
         Err(_) => {
             s.active.remove(token);
         }
     }
-    child
+    child.map(|(_, c)| c)
 }
 
 /// The run's program was reaped and its group killed: forget both, then

@@ -5,9 +5,8 @@ use crate::capture::Capture;
 use crate::classify::Termination;
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// One program to run, fully described.
@@ -52,19 +51,6 @@ pub fn run(
     on_hang: &mut dyn FnMut(libc::pid_t, &Capture),
 ) -> Outcome {
     let start = Instant::now();
-    let mut command = Command::new(&spec.program);
-    command
-        .args(&spec.args)
-        .current_dir(&spec.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for key in &spec.env_remove {
-        command.env_remove(key);
-    }
-    for (key, value) in &spec.env_set {
-        command.env(key, value);
-    }
     let not_started = |reason: String| Outcome {
         termination: Termination::NotStarted { reason },
         stdout: Capture::new(limits.capture_keep),
@@ -77,52 +63,27 @@ pub fn run(
         return not_started(full);
     }
     let token = super::reaper::new_token();
-    command.env(super::reaper::TOKEN_VAR, &token);
     let bound = match super::cgroup::RunBound::new(&token) {
         Ok(b) => b,
         Err(reason) => return not_started(reason),
     };
-    let setup = bound.child_setup();
-    // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe functions (setpgid, prctl, setrlimit, sigprocmask,
-    // write).
-    unsafe {
-        command.pre_exec(move || {
-            libc::setpgid(0, 0);
-            // If vkexit itself dies, its runs die with it.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // A crashing scenario must not fill the disk with cores. 1, not
-            // 0: the kernel ignores the limit when core_pattern pipes to a
-            // helper (Debian's systemd-coredump then stores cores whatever
-            // the limit), except for 1, which it takes as "no core"; 1 byte is
-            // also below the smallest core file it would write.
-            let no_core = libc::rlimit {
-                rlim_cur: 1,
-                rlim_max: 1,
-            };
-            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-            // Into the run's cgroups, under its process limit: from here
-            // on, everything this program starts is counted and killable.
-            setup.apply()
-        });
-    }
-    let mut child = match super::reaper::spawn(&token, || command.spawn()) {
+    let extra_env = [(super::reaper::TOKEN_VAR, token.as_str())];
+    let spawned = super::reaper::spawn(&token, || {
+        super::spawn::spawn(spec, &extra_env, bound.cgroup_fd(), bound.child_setup())
+            .map(|s| (s.pid, s))
+    });
+    let child = match spawned {
         Ok(c) => c,
         Err(e) => return not_started(format!("{}: {e}", spec.program.display())),
     };
-    let pid = child.id() as libc::pid_t;
+    let pid = child.pid;
     let _group = super::interrupt::GroupSlot::new(pid);
-    let stdout: OwnedFd = child.stdout.take().expect("piped stdout").into();
-    let stderr: OwnedFd = child.stderr.take().expect("piped stderr").into();
-    set_nonblocking(stdout.as_raw_fd());
-    set_nonblocking(stderr.as_raw_fd());
+    set_nonblocking(child.stdout.as_raw_fd());
+    set_nonblocking(child.stderr.as_raw_fd());
     let mut watch = Watch {
         pid,
         pidfd: pidfd_open(pid),
-        pipes: [Some(stdout), Some(stderr)],
+        pipes: [Some(child.stdout), Some(child.stderr)],
         captures: [
             Capture::new(limits.capture_keep),
             Capture::new(limits.capture_keep),
@@ -134,8 +95,6 @@ pub fn run(
     let mut faults = bound.finish();
     super::reaper::finished(&token, pid);
     faults.extend(disk_full(&spec.cwd));
-    // The Child handle is not used to wait: `supervise` reaped the process.
-    drop(child);
     let [stdout, stderr] = watch.captures;
     Outcome {
         pid: Some(pid),
