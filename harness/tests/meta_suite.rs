@@ -226,7 +226,10 @@ fn misjudged(case: &str, truth: Truth, run: &Path, result: &Value) -> Option<Str
                 .then(|| format!("{case}: {verdict} {seen}, not exit {code}"))
         }
         Truth::Vuid { id, per_run } => {
-            let count = result["vuid_counts"]["ids"][id]["count"].as_u64();
+            let count = count_under_any_name(&result["vuid_counts"]["ids"], id, |stat| {
+                stat["count"].as_u64()
+            });
+            let per_run = messages_per_run(per_run, run);
             let others = result["vuids"].as_array().map_or(0, Vec::len);
             if verdict != "vuid" || count != Some(per_run) || others != 1 {
                 return wrong(format!(
@@ -249,11 +252,33 @@ fn misjudged(case: &str, truth: Truth, run: &Path, result: &Value) -> Option<Str
     }
 }
 
+/// A count the results keep per id, for the check `id` names under whichever name the layer
+/// logged it (layers from 1.3.268 log 00378 as 05137).
+fn count_under_any_name(
+    ids: &Value,
+    id: &str,
+    count: impl Fn(&Value) -> Option<u64>,
+) -> Option<u64> {
+    vkexit::vuid::names(id).find_map(|name| ids.get(name).and_then(&count))
+}
+
+/// How many messages a program that leaves `objects` children alive at `vkDestroyDevice` makes
+/// the layer write. One per object, except for layers that report every leaked object of a
+/// device in one message ("… has 150 leaked objects", 1.4.363): then one, and the message must
+/// name them all, so none was lost to a message limit.
+fn messages_per_run(objects: u64, run: &Path) -> u64 {
+    let log = read_text(&run.join("validation.log"));
+    match objects > 1 && log.contains(&format!("{objects} leaked objects")) {
+        true => 1,
+        false => objects,
+    }
+}
+
 /// The VUID programs' own promises: nothing but the layer's log shows it, or the application's
 /// messenger really swallowed it.
 fn vuid_evidence(case: &str, run: &Path, result: &Value) -> Option<String> {
     let log = read_text(&run.join("validation.log"));
-    if !log.contains(&format!("[ {CHILDREN} ]")) {
+    if !vkexit::vuid::names(CHILDREN).any(|name| log.contains(&format!("[ {name} ]"))) {
         return Some(format!("{case}: validation.log lacks {CHILDREN}"));
     }
     let stdout = read_text(&run.join("stdout.txt"));
@@ -417,7 +442,13 @@ fn every_program_is_judged_as_what_it_did_in_every_run() {
     assert_eq!(results["interrupted"], false);
     // Every duplicate counted, none lost to a message limit.
     let dupes = cell_of(&results, program_named("vuid-150-duplicates"));
-    assert_eq!(dupes["vuid_counts"][CHILDREN], 150 * 20, "{dupes:#}");
+    let counted = count_under_any_name(&dupes["vuid_counts"], CHILDREN, Value::as_u64);
+    let logged: u64 = strings(&dupes["artifacts"])
+        .iter()
+        .map(|run| messages_per_run(150, Path::new(run)))
+        .sum();
+    assert_eq!(logged % 20, 0, "{dupes:#}");
+    assert_eq!(counted, Some(logged), "{dupes:#}");
 }
 
 #[test]

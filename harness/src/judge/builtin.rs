@@ -57,6 +57,7 @@ mod tests {
     use super::*;
     use crate::judge::Outcome;
     use crate::plan::{BUILTIN_CASES, POLICIES};
+    use crate::verdict::RunVerdict;
 
     fn subject<'a>(
         case: &'a str,
@@ -95,6 +96,46 @@ mod tests {
         let f = file();
         assert!(f.entries.len() > 20 && !f.allows.is_empty());
         assert!(f.entries.iter().all(|e| e.source == BUILTIN_SOURCE));
+    }
+
+    #[test]
+    fn layers_that_tear_themselves_down_at_exit_crash_the_late_teardowns() {
+        let layers = vec!["validation@1.4.309".to_string()];
+        let at = |case, runtime, emulation, version| {
+            let mut s = subject(case, runtime, "lavapipe", emulation, &layers);
+            s.layer_version = Some(version);
+            expectation(&s).map(|e| (e.outcome, e.reason))
+        };
+        let crash = |signals: &[&str]| Outcome::Fail {
+            verdicts: vec![RunVerdict::Crash],
+            vuids: Vec::new(),
+            signals: signals.iter().map(|s| s.to_string()).collect(),
+        };
+        for case in BUILTIN_CASES {
+            let (outcome, reason) = at(case, "refrt:static-destructor", "none", "1.4.309").unwrap();
+            assert_eq!(outcome, crash(&["SIGSEGV"]), "{case}");
+            assert!(reason.contains("1.4.309"), "{reason}");
+            let (outcome, _) = at(case, "refrt:static-destructor", "none", "1.4.363").unwrap();
+            assert_eq!(outcome, crash(&[]), "{case}");
+        }
+        let late_events = at(
+            "events-freed-after-teardown",
+            "refrt:never",
+            "none",
+            "1.4.363",
+        );
+        assert_eq!(late_events.unwrap().0, crash(&[]));
+        // Older layers, the emulation's own crash and the other policies keep their outcomes.
+        let old = at("clean-exit", "refrt:static-destructor", "none", "1.3.239");
+        assert_eq!(old.unwrap().0, Outcome::Pass);
+        let emulated = at("clean-exit", "refrt:static-destructor", "tegra", "1.4.309").unwrap();
+        assert!(
+            emulated.1.contains("driver's exit handler"),
+            "{}",
+            emulated.1
+        );
+        let fixed = at("clean-exit", "refrt:release-children", "none", "1.4.363");
+        assert_eq!(fixed.unwrap().0, Outcome::Pass);
     }
 
     #[test]
