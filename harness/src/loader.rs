@@ -85,10 +85,16 @@ pub fn read(timeline: &Path) -> Option<VulkanUse> {
 }
 
 impl VulkanUse {
-    /// Why no layer could see the program's Vulkan calls: it opened a driver itself, or
-    /// loaded one with no loader in the process at all.
+    /// Why no layer could see the program's Vulkan calls: it opened a driver itself while
+    /// the loader opened none, or loaded one with no loader in the process at all. A driver
+    /// that a driver library loads in turn (NVIDIA's libGLX_nvidia, loaded by the loader,
+    /// brings in libEGL_nvidia through libEGL) is no bypass: the loader opened one.
     pub fn bypass(&self) -> Option<String> {
-        let by_program = self.drivers.iter().find(|d| {
+        let through_loader = self
+            .drivers
+            .iter()
+            .any(|d| d.loaded_by.as_deref().is_some_and(is_loader_file));
+        let by_program = self.drivers.iter().filter(|_| !through_loader).find(|d| {
             d.loaded_by
                 .as_deref()
                 .is_some_and(|caller| !is_loader_file(caller))
@@ -245,6 +251,18 @@ mod tests {
         // A driver with no loader at all, whoever loaded it.
         let alone = r#"{"ev":"vulkan-object","role":"driver","path":"/d/x.so","caller":null}"#;
         assert!(timeline(&[alone]).bypass().is_some());
+    }
+
+    #[test]
+    fn a_driver_that_the_loaders_driver_loads_in_turn_is_no_bypass() {
+        // NVIDIA: the loader opens libGLX_nvidia, whose start-up opens libEGL (glvnd), which
+        // opens libEGL_nvidia, itself a Vulkan driver library.
+        let glx = r#"{"ev":"vulkan-object","role":"driver","path":"/n/libGLX_nvidia.so.0","caller":"/opt/x/libvulkan.so.1.3.200"}"#;
+        let egl = r#"{"ev":"vulkan-object","role":"driver","path":"/n/libEGL_nvidia.so.0","caller":"/s/libEGL.so.1"}"#;
+        assert_eq!(timeline(&[LOADER, glx, egl]).bypass(), None);
+        assert_eq!(timeline(&[LOADER, egl, glx]).bypass(), None);
+        // Without the loader's own open, the same record is a bypass.
+        assert!(timeline(&[LOADER, egl]).bypass().is_some());
     }
 
     #[test]
