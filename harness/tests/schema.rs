@@ -145,11 +145,11 @@ fn a_fresh_run_with_every_field_meets_the_schema() {
 
 #[test]
 fn the_readme_example_meets_the_schema_and_shows_every_cell_field() {
-    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo("docs/reference.md")).unwrap();
     let section = readme
-        .split("### Results file (`--json`, schema `vkexit.results/1`)")
+        .split("## Results file (`--json`, schema `vkexit.results/1`)")
         .nth(1)
-        .expect("README has a results file section");
+        .expect("docs/reference.md has a results file section");
     let block = section
         .split("```json\n")
         .nth(1)
