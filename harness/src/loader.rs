@@ -45,6 +45,12 @@ struct Record {
     caller: Option<String>,
 }
 
+/// The file a path names, links resolved, to tell two names of one library apart from two
+/// libraries.
+fn same_file(path: &str) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| PathBuf::from(path))
+}
+
 /// The run's Vulkan objects, from its timeline; `None` when there is no timeline (the run
 /// was made without the preload), so nothing is known.
 pub fn read(timeline: &Path) -> Option<VulkanUse> {
@@ -85,19 +91,23 @@ pub fn read(timeline: &Path) -> Option<VulkanUse> {
 }
 
 impl VulkanUse {
-    /// Why no layer could see the program's Vulkan calls: it opened a driver itself while
-    /// the loader opened none, or loaded one with no loader in the process at all. A driver
-    /// that a driver library loads in turn (NVIDIA's libGLX_nvidia, loaded by the loader,
-    /// brings in libEGL_nvidia through libEGL) is no bypass: the loader opened one.
+    /// Why no layer could see the program's Vulkan calls: it opened a driver itself, one the
+    /// loader did not open or the very one the loader opened, or loaded one with no loader in
+    /// the process at all. A different driver library that a library other than the loader
+    /// opens while the loader has opened a driver is part of that driver (NVIDIA's
+    /// libGLX_nvidia, opened by the loader, brings in libEGL_nvidia through libEGL): no bypass.
     pub fn bypass(&self) -> Option<String> {
-        let through_loader = self
+        let by_loader: Vec<PathBuf> = self
             .drivers
             .iter()
-            .any(|d| d.loaded_by.as_deref().is_some_and(is_loader_file));
-        let by_program = self.drivers.iter().filter(|_| !through_loader).find(|d| {
+            .filter(|d| d.loaded_by.as_deref().is_some_and(is_loader_file))
+            .map(|d| same_file(&d.path))
+            .collect();
+        let by_program = self.drivers.iter().find(|d| {
             d.loaded_by
                 .as_deref()
                 .is_some_and(|caller| !is_loader_file(caller))
+                && (by_loader.is_empty() || by_loader.contains(&same_file(&d.path)))
         });
         let without_loader = self.drivers.first().filter(|_| self.loaders.is_empty());
         let driver = by_program.or(without_loader)?;
@@ -263,6 +273,8 @@ mod tests {
         assert_eq!(timeline(&[LOADER, egl, glx]).bypass(), None);
         // Without the loader's own open, the same record is a bypass.
         assert!(timeline(&[LOADER, egl]).bypass().is_some());
+        // The very driver the loader opened, opened by the program too, is one.
+        assert!(timeline(&[LOADER, BY_LOADER, BY_NCNN]).bypass().is_some());
     }
 
     #[test]
