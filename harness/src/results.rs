@@ -124,7 +124,7 @@ pub struct CellResult {
     pub device: Option<String>,
     /// Device, driver, loader, validation layer, kernel and glibc of the runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provenance: Option<crate::provenance::Provenance>,
+    pub provenance: Option<crate::host::provenance::Provenance>,
     /// The ICD manifest of the driver.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_manifest: Option<String>,

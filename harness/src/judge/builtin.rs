@@ -6,7 +6,7 @@
 
 use super::file::{Allow, BaselineFile, Subject};
 use super::{Expectation, BUILTIN_SOURCE};
-use crate::toml_file::TomlFile;
+use crate::support::toml_file::TomlFile;
 use std::sync::OnceLock;
 
 const TEXT: &str = include_str!("builtin.toml");
@@ -35,7 +35,10 @@ pub fn file() -> &'static BaselineFile {
 /// cannot show, and the racy emulation is for measuring crash rates, not
 /// for gating: neither has one.
 pub fn expectation(s: &Subject) -> Option<Expectation> {
-    let validation = s.layers.iter().any(|l| crate::layers::is_validation(l));
+    let validation = s
+        .layers
+        .iter()
+        .any(|l| crate::host::layers::is_validation(l));
     if !validation || s.emulation == "tegra-racy" {
         return None;
     }

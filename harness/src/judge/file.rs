@@ -37,14 +37,14 @@
 //! `[[allow]]` entry that applies to a cell applies.
 
 use super::{Expectation, Outcome};
-use crate::errors::Result;
 use crate::evidence;
-use crate::glob;
-use crate::layers;
+use crate::host::layers;
 use crate::plan::Cell;
 use crate::results::CellResult;
 use crate::run::RunRecord;
-use crate::toml_file::TomlFile;
+use crate::support::errors::Result;
+use crate::support::glob;
+use crate::support::toml_file::TomlFile;
 use crate::verdict::RunVerdict;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -315,7 +315,7 @@ impl Allow {
     }
 
     pub fn allows(&self, id: &str) -> bool {
-        self.vuids.iter().any(|p| crate::vuid::matches(p, id))
+        self.vuids.iter().any(|p| crate::host::vuid::matches(p, id))
     }
 }
 
@@ -721,10 +721,10 @@ fn check_signals(file: &TomlFile, list: Vec<Spanned<String>>) -> Result<Vec<Stri
 mod tests {
     use super::*;
     use crate::classify::{Classification, Termination};
+    use crate::host::vuid::{Severity, VuidReport, VuidStat};
     use crate::judge::{self as baseline, Observed};
     use crate::results::Counts;
     use crate::verdict::CellVerdict;
-    use crate::vuid::{Severity, VuidReport, VuidStat};
 
     fn parse(text: &str) -> Result<BaselineFile, String> {
         let file = TomlFile {

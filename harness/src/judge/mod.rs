@@ -7,16 +7,17 @@
 
 pub mod builtin;
 pub mod file;
+pub mod update;
 
 pub use file::{
     allow_in_cell, apply_allow, layer_version_of, layers_text, Allow, Baseline, BaselineFile,
     Entry, Expect, Pattern, Subject, VersionRange,
 };
 
+use crate::host::vuid;
 use crate::plan::{Cell, NotRun};
 use crate::results::Counts;
 use crate::verdict::{CellVerdict, RunVerdict};
-use crate::vuid;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {

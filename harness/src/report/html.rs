@@ -7,8 +7,8 @@
 
 use super::markup::{attr, text, url_path};
 use super::{gate_green, groups, observation, pass_rate_line, red_first, short_vuid, summary_line};
-use crate::errors::{Error, Result};
 use crate::results::{CellResult, Counts, Results};
+use crate::support::errors::{Error, Result};
 use crate::verdict::CellVerdict;
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -255,9 +255,9 @@ const RUN_FILES: [&str; 8] = [
     "command.txt",
     "stderr.txt",
     "stdout.txt",
-    crate::validation::LOG_FILE,
-    crate::explain::TIMELINE_FILE,
-    crate::explain::CRASH_FILE,
+    crate::host::validation::LOG_FILE,
+    crate::classify::explain::TIMELINE_FILE,
+    crate::classify::explain::CRASH_FILE,
     "hang.json",
 ];
 
@@ -309,7 +309,7 @@ fn evidence_sections(out: &mut String, results: &Results, base: Option<&Path>) {
         );
         out.push_str(&files.collect::<Vec<_>>().join(" · "));
         out.push_str("</p>\n");
-        let story = crate::explain::Story::read(run).render();
+        let story = crate::classify::explain::Story::read(run).render();
         let lines: Vec<&str> = story.lines().collect();
         out.push_str("<pre class=\"story\">");
         for line in lines.iter().take(STORY_LINES) {

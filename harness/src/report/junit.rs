@@ -20,8 +20,8 @@
 
 use super::markup::{attr, text};
 use super::{gate_green, observation, pass_rate_line, short_vuid};
-use crate::errors::{Error, Result};
 use crate::results::{CellResult, Results};
+use crate::support::errors::{Error, Result};
 use crate::verdict::{CellVerdict, RunVerdict};
 use std::fmt::Write as _;
 use std::path::Path;

@@ -4,8 +4,8 @@
 
 use super::markup::{md, md_code};
 use super::{gate_green, groups, observation, summary_line};
-use crate::errors::{Error, Result};
 use crate::results::{CellResult, Results};
+use crate::support::errors::{Error, Result};
 use std::fmt::Write as _;
 use std::path::Path;
 

@@ -6,19 +6,20 @@ pub mod html;
 pub mod junit;
 pub mod markdown;
 mod markup;
+pub mod merge;
 
-use crate::errors::{Error, Result};
+use crate::host::provenance::{LoadersUsed, Provenance};
 use crate::judge::{self, Expectation, Observed};
 use crate::plan::{case_rank, runtime_rank, Cell};
-use crate::provenance::{LoadersUsed, Provenance};
 use crate::results::{CellResult, Counts, Results, SCHEMA};
 use crate::run::RunRecord;
-use crate::stats::wilson95;
+use crate::support::errors::{Error, Result};
+use crate::support::stats::wilson95;
 use crate::verdict::{CellVerdict, RunVerdict};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub use crate::util::write_atomically;
+pub use crate::support::util::write_atomically;
 
 /// One cell's runs, summarised and judged against its expectation.
 pub fn summarize(cell: &Cell, expectation: Option<&Expectation>, runs: &[RunRecord]) -> CellResult {
@@ -152,7 +153,7 @@ impl CellFold {
             runs: n,
             counts,
             verdict,
-            vuid_names: crate::vuid::renamed_ids(&vuids),
+            vuid_names: crate::host::vuid::renamed_ids(&vuids),
             vuids,
             vuid_counts: self.vuid_counts.clone(),
             signals,

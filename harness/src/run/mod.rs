@@ -2,25 +2,27 @@
 //! own private directory, `jobs` at a time. What a run leaves behind is read
 //! back from files and handed to `classify`.
 
+pub mod capture;
 pub mod cgroup;
+pub mod hang;
 pub mod interrupt;
 pub mod reaper;
 mod slot;
 pub(crate) mod spawn;
 pub mod unix;
 
-use crate::capture::Capture;
+use crate::classify::explain;
 use crate::classify::{self, Classification, RunEvidence, Termination, Validation};
-use crate::drivers::{self, Selection};
-use crate::errors::{Error, Result};
 use crate::evidence::{self, TegraSummary, TraceSummary};
-use crate::explain;
-use crate::hang::HangReport;
-use crate::layers::{self, Chain};
-use crate::loader::{self, VulkanUse};
+use crate::host::drivers::{self, Selection};
+use crate::host::layers::{self, Chain};
+use crate::host::loader::{self, VulkanUse};
+use crate::host::validation;
+use crate::host::vuid::{self, VuidReport};
 use crate::plan::{CaseCommand, Cell, Plan, REFRT_LIBRARY};
-use crate::validation;
-use crate::vuid::{self, VuidReport};
+use crate::run::capture::Capture;
+use crate::run::hang::HangReport;
+use crate::support::errors::{Error, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -191,7 +193,7 @@ fn run_one(
         Ok(()) => {
             let made = command_spec(plan, cell, &dir, options);
             let mut on_hang = |pgid: libc::pid_t, stdout: &Capture| {
-                hang = Some(crate::hang::capture(pgid, &stdout.to_lossy_string()));
+                hang = Some(crate::run::hang::capture(pgid, &stdout.to_lossy_string()));
             };
             let outcome = unix::run(&made, &limits(options), &mut on_hang);
             spec = Some(made);
@@ -377,7 +379,7 @@ fn limits(options: &Options) -> unix::Limits {
         timeout: options.timeout,
         term_grace: Duration::from_secs(2),
         pipe_grace: Duration::from_millis(500),
-        capture_keep: crate::capture::DEFAULT_KEEP,
+        capture_keep: crate::run::capture::DEFAULT_KEEP,
     }
 }
 
@@ -613,7 +615,7 @@ fn write_evidence(
         dir.join("stderr.txt"),
     )?))?;
     let json = serde_json::to_string_pretty(record).expect("a run record serialises");
-    crate::util::write_atomically(&dir.join("result.json"), (json + "\n").as_bytes())
+    crate::support::util::write_atomically(&dir.join("result.json"), (json + "\n").as_bytes())
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! an empty `home/` and `xdg-runtime/` and the validation settings file,
 //! whose log lives next to it. The settings file is written once per slot.
 
-use crate::validation;
+use crate::host::validation;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 

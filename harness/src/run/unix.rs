@@ -1,8 +1,8 @@
 //! Platform code of the runner, and the only place that knows it: process
 //! groups, pidfds, poll, signals, rlimits, cgroups (in `cgroup`).
 
-use crate::capture::Capture;
 use crate::classify::Termination;
+use crate::run::capture::Capture;
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;

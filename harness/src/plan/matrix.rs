@@ -40,11 +40,11 @@
 //! same driver (a manifest path and its short name), the first one found is
 //! used. Command-line flags change the file as [`Matrix::apply`] says.
 
-use crate::errors::{Error, Result};
-use crate::layers::{self, Emulation};
+use crate::host::layers::{self, Emulation};
+use crate::host::validation;
 use crate::plan::{self, BUILTIN_CASES};
-use crate::toml_file::TomlFile;
-use crate::validation;
+use crate::support::errors::{Error, Result};
+use crate::support::toml_file::TomlFile;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -363,7 +363,7 @@ impl Matrix {
 /// Variables vkexit sets for every run itself: a matrix may not set them.
 pub fn is_reserved_variable(key: &str) -> bool {
     layers::is_inherited_layer_setting(key)
-        || crate::drivers::SELECTION_VARIABLES.contains(&key)
+        || crate::host::drivers::SELECTION_VARIABLES.contains(&key)
         || matches!(
             key,
             "HOME"

@@ -1,12 +1,15 @@
 //! Planning: which cells to run. A cell is one case × runtime × driver ×
 //! layers × emulation; it is run N times.
 
-use crate::drivers::{self, Driver};
-use crate::errors::{Error, Result};
-use crate::layers::{Chain, Emulation};
-use crate::probe::{self, DeviceInfo};
+pub mod matrix;
+pub mod shard;
+
+use crate::host::drivers::{self, Driver};
+use crate::host::layers::{Chain, Emulation};
+use crate::host::probe::{self, DeviceInfo};
+use crate::plan::shard::Shard;
 use crate::results::CellId;
-use crate::shard::Shard;
+use crate::support::errors::{Error, Result};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 

@@ -7,14 +7,14 @@ mod calls;
 mod loops;
 mod memory;
 
+use crate::engine::gate;
+use crate::plan::matrix::{Matrix, Overrides};
+use crate::plan::{self, Cell, Plan};
+use crate::run;
+use crate::support::errors::{Error, Result};
 use serde::Serialize;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use vkexit::errors::{Error, Result};
-use vkexit::gate;
-use vkexit::matrix::{Matrix, Overrides};
-use vkexit::plan::{self, Cell, Plan};
-use vkexit::run;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -129,7 +129,7 @@ pub fn bench(args: BenchArgs) -> Result<bool> {
         "vkexit bench: {} runs of {} [{}], each loop {} time(s), load average {:.2} at start",
         args.runs,
         cell.label(),
-        vkexit::judge::layers_text(&cell.layers),
+        crate::judge::layers_text(&cell.layers),
         args.repeats,
         load_average()
     );
@@ -273,7 +273,7 @@ fn plan_one(args: &BenchArgs, work: &Path) -> Result<(Plan, run::Options)> {
         unreachable!("flags alone give one layer set")
     };
     let validation = match set.validation {
-        true => Some(vkexit::validation::find_layer()?),
+        true => Some(crate::host::validation::find_layer()?),
         false => None,
     };
     let mut chain = gate::chain(set, validation.as_ref(), false);

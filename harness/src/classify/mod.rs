@@ -1,9 +1,11 @@
 //! Classification: a pure function from what a run left behind to its verdict.
 //! No Vulkan, no processes: everything it needs is in `RunEvidence`.
 
+pub mod explain;
+
 use crate::evidence::{CrashSummary, ProcessCrash, TegraSummary, TraceSummary};
+use crate::host::vuid::VuidReport;
 use crate::verdict::RunVerdict;
-use crate::vuid::VuidReport;
 use serde::{Deserialize, Serialize};
 
 /// How the program under test ended.
@@ -325,7 +327,7 @@ fn classify_validation(validation: &Validation) -> (RunVerdict, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vuid::scan_str;
+    use crate::host::vuid::scan_str;
 
     fn run(termination: Termination, validation: Validation) -> Classification {
         classify(&RunEvidence {

@@ -1,13 +1,13 @@
 //! `vkexit doctor`: what this machine has for vkexit, and for each thing
 //! missing, the package that brings it.
 
-use crate::drivers;
-use crate::layers::{Chain, Emulation};
+use crate::host::drivers;
+use crate::host::layers::{Chain, Emulation};
+use crate::host::probe::{self, ProbeReport};
+use crate::host::validation;
 use crate::plan::{
     runtime_cache, scenario_dir, BUILTIN_CASES, REAL_RUNTIMES, REFRT_LIBRARY, RUNTIME_CACHE_ENV,
 };
-use crate::probe::{self, ProbeReport};
-use crate::validation;
 use std::io::Write;
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! the one the program loads (a wheel may bundle its own), not the one vkexit finds; a
 //! driver that the program opened itself is one that no layer can see.
 
-use crate::drivers::{self, Selection};
+use crate::host::drivers::{self, Selection};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::BufRead;

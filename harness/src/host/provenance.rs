@@ -2,9 +2,9 @@
 //! validation layer, the kernel and the C library. A result from another
 //! machine (a shard, a CI runner) says what it was measured on.
 
-use crate::drivers::Selection;
-use crate::loader::VulkanUse;
-use crate::probe::DeviceInfo;
+use crate::host::drivers::Selection;
+use crate::host::loader::VulkanUse;
+use crate::host::probe::DeviceInfo;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
@@ -176,7 +176,7 @@ mod tests {
     #[test]
     fn the_loaders_the_runs_used_are_counted() {
         let used = |path: &str| VulkanUse {
-            loaders: vec![crate::loader::LoaderSeen {
+            loaders: vec![crate::host::loader::LoaderSeen {
                 path: path.into(),
                 version: Some("1.4.313".into()),
             }],
@@ -200,7 +200,7 @@ mod tests {
     #[test]
     fn loaders_are_counted_in_bounded_space_in_the_order_first_loaded() {
         let used = |k: u32| VulkanUse {
-            loaders: vec![crate::loader::LoaderSeen {
+            loaders: vec![crate::host::loader::LoaderSeen {
                 path: format!("/l{k}/libvulkan.so.1"),
                 version: None,
             }],

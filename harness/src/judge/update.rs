@@ -451,7 +451,7 @@ fn list(items: &[String]) -> String {
 mod tests {
     use super::*;
     use crate::report::junit::tests::{cell, counts, results};
-    use crate::toml_file::TomlFile;
+    use crate::support::toml_file::TomlFile;
 
     const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
 

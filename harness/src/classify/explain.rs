@@ -115,8 +115,8 @@ impl Story {
         let mut story = Story::default();
         for (file, source) in [
             (TIMELINE_FILE, "exit"),
-            (crate::layers::TRACE_FILE, "trace"),
-            (crate::layers::TEGRA_FILE, "tegra"),
+            (crate::host::layers::TRACE_FILE, "trace"),
+            (crate::host::layers::TEGRA_FILE, "tegra"),
             (CRASH_FILE, "crash"),
         ] {
             if let Ok(f) = std::fs::File::open(dir.join(file)) {

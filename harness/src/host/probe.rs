@@ -3,7 +3,7 @@
 //! command) so that a broken driver cannot take vkexit down, and so that the
 //! driver is chosen exactly as for a run: by environment.
 
-use crate::drivers::Driver;
+use crate::host::drivers::Driver;
 use ash::vk;
 use serde::{Deserialize, Serialize};
 use std::path::Path;

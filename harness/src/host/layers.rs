@@ -15,8 +15,8 @@
 //! library paths, and found through `VK_LAYER_PATH`, which then also names
 //! the validation layer's manifest directory (it replaces the default search).
 
-use crate::errors::{Error, Result};
-use crate::validation::{self, ValidationLayer};
+use crate::host::validation::{self, ValidationLayer};
+use crate::support::errors::{Error, Result};
 use std::path::{Path, PathBuf};
 
 pub const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";

@@ -2,14 +2,14 @@
 //! first spawn to its last exit; what is prepared before (run directories, a CTest file) is
 //! not timed, since a user's loop would not make it either.
 
+use crate::plan::Plan;
+use crate::run::{self, unix::CommandSpec};
+use crate::support::errors::{Error, Result};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
-use vkexit::errors::{Error, Result};
-use vkexit::plan::Plan;
-use vkexit::run::{self, unix::CommandSpec};
 
 /// Milliseconds per run of a loop that spawns the command and waits for it, `jobs` at a
 /// time, each loop in a run directory of its own that it reuses.

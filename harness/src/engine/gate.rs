@@ -8,16 +8,16 @@
 //! of its own runs in an execution of its own, with them set.
 
 use crate::classify;
-use crate::errors::{Error, Result};
+use crate::host::layers::Chain;
+use crate::host::validation::{self, ValidationLayer};
 use crate::judge::{self, Baseline, Expectation, BUILTIN_SOURCE};
-use crate::layers::Chain;
-use crate::matrix::{LayerSet, Matrix};
+use crate::plan::matrix::{LayerSet, Matrix};
+use crate::plan::shard::Shard;
 use crate::plan::{self, Cell, ExternalCase, Plan};
 use crate::report;
 use crate::results::{CellResult, Counts, LayerCrash, WithoutLayer};
 use crate::run;
-use crate::shard::Shard;
-use crate::validation::{self, ValidationLayer};
+use crate::support::errors::{Error, Result};
 use crate::verdict::RunVerdict;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -441,7 +441,7 @@ fn from_here(argv: &[OsString]) -> Vec<OsString> {
 mod tests {
     use super::*;
     use crate::classify::{Classification, Termination};
-    use crate::drivers::Driver;
+    use crate::host::drivers::Driver;
     use crate::plan::CaseCommand;
     use crate::run::RunRecord;
     use crate::verdict::RunVerdict;
@@ -457,7 +457,7 @@ mod tests {
             },
             device: None,
             layers: vec!["validation".into()],
-            emulation: crate::layers::Emulation::None,
+            emulation: crate::host::layers::Emulation::None,
             command: CaseCommand::External(vec![]),
             workdir: None,
             not_run: None,
@@ -471,8 +471,8 @@ mod tests {
     /// every 13th is made without the preload (records none), the rest load
     /// the system's.
     fn record(i: u32) -> RunRecord {
-        let loader = |path: &str| crate::loader::VulkanUse {
-            loaders: vec![crate::loader::LoaderSeen {
+        let loader = |path: &str| crate::host::loader::VulkanUse {
+            loaders: vec![crate::host::loader::LoaderSeen {
                 path: path.into(),
                 version: Some("1.4.313".into()),
             }],

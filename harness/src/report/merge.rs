@@ -8,12 +8,12 @@
 //! verdict judged again from the sums, against the built-in expectation of
 //! a built-in case.
 
-use crate::errors::{Error, Result};
 use crate::judge::{self, Baseline, Observed, Subject};
+use crate::plan::shard::Shard;
 use crate::plan::{case_rank, runtime_rank};
 use crate::report;
 use crate::results::{CellId, CellResult, Results, SCHEMA};
-use crate::shard::Shard;
+use crate::support::errors::{Error, Result};
 use crate::verdict::CellVerdict;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -194,7 +194,7 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
             add(c.vuid_counts.entry(id).or_insert(0), n);
         }
         union_sorted(&mut c.vuids, p.vuids);
-        c.vuid_names = crate::vuid::renamed_ids(&c.vuids);
+        c.vuid_names = crate::host::vuid::renamed_ids(&c.vuids);
         union_sorted(&mut c.signals, p.signals);
         union_sorted(&mut c.allowed_vuids, p.allowed_vuids);
         for f in p.findings {
@@ -262,7 +262,7 @@ pub fn judge_against(results: &mut Results, baseline: &Baseline) {
             c.vuid_counts.remove(id);
         }
         c.counts = seen.counts;
-        c.vuid_names = crate::vuid::renamed_ids(&seen.vuids);
+        c.vuid_names = crate::host::vuid::renamed_ids(&seen.vuids);
         c.vuids = seen.vuids;
         c.pass_rate = report::pass_rate(c.counts);
         c.pass_rate_95 = report::pass_rate_95(c.counts);
@@ -314,7 +314,7 @@ fn join_text(a: Option<String>, b: Option<String>) -> Option<String> {
 mod tests {
     use super::*;
     use crate::report::junit::tests::{cell, counts, results};
-    use crate::toml_file::TomlFile;
+    use crate::support::toml_file::TomlFile;
 
     fn file(cells: Vec<CellResult>) -> String {
         serde_json::to_string_pretty(&results(cells)).unwrap()

@@ -21,8 +21,8 @@ use std::process::Command;
 
 use serde::Serialize;
 
-use crate::errors::{Error, Result};
 use crate::plan::{scenario_dir, BUILTIN_CASES, REFRT_LIBRARY};
+use crate::support::errors::{Error, Result};
 
 /// The Debian packages `--with-vulkan` downloads: the loader and the validation layer.
 pub const VULKAN_PACKAGES: [&str; 2] = ["libvulkan1", "vulkan-validationlayers"];

@@ -1,7 +1,7 @@
 //! Vulkan drivers: found the way the loader finds them, from ICD manifests,
 //! and named by a short stable name (`lavapipe`, `radv`, `nvidia`, …).
 
-use crate::errors::{Error, Result};
+use crate::support::errors::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -5,11 +5,11 @@
 //! fastest of a few tries counts: it is the one the rest of the machine disturbed least.
 
 use super::PerCall;
+use crate::host::layers::{self, Chain, Emulation};
+use crate::plan::{Cell, Plan};
+use crate::support::errors::{Error, Result};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use vkexit::errors::{Error, Result};
-use vkexit::layers::{self, Chain, Emulation};
-use vkexit::plan::{Cell, Plan};
 
 pub const PROGRAM: &str = "vk-call-loop";
 const TRIES: usize = 3;

@@ -12,7 +12,7 @@
 //! `vkCreateInstance`, whose `Current Disables:` shows checks an application
 //! turned off itself (information is never counted as a finding).
 
-use crate::errors::{Error, Result};
+use crate::support::errors::{Error, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -37,7 +37,7 @@ pub struct ValidationLayer {
 pub fn layer_search_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = match std::env::var("VK_LAYER_PATH") {
         Ok(v) if !v.is_empty() => v.split(':').map(PathBuf::from).collect(),
-        _ => crate::drivers::icd_search_dirs()
+        _ => crate::host::drivers::icd_search_dirs()
             .into_iter()
             .map(|d| d.with_file_name("explicit_layer.d"))
             .collect(),

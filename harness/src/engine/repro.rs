@@ -10,10 +10,10 @@
 //! 59 for 5 %, 29 for 10 %), and no run starts beyond it. The Wilson
 //! interval, wider at 0 failures (381 runs for 1 %), is only reported.
 
-use crate::errors::{Error, Result};
 use crate::plan::{Cell, Plan};
 use crate::run::{self, interrupt, Flow};
-use crate::stats::clopper_pearson_upper95;
+use crate::support::errors::{Error, Result};
+use crate::support::stats::clopper_pearson_upper95;
 use crate::verdict::RunVerdict;
 use std::path::PathBuf;
 

@@ -2,10 +2,10 @@
 //! (`bench --rss-child`), which then reports its own peak resident set: the peak of vkexit
 //! alone, not of the driver probe or the runs it spawned.
 
+use crate::support::errors::{Error, Result};
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use vkexit::errors::{Error, Result};
 
 /// Peak RSS, in MB, of `vkexit run --no-validation --runs RUNS -j 2 -- /bin/true`.
 pub fn peak_rss_mb(work: &Path, driver: &str, runs: u32) -> Result<f64> {
@@ -89,12 +89,12 @@ pub fn child(out: &Path, run_args: &[OsString]) -> Result<bool> {
     let argv = ["vkexit".into(), "run".into()]
         .into_iter()
         .chain(run_args.iter().cloned());
-    let cli = <crate::Cli as clap::Parser>::try_parse_from(argv)
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(argv)
         .map_err(|e| Error::Usage(format!("bench --rss-child: {e}")))?;
-    let crate::Command::Run(args) = cli.command else {
+    let crate::cli::Command::Run(args) = cli.command else {
         unreachable!("parsed as `vkexit run`")
     };
-    let green = matches!(crate::run_command(*args)?, crate::Outcome::Green);
+    let green = matches!(crate::cli::run_command(*args)?, crate::cli::Outcome::Green);
     // SAFETY: getrusage writes into the zeroed struct it is given.
     let kb = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();

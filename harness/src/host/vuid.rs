@@ -15,7 +15,7 @@
 //! an application turned off itself with `VkValidationFeaturesEXT` or
 //! `VkValidationFlagsEXT` leave a silent log that proves nothing.
 
-use crate::glob;
+use crate::support::glob;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

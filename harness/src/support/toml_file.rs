@@ -2,7 +2,7 @@
 //! that every error names the file, the line and the column of what is
 //! wrong, and what was expected there: `ci/m.toml:7:9: unknown field …`.
 
-use crate::errors::{Error, Result};
+use crate::support::errors::{Error, Result};
 use serde::de::DeserializeOwned;
 use std::ops::Range;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,8 @@
+//! Small helpers any stage may use: errors, atomic writes, globs, TOML files with line
+//! numbers, statistics.
+
+pub mod errors;
+pub mod glob;
+pub mod stats;
+pub mod toml_file;
+pub mod util;
