@@ -10,8 +10,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const TIMELINE_FILE: &str = "timeline.jsonl";
-pub const CRASH_FILE: &str = "crash.jsonl";
+pub use crate::run::observed::{CRASH_FILE, TIMELINE_FILE};
 
 /// At most this many records are read from one file.
 const MAX_RECORDS: usize = 200_000;

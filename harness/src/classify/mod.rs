@@ -3,93 +3,16 @@
 
 pub mod explain;
 
-use crate::evidence::{CrashSummary, ProcessCrash, TegraSummary, TraceSummary};
-use crate::host::vuid::VuidReport;
+pub use crate::run::observed::{Classification, ProcessTree, RunEvidence, Termination, Validation};
+pub use crate::support::util::signal_name;
+
+use crate::evidence::ProcessCrash;
 use crate::verdict::RunVerdict;
-use serde::{Deserialize, Serialize};
-
-/// How the program under test ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Termination {
-    Exited {
-        code: i32,
-    },
-    Signaled {
-        signal: i32,
-        core_dumped: bool,
-    },
-    /// Killed by the harness after the time limit.
-    TimedOut {
-        after_ms: u64,
-    },
-    /// vkexit was interrupted (Ctrl-C, SIGTERM) and stopped the program.
-    Interrupted,
-    /// The program could not be started at all.
-    NotStarted {
-        reason: String,
-    },
-}
-
-/// What the validation layer left in the run directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Validation {
-    NotRequested,
-    /// Requested, and the layer proved it was active by creating its log.
-    Active(VuidReport),
-    /// Requested, but the layer never created its log: it did not load, or
-    /// the program never created a Vulkan instance.
-    NotActive,
-    /// Requested, the log exists but could not be read.
-    Unreadable(String),
-}
 
 /// The id under which a call on an already destroyed handle, seen by the
 /// trace layer, is reported among the VUIDs: it is API misuse the
 /// validation layer cannot report once the parent is gone.
 pub const DEAD_HANDLE_ID: &str = "VKEXIT-trace-dead-handle";
-
-#[derive(Debug, Clone)]
-pub struct RunEvidence {
-    pub termination: Termination,
-    pub validation: Validation,
-    /// The trace layer's summary, when the trace layer was asked for.
-    pub trace: Option<TraceSummary>,
-    /// The tegra-exit layer's summary, when emulation was asked for.
-    pub tegra: Option<TegraSummary>,
-    /// Objects alive at exit fail the run.
-    pub fail_on_leak: bool,
-    /// The crash reports of every process of the run.
-    pub tree: ProcessTree,
-}
-
-/// The processes of a run, as the crash report saw them.
-#[derive(Debug, Clone, Default)]
-pub struct ProcessTree {
-    /// The process vkexit started; `None` when none was.
-    pub main_pid: Option<i64>,
-    /// `crash.jsonl`: every process of the run writes its crashes there.
-    pub crashes: CrashSummary,
-    /// The program crashes children on purpose (death tests): their crashes
-    /// are findings, not failures.
-    pub children_may_crash: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Classification {
-    pub verdict: RunVerdict,
-    /// One line a person can read: why this verdict.
-    pub reason: String,
-    pub signal: Option<String>,
-    pub vuids: Vec<String>,
-    /// What the vkexit layers saw, as sentences.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub findings: Vec<String>,
-    /// The layer whose library held the pc of the crash that failed the run
-    /// (`validation`, `trace`, or another layer's file name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub crash_layer: Option<String>,
-}
 
 /// The layer a library belongs to, by its file name: vkexit's names for the
 /// layers it enables, the file name for any other layer (`libVkLayer_*`).
@@ -115,12 +38,11 @@ pub fn layer_phrase(layer: &str) -> String {
     }
 }
 
-pub fn signal_name(signal: i32) -> String {
-    match nix::sys::signal::Signal::try_from(signal) {
-        Ok(s) => s.as_str().to_string(),
-        Err(_) => format!("SIG{signal}"),
-    }
-}
+/// What the run stage calls on each run it finishes.
+pub const EXAMINE: crate::run::Examine = crate::run::Examine {
+    classify,
+    story: |dir| explain::Story::read(dir).summary(),
+};
 
 /// Decides the verdict. Failures the program itself showed (hang, signal,
 /// exit code) come first, since they are certain whatever validation did;

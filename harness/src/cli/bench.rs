@@ -307,6 +307,7 @@ fn plan_one(args: &BenchArgs, work: &Path) -> Result<(Plan, run::Options)> {
         diagnostics: false,
         time_destructors: false,
         children_may_crash: false,
+        examine: crate::classify::EXAMINE,
     };
     Ok((plan, options))
 }

@@ -481,6 +481,7 @@ fn repro(args: ReproArgs) -> Result<Outcome> {
         diagnostics: !args.exec.no_diagnostics,
         time_destructors: args.exec.time_destructors,
         children_may_crash: args.exec.children_may_crash,
+        examine: crate::classify::EXAMINE,
     };
     let needed = crate::engine::repro::clean_runs_needed(args.max_rate);
     if let Some(cell) = plan.cells.first().filter(|_| plan.cells.len() == 1) {

@@ -183,6 +183,7 @@ impl<'a> Gate<'a> {
             diagnostics: self.settings.diagnostics,
             time_destructors: self.settings.time_destructors,
             children_may_crash: self.settings.children_may_crash,
+            examine: crate::classify::EXAMINE,
         };
         let allows: Vec<Vec<&judge::Allow>> = plan
             .cells

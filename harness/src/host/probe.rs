@@ -164,7 +164,7 @@ fn describe_status(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(c), _) => format!("exited with code {c}"),
-        (_, Some(s)) => format!("killed by {}", crate::classify::signal_name(s)),
+        (_, Some(s)) => format!("killed by {}", crate::support::util::signal_name(s)),
         _ => "failed".into(),
     }
 }

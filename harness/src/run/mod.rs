@@ -6,13 +6,12 @@ pub mod capture;
 pub mod cgroup;
 pub mod hang;
 pub mod interrupt;
+pub mod observed;
 pub mod reaper;
 mod slot;
 pub(crate) mod spawn;
 pub mod unix;
 
-use crate::classify::explain;
-use crate::classify::{self, Classification, RunEvidence, Termination, Validation};
 use crate::evidence::{self, TegraSummary, TraceSummary};
 use crate::host::drivers::{self, Selection};
 use crate::host::layers::{self, Chain};
@@ -20,9 +19,12 @@ use crate::host::loader::{self, VulkanUse};
 use crate::host::validation;
 use crate::host::vuid::{self, VuidReport};
 use crate::plan::{CaseCommand, Cell, Plan, REFRT_LIBRARY};
-use crate::run::capture::Capture;
-use crate::run::hang::HangReport;
 use crate::support::errors::{Error, Result};
+use capture::Capture;
+use hang::HangReport;
+use observed::{
+    Classification, ProcessTree, RunEvidence, Termination, Validation, CRASH_FILE, TIMELINE_FILE,
+};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -48,6 +50,19 @@ pub struct Options {
     /// Crashes of processes other than the one started are recorded, not
     /// judged (programs that crash children on purpose: death tests).
     pub children_may_crash: bool,
+    /// How a finished run's verdict is made.
+    pub examine: Examine,
+}
+
+/// The classifier, handed in by the engine: a run's directory is kept or removed by its
+/// verdict, so the verdict is made inside the run loop, but classify comes after run in
+/// the harness's order.
+#[derive(Debug, Clone, Copy)]
+pub struct Examine {
+    /// The verdict of a run from what it left behind.
+    pub classify: fn(&RunEvidence) -> Classification,
+    /// One line of the story a failing run's directory tells, for its reason.
+    pub story: fn(&Path) -> Option<String>,
 }
 
 /// What one run came to, and where its evidence is.
@@ -223,7 +238,7 @@ fn run_one(
         trace,
         tegra,
         fail_on_leak: options.fail_on_leak,
-        tree: classify::ProcessTree {
+        tree: ProcessTree {
             main_pid: outcome.pid.map(i64::from),
             crashes: read_crashes(&dir),
             children_may_crash: options.children_may_crash,
@@ -232,7 +247,7 @@ fn run_one(
     let mut record = RunRecord {
         cell: cell_index,
         index,
-        classification: classify::classify(&evidence),
+        classification: (options.examine.classify)(&evidence),
         termination: outcome.termination,
         vuid_counts,
         duration_ms: outcome.duration.as_millis() as u64,
@@ -246,7 +261,7 @@ fn run_one(
     }
     judge_loader_use(&dir, cell, options, &mut record);
     if !record.classification.verdict.is_success() {
-        if let Some(summary) = explain::Story::read(&dir).summary() {
+        if let Some(summary) = (options.examine.story)(&dir) {
             record
                 .classification
                 .reason
@@ -335,7 +350,7 @@ fn judge_loader_use(dir: &Path, cell: &Cell, options: &Options, record: &mut Run
         );
         overrule(&mut record.classification, why);
     }
-    let Some(used) = loader::read(&dir.join(explain::TIMELINE_FILE)) else {
+    let Some(used) = loader::read(&dir.join(TIMELINE_FILE)) else {
         return;
     };
     let chain = &options.chain;
@@ -509,11 +524,11 @@ fn diagnostics_env(
         ("LD_PRELOAD".into(), preload),
         (
             "VKEXIT_CRASH_FILE".into(),
-            dir.join(explain::CRASH_FILE).display().to_string(),
+            dir.join(CRASH_FILE).display().to_string(),
         ),
         (
             "VKEXIT_TIMELINE_FILE".into(),
-            dir.join(explain::TIMELINE_FILE).display().to_string(),
+            dir.join(TIMELINE_FILE).display().to_string(),
         ),
     ];
     if !time_destructors {
@@ -534,7 +549,7 @@ fn read_trace(dir: &Path) -> TraceSummary {
 
 /// No crash file is no crash: the handler writes only when one happens.
 fn read_crashes(dir: &Path) -> evidence::CrashSummary {
-    std::fs::File::open(dir.join(explain::CRASH_FILE))
+    std::fs::File::open(dir.join(CRASH_FILE))
         .and_then(evidence::read_crashes)
         .unwrap_or_default()
 }

@@ -1,7 +1,7 @@
 //! Platform code of the runner, and the only place that knows it: process
 //! groups, pidfds, poll, signals, rlimits, cgroups (in `cgroup`).
 
-use crate::classify::Termination;
+use super::observed::Termination;
 use crate::run::capture::Capture;
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

@@ -28,3 +28,11 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         }
     }
 }
+
+/// `SIGSEGV` for 11; `SIG99` for a number that names no signal.
+pub fn signal_name(signal: i32) -> String {
+    match nix::sys::signal::Signal::try_from(signal) {
+        Ok(s) => s.as_str().to_string(),
+        Err(_) => format!("SIG{signal}"),
+    }
+}

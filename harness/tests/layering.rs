@@ -1,0 +1,180 @@
+//! The harness's modules flow one way (lib.rs's doc says why): each top-level module may use
+//! those before it in `ORDER`, never one after it. This reads harness/src and fails on any
+//! `crate::` path that points later in the order, naming the file and line.
+
+use std::path::{Path, PathBuf};
+
+/// The top-level modules, lowest first; modules on one line are one level.
+const ORDER: &[&[&str]] = &[
+    &["support", "verdict", "evidence"],
+    &["host"],
+    &["results"],
+    &["plan"],
+    &["run"],
+    &["classify"],
+    &["judge"],
+    &["report"],
+    &["engine"],
+    &["cli"],
+];
+
+fn level(module: &str) -> Option<usize> {
+    ORDER.iter().position(|l| l.contains(&module))
+}
+
+/// The top-level module a source file belongs to: `host/probe.rs` → `host`, `results.rs` →
+/// `results`; `None` for the crate roots.
+fn module_of(relative: &Path) -> Option<String> {
+    let first = relative.components().next()?.as_os_str().to_str()?;
+    match first.strip_suffix(".rs") {
+        Some("lib" | "main") => None,
+        Some(stem) => Some(stem.to_string()),
+        None => Some(first.to_string()),
+    }
+}
+
+/// The top-level modules `text` names through `crate::`, each with its line number, in the
+/// code that ships: a file's test module (`#[cfg(test)] mod tests`, at its end) builds
+/// fixtures from any stage and is left out.
+fn imports(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        if code == "#[cfg(test)]"
+            && lines
+                .get(i + 1)
+                .is_some_and(|next| next.trim_start().starts_with("mod tests"))
+        {
+            break;
+        }
+        if code.starts_with("//") {
+            continue;
+        }
+        let mut rest = *line;
+        while let Some(at) = rest.find("crate::") {
+            rest = &rest[at + "crate::".len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                // `use crate::{a::X, b};`
+                Some(group) => group
+                    .split('}')
+                    .next()
+                    .unwrap_or("")
+                    .split(',')
+                    .map(|part| part.trim().split("::").next().unwrap_or(""))
+                    .collect(),
+                None => vec![rest
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or("")],
+            };
+            for name in names.into_iter().filter(|n| !n.is_empty()) {
+                found.push((i + 1, name.to_string()));
+            }
+        }
+    }
+    found
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every backward import in `text`, the source of module `module` at `shown`.
+fn backward(module: &str, shown: &str, text: &str) -> Vec<String> {
+    let Some(own) = level(module) else {
+        return vec![format!(
+            "{shown}: module `{module}` has no place in the order: add it to ORDER and to lib.rs's doc"
+        )];
+    };
+    imports(text)
+        .into_iter()
+        .filter_map(|(line, name)| match level(&name) {
+            Some(theirs) if theirs > own => Some(format!(
+                "{shown}:{line}: `{module}` uses `{name}`, which comes after it"
+            )),
+            Some(_) => None,
+            // `crate::SOMETHING` that is no top-level module: a re-export at the root.
+            None => Some(format!(
+                "{shown}:{line}: `crate::{name}` is no module of the order: use the module's own path"
+            )),
+        })
+        .collect()
+}
+
+#[test]
+fn no_module_uses_one_after_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    files.sort();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let relative = file.strip_prefix(&root).unwrap();
+        let Some(module) = module_of(relative) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(file).unwrap();
+        problems.extend(backward(&module, &relative.display().to_string(), &text));
+        checked += 1;
+    }
+    assert!(
+        checked > 40,
+        "only {checked} source files found under {}",
+        root.display()
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn every_module_of_the_order_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for module in ORDER.iter().flat_map(|l| l.iter()) {
+        let folder = root.join(module).join("mod.rs");
+        let file = root.join(format!("{module}.rs"));
+        assert!(
+            folder.is_file() || file.is_file(),
+            "{module}: neither {} nor {}",
+            folder.display(),
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn the_check_sees_backward_imports() {
+    let text = "\
+//! use crate::cli (a comment)
+use crate::host::drivers;
+use crate::{judge::Expectation, support};
+fn f() { crate::report::print(); }
+#[cfg(test)]
+mod tests {
+    use crate::cli::main;
+}
+";
+    let found = backward("run", "run/x.rs", text);
+    assert_eq!(
+        found,
+        [
+            "run/x.rs:3: `run` uses `judge`, which comes after it",
+            "run/x.rs:4: `run` uses `report`, which comes after it",
+        ]
+    );
+    assert_eq!(
+        backward("nowhere", "nowhere.rs", "")[0],
+        "nowhere.rs: module `nowhere` has no place in the order: add it to ORDER and to lib.rs's doc"
+    );
+    assert_eq!(
+        backward("plan", "plan/x.rs", "use crate::drivers::Driver;"),
+        ["plan/x.rs:1: `crate::drivers` is no module of the order: use the module's own path"]
+    );
+}
