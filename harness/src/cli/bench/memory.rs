@@ -94,7 +94,10 @@ pub fn child(out: &Path, run_args: &[OsString]) -> Result<bool> {
     let crate::cli::Command::Run(args) = cli.command else {
         unreachable!("parsed as `vkexit run`")
     };
-    let green = matches!(crate::cli::run_command(*args)?, crate::cli::Outcome::Green);
+    let green = matches!(
+        crate::cli::run::run_command(*args)?,
+        crate::cli::Outcome::Green
+    );
     // SAFETY: getrusage writes into the zeroed struct it is given.
     let kb = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();

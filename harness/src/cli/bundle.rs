@@ -1,0 +1,63 @@
+//! `vkexit bundle`: vkexit packed for another machine.
+
+use super::Outcome;
+use crate::support::errors::Result;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub(super) struct BundleArgs {
+    /// The tarball to write [default: vkexit-VERSION-ARCH.tar.gz].
+    #[arg(short, long, value_name = "FILE.tar.gz")]
+    pub(super) output: Option<PathBuf>,
+    /// Carry the Vulkan loader and the validation layer: `apt-get download` them
+    /// (libvulkan1, vulkan-validationlayers) and unpack them into the bundle.
+    #[arg(long)]
+    pub(super) with_vulkan: bool,
+    /// A .deb file, or a directory of them, to unpack into the bundle too (repeatable).
+    #[arg(long = "deb", value_name = "PATH")]
+    pub(super) debs: Vec<PathBuf>,
+    /// A file or directory to carry under share/ (repeatable)
+    /// [default: ci/matrix and ci/baselines of the current directory].
+    #[arg(long, value_name = "PATH")]
+    pub(super) include: Vec<PathBuf>,
+    /// A real-runtime cache directory to carry under runtimes/.
+    #[arg(long, value_name = "DIR")]
+    pub(super) runtimes: Option<PathBuf>,
+    /// Drop the debug info of the binaries (function names stay for backtraces).
+    #[arg(long)]
+    pub(super) strip_debug: bool,
+}
+
+pub(super) fn bundle(args: BundleArgs) -> Result<Outcome> {
+    let built = crate::engine::bundle::build(&crate::engine::bundle::Options {
+        output: args.output,
+        with_vulkan: args.with_vulkan,
+        debs: args.debs,
+        include: args.include,
+        runtimes: args.runtimes,
+        strip_debug: args.strip_debug,
+    })?;
+    let m = &built.manifest;
+    println!(
+        "{}: {:.1} MiB, {} programs and libraries for {} (glibc {} or newer)",
+        built.tarball.display(),
+        built.bytes as f64 / (1024.0 * 1024.0),
+        m.binaries.len(),
+        m.arch,
+        m.glibc_min
+    );
+    if !m.share.is_empty() {
+        println!("  share/: {}", m.share.join(", "));
+    }
+    for p in &m.packages {
+        println!("  sysroot/: {} {}", p.name, p.version);
+    }
+    if m.runtimes {
+        println!("  runtimes/: the real-runtime cache");
+    }
+    println!(
+        "  unpack it anywhere and run: {}/vkexit doctor",
+        crate::engine::bundle::top_dir_name()
+    );
+    Ok(Outcome::Green)
+}

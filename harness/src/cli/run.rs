@@ -1,0 +1,210 @@
+//! `vkexit run`: the arguments it shares with `repro` and `merge`, and its handler.
+
+use super::{cores, Outcome};
+use crate::engine::gate::{self, Gate};
+use crate::judge::Baseline;
+use crate::plan::matrix::{Matrix, Overrides};
+use crate::{report, run};
+use crate::support::errors::{Error, Result};
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub(super) struct RunArgs {
+    /// A matrix file: cases, runtimes, drivers, layer sets, runs, environment
+    /// (the flags below replace or extend what it says).
+    #[arg(long, value_name = "MATRIX.toml")]
+    pub(super) config: Option<PathBuf>,
+    /// A baseline file: what cells are known to do (repeatable; the first
+    /// entry that matches a cell judges it, else the built-in baseline).
+    #[arg(long = "baseline", value_name = "EXPECT.toml")]
+    pub(super) baselines: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(super) select: Selection,
+    /// Runs per cell [default: 5].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::plan::matrix::MAX_RUNS)))]
+    pub(super) runs: Option<u32>,
+    #[command(flatten)]
+    pub(super) exec: Execution,
+    /// Write the results file (schema vkexit.results/1).
+    #[arg(long, value_name = "FILE")]
+    pub(super) json: Option<PathBuf>,
+    #[command(flatten)]
+    pub(super) reports: ReportArgs,
+    /// Keep the run directories of passing runs too.
+    #[arg(long)]
+    pub(super) keep_passing: bool,
+    /// Run only shard K of N (1 ≤ K ≤ N); a cell's shard is fixed by its identity.
+    #[arg(long, value_name = "K/N")]
+    pub(super) shard: Option<crate::plan::shard::Shard>,
+    /// An external program and its arguments, run as one case.
+    #[arg(last = true, value_name = "CMD")]
+    pub(super) command: Vec<OsString>,
+}
+
+/// Which cells: what `run` and `repro` share.
+#[derive(clap::Args)]
+pub(super) struct Selection {
+    /// A built-in case, or a case of the matrix file (repeatable; default: all).
+    #[arg(long = "case", value_name = "NAME")]
+    pub(super) cases: Vec<String>,
+    /// A runtime spec such as refrt:guarded (repeatable; default: every refrt policy).
+    #[arg(long = "runtime", value_name = "SPEC")]
+    pub(super) runtimes: Vec<String>,
+    /// A driver short name (lavapipe, radv, nvidia, …) or ICD manifest path (repeatable; default: every driver with a device).
+    #[arg(long = "driver", value_name = "NAME")]
+    pub(super) drivers: Vec<String>,
+    /// Run without the validation layer (VUIDs cannot be seen then).
+    #[arg(long)]
+    pub(super) no_validation: bool,
+    /// Emulate a driver's exit behaviour: none, tegra (the Jetson crash,
+    /// every time) or tegra-racy (flaky, as on the Orin) [default: none].
+    #[arg(long, value_name = "MODE")]
+    pub(super) emulate: Option<String>,
+    /// Add the trace layer: object lifetimes, calls on dead handles, objects alive at exit.
+    #[arg(long)]
+    pub(super) trace: bool,
+    /// Objects alive at exit fail a run (verdict `leak`); implies --trace.
+    #[arg(long)]
+    pub(super) fail_on_leak: bool,
+    /// The case name of the program after `--` [default: its file name, or its script's].
+    #[arg(long, value_name = "NAME")]
+    pub(super) name: Option<String>,
+}
+
+/// How runs are made: what `run` and `repro` share.
+#[derive(clap::Args)]
+pub(super) struct Execution {
+    /// Runs at once (default: the number of cores).
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::plan::matrix::MAX_JOBS)))]
+    pub(super) jobs: Option<u32>,
+    /// Seconds before a run counts as hung and its process group is killed [default: 60].
+    #[arg(long, value_name = "SECS", value_parser = crate::plan::matrix::parse_timeout)]
+    pub(super) timeout: Option<f64>,
+    /// Where failing runs keep their evidence.
+    #[arg(long, value_name = "DIR", default_value = "vkexit-artifacts")]
+    pub(super) artifacts: PathBuf,
+    /// Do not preload the crash report and exit timeline into the runs.
+    #[arg(long)]
+    pub(super) no_diagnostics: bool,
+    /// Time every C++ static destructor in the exit timeline too (slower exit: can change races).
+    #[arg(long)]
+    pub(super) time_destructors: bool,
+    /// Start external programs' runs in a private directory of their own, not in the current one.
+    #[arg(long)]
+    pub(super) private_cwd: bool,
+    /// The program crashes child processes on purpose (death tests): their crashes are
+    /// recorded as findings, not failures. Only the started process's own end is judged.
+    #[arg(long)]
+    pub(super) children_may_crash: bool,
+    /// Do not run a cell again without the layer its crashes were in (validation, trace).
+    #[arg(long)]
+    pub(super) no_rerun_without_layer: bool,
+}
+
+impl Selection {
+    pub(super) fn overrides(self, exec: &Execution, runs: Option<u32>, command: Vec<OsString>) -> Overrides {
+        Overrides {
+            cases: self.cases,
+            runtimes: self.runtimes,
+            drivers: self.drivers,
+            command,
+            name: self.name,
+            private_cwd: exec.private_cwd,
+            runs,
+            jobs: exec.jobs,
+            timeout: exec.timeout,
+            emulate: self.emulate,
+            trace: self.trace,
+            no_validation: self.no_validation,
+            fail_on_leak: self.fail_on_leak,
+        }
+    }
+}
+
+/// The reports besides the results file, for `run` and `merge`.
+#[derive(clap::Args)]
+pub(super) struct ReportArgs {
+    /// Write JUnit XML for a CI's test view.
+    #[arg(long, value_name = "FILE")]
+    pub(super) junit: Option<PathBuf>,
+    /// Write a Markdown summary (for a PR comment or a CI step summary).
+    #[arg(long, value_name = "FILE")]
+    pub(super) markdown: Option<PathBuf>,
+    /// Write an HTML report: DIR/index.html.
+    #[arg(long, value_name = "DIR")]
+    pub(super) html: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    pub(super) fn outputs(self, json: Option<PathBuf>) -> report::Outputs {
+        report::Outputs {
+            json,
+            junit: self.junit,
+            markdown: self.markdown,
+            html: self.html,
+        }
+    }
+}
+
+pub(super) fn run_command(args: RunArgs) -> Result<Outcome> {
+    prepare_to_run()?;
+    let mut matrix = match &args.config {
+        Some(path) => Matrix::read(path)?,
+        None => Matrix::default(),
+    };
+    matrix.apply(args.select.overrides(&args.exec, args.runs, args.command))?;
+    matrix.check_programs()?;
+    let baseline = Baseline::read(&args.baselines)?;
+    let outputs = args.reports.outputs(args.json);
+    outputs.check()?;
+    let settings = gate::Settings {
+        jobs: matrix.jobs.map(|j| j as usize).unwrap_or_else(cores),
+        artifacts: args.exec.artifacts,
+        keep_passing: args.keep_passing,
+        diagnostics: !args.exec.no_diagnostics,
+        time_destructors: args.exec.time_destructors,
+        shard: args.shard,
+        children_may_crash: args.exec.children_may_crash,
+        rerun_without_layer: !args.exec.no_rerun_without_layer,
+    };
+    let gate = Gate::plan(&matrix, &baseline, settings)?;
+    for note in &gate.notes {
+        eprintln!("vkexit: {note}");
+    }
+    let total_cells = gate.runnable_cells();
+    let mut done_cells = 0;
+    let cells = gate.run(|cell| {
+        done_cells += 1;
+        eprintln!("[{done_cells}/{total_cells}] {} done", cell.label());
+    })?;
+    drop(gate);
+    let mut out = std::io::stdout().lock();
+    let _ = report::print_table(&mut out, &cells);
+    let _ = writeln!(out, "{}", report::summary_line(&cells));
+    if !args.baselines.is_empty() {
+        let (from_files, builtin) = gate::judged_by(&cells);
+        let _ = writeln!(
+            out,
+            "expectations: {from_files} cells judged by the baseline files, {builtin} by the built-in baseline"
+        );
+    }
+    let interrupted = run::interrupt::interrupted();
+    let mut results = report::results(cells, interrupted);
+    results.shard = args.shard.map(|s| s.to_string());
+    outputs.write(&results)?;
+    if interrupted {
+        eprintln!("vkexit: interrupted; the results above are what finished before");
+        return Ok(Outcome::Interrupted);
+    }
+    Ok(Outcome::from(gate::green(&results.cells)))
+}
+
+/// What `run` and `repro` do before anything else: refuse a process limit that would make every
+/// run an error, then take over Ctrl-C, so that nothing may be left behind.
+pub(super) fn prepare_to_run() -> Result<()> {
+    run::cgroup::max_processes().map_err(Error::Usage)?;
+    run::interrupt::install()
+        .map_err(|e| Error::Usage(format!("cannot install signal handlers: {e}")))
+}
