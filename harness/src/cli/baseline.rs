@@ -26,10 +26,10 @@ pub(super) enum BaselineCommand {
 pub(super) fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> Result<Outcome> {
     let input = crate::report::merge::read(results)?;
     if input.interrupted {
-        return Err(Error::Usage(format!(
-            "{}: the run was interrupted, so its cells are not all there; run the job again",
-            results.display()
-        )));
+        return Err(Error::bad_input(
+            results,
+            "the run was interrupted, so its cells are not all there; run the job again",
+        ));
     }
     let old = match baseline.exists() {
         true => BaselineFile::read(baseline)?,

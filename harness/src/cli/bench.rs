@@ -11,7 +11,7 @@ use crate::engine::gate;
 use crate::plan::matrix::{Matrix, Overrides};
 use crate::plan::{self, Cell, Plan};
 use crate::run;
-use crate::support::errors::{Error, Result};
+use crate::support::errors::{Error, Result, Selection};
 use serde::Serialize;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -280,10 +280,9 @@ fn plan_one(args: &BenchArgs, work: &Path) -> Result<(Plan, run::Options)> {
     let plan = plan::plan(&gate::request(&matrix, chain.clone()))?;
     let runnable: Vec<&Cell> = plan.cells.iter().filter(|c| c.not_run.is_none()).collect();
     if runnable.len() != 1 {
-        return Err(Error::Usage(format!(
-            "vkexit bench times one cell; the selection gives {} runnable cells: pick one with --driver",
-            runnable.len()
-        )));
+        return Err(Error::BadSelection(Selection::BenchNotOneCell {
+            count: runnable.len(),
+        }));
     }
     let plan = Plan {
         cells: plan

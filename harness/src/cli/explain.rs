@@ -5,10 +5,10 @@ use crate::support::errors::{Error, Result};
 
 pub(super) fn explain(run_dir: &std::path::Path) -> Result<Outcome> {
     if !run_dir.is_dir() {
-        return Err(Error::Usage(format!(
-            "{}: not a run directory (failing runs keep theirs under vkexit-artifacts/CELL/run-K)",
-            run_dir.display()
-        )));
+        return Err(Error::bad_input(
+            run_dir,
+            "not a run directory (failing runs keep theirs under vkexit-artifacts/CELL/run-K)",
+        ));
     }
     let evidence = [
         "result.json",
@@ -28,11 +28,13 @@ pub(super) fn explain(run_dir: &std::path::Path) -> Result<Outcome> {
             false => "failing runs keep theirs under vkexit-artifacts/CELL/run-K",
             true => "it is a cell's directory: explain one of its run-K directories",
         };
-        return Err(Error::Usage(format!(
-            "{}: no evidence to explain (none of {}); {hint}",
-            run_dir.display(),
-            evidence.join(", ")
-        )));
+        return Err(Error::bad_input(
+            run_dir,
+            format!(
+                "no evidence to explain (none of {}); {hint}",
+                evidence.join(", ")
+            ),
+        ));
     }
     if let Ok(text) = std::fs::read_to_string(run_dir.join("result.json")) {
         if let Ok(result) = serde_json::from_str::<serde_json::Value>(&text) {

@@ -80,7 +80,10 @@ pub fn main() -> ExitCode {
         Command::List => list::list().map(|()| Outcome::Green),
         Command::Doctor => crate::engine::doctor::doctor(&mut std::io::stdout().lock())
             .map(Outcome::from)
-            .map_err(|e| Error::Usage(format!("cannot print: {e}"))),
+            .map_err(|e| Error::Output {
+                what: "cannot print".into(),
+                source: e,
+            }),
         Command::Merge(args) => merge::merge(args),
         Command::Repro(args) => repro::repro(*args),
         Command::Baseline {
@@ -104,19 +107,16 @@ pub fn main() -> ExitCode {
             let mut text = Vec::new();
             clap_mangen::Man::new(Cli::command())
                 .render(&mut text)
-                .map_err(|e| Error::Usage(format!("cannot render the man page: {e}")))
+                .map_err(|e| Error::Output {
+                    what: "cannot render the man page".into(),
+                    source: e,
+                })
                 .and_then(|()| print(&String::from_utf8_lossy(&text)))
         }
         Command::ProbeDriver(args) => {
             probe::probe_driver(args.report.as_deref()).map(Outcome::from)
         }
-        Command::ProbeLoader { path } => match crate::host::loader::probe_loader_here(&path) {
-            Ok(version) => {
-                println!("{version}");
-                Ok(Outcome::Green)
-            }
-            Err(e) => Err(Error::Usage(e)),
-        },
+        Command::ProbeLoader { path } => probe::probe_loader(&path).map(Outcome::from),
     };
     match outcome {
         Ok(Outcome::Green) => ExitCode::SUCCESS,
@@ -124,7 +124,7 @@ pub fn main() -> ExitCode {
         Ok(Outcome::Interrupted) => ExitCode::from(crate::run::interrupt::EXIT_CODE),
         Err(e) => {
             eprintln!("vkexit: {e}");
-            ExitCode::from(2)
+            ExitCode::from(e.exit_code())
         }
     }
 }
@@ -151,7 +151,10 @@ fn print(text: &str) -> Result<Outcome> {
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Ok(()) => Ok(Outcome::Green),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Outcome::Green),
-        Err(e) => Err(Error::Usage(format!("cannot print: {e}"))),
+        Err(e) => Err(Error::Output {
+            what: "cannot print".into(),
+            source: e,
+        }),
     }
 }
 

@@ -11,16 +11,20 @@ pub(super) struct ProbeArgs {
 }
 
 pub(super) fn probe_driver(report_file: Option<&Path>) -> Result<bool> {
-    let report = crate::host::probe::probe_here().map_err(Error::Usage)?;
+    let report = crate::host::probe::probe_here().map_err(Error::Probe)?;
     let json = serde_json::to_string(&report).expect("report serialises");
     match report_file {
-        Some(path) => std::fs::write(path, json).map_err(|e| {
-            Error::Usage(format!(
-                "cannot write the probe report {}: {e}",
-                path.display()
-            ))
+        Some(path) => std::fs::write(path, json).map_err(|e| Error::Output {
+            what: format!("cannot write the probe report {}", path.display()),
+            source: e,
         })?,
         None => println!("{json}"),
     }
+    Ok(true)
+}
+
+pub(super) fn probe_loader(path: &Path) -> Result<bool> {
+    let version = crate::host::loader::probe_loader_here(path).map_err(Error::Probe)?;
+    println!("{version}");
     Ok(true)
 }

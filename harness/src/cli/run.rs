@@ -4,8 +4,8 @@ use super::{cores, Outcome};
 use crate::engine::gate::{self, Gate};
 use crate::judge::Baseline;
 use crate::plan::matrix::{Matrix, Overrides};
-use crate::{report, run};
 use crate::support::errors::{Error, Result};
+use crate::{report, run};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
@@ -104,7 +104,12 @@ pub(super) struct Execution {
 }
 
 impl Selection {
-    pub(super) fn overrides(self, exec: &Execution, runs: Option<u32>, command: Vec<OsString>) -> Overrides {
+    pub(super) fn overrides(
+        self,
+        exec: &Execution,
+        runs: Option<u32>,
+        command: Vec<OsString>,
+    ) -> Overrides {
         Overrides {
             cases: self.cases,
             runtimes: self.runtimes,
@@ -204,7 +209,7 @@ pub(super) fn run_command(args: RunArgs) -> Result<Outcome> {
 /// What `run` and `repro` do before anything else: refuse a process limit that would make every
 /// run an error, then take over Ctrl-C, so that nothing may be left behind.
 pub(super) fn prepare_to_run() -> Result<()> {
-    run::cgroup::max_processes().map_err(Error::Usage)?;
+    run::cgroup::max_processes().map_err(Error::Host)?;
     run::interrupt::install()
-        .map_err(|e| Error::Usage(format!("cannot install signal handlers: {e}")))
+        .map_err(|e| Error::Host(format!("cannot install signal handlers: {e}")))
 }

@@ -105,11 +105,11 @@ pub fn build(options: &Options) -> Result<Built> {
         _ => PathBuf::from("."),
     };
     if !parent.is_dir() {
-        return Err(Error::Usage(format!(
-            "--output {}: directory {} does not exist",
+        return Err(Error::bad_flag(
+            "--output",
             tarball.display(),
-            parent.display()
-        )));
+            format!("directory {} does not exist", parent.display()),
+        ));
     }
     let staging = tempfile::Builder::new()
         .prefix(".vkexit-bundle-")
@@ -122,10 +122,11 @@ pub fn build(options: &Options) -> Result<Built> {
     let packages = unpack_packages(options, &root.join("sysroot"), staging.path())?;
     if let Some(cache) = &options.runtimes {
         if !cache.is_dir() {
-            return Err(Error::Usage(format!(
-                "--runtimes {}: not a directory",
-                cache.display()
-            )));
+            return Err(Error::bad_flag(
+                "--runtimes",
+                cache.display(),
+                "not a directory",
+            ));
         }
         copy_tree(cache, &root.join("runtimes"))?;
     }
@@ -227,17 +228,12 @@ fn strip(from: &Path, to: &Path) -> Result<()> {
         .arg(from)
         .arg(to)
         .output()
-        .map_err(|e| {
-            Error::Usage(format!(
-                "--strip-debug needs objcopy (apt-get install binutils): {e}"
-            ))
-        })?;
+        .map_err(|e| Error::tool("--strip-debug needs objcopy (apt-get install binutils)", e))?;
     if !output.status.success() {
-        return Err(Error::Usage(format!(
-            "objcopy --strip-debug {} failed: {}",
-            from.display(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
+        return Err(Error::tool(
+            format!("objcopy --strip-debug {} failed", from.display()),
+            String::from_utf8_lossy(&output.stderr).trim(),
+        ));
     }
     Ok(())
 }
@@ -247,10 +243,11 @@ fn include_list(options: &Options) -> Result<Vec<PathBuf>> {
     if !options.include.is_empty() {
         for path in &options.include {
             if !path.exists() {
-                return Err(Error::Usage(format!(
-                    "--include {}: no such file or directory",
-                    path.display()
-                )));
+                return Err(Error::bad_flag(
+                    "--include",
+                    path.display(),
+                    "no such file or directory",
+                ));
             }
         }
         return Ok(options.include.clone());
@@ -269,13 +266,14 @@ fn copy_includes(paths: &[PathBuf], share: &Path) -> Result<Vec<String>> {
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
-            .ok_or_else(|| Error::Usage(format!("--include {}: no file name", path.display())))?;
+            .ok_or_else(|| Error::bad_flag("--include", path.display(), "no file name"))?;
         let dest = share.join(name);
         if dest.exists() {
-            return Err(Error::Usage(format!(
-                "--include {}: share/{name} is already taken by another --include",
-                path.display()
-            )));
+            return Err(Error::bad_flag(
+                "--include",
+                path.display(),
+                format!("share/{name} is already taken by another --include"),
+            ));
         }
         copy_tree(path, &dest)?;
         names.push(name.to_string());
@@ -355,10 +353,11 @@ fn debs_at(path: &Path) -> Result<Vec<PathBuf>> {
         .filter(|p| p.extension().is_some_and(|x| x == "deb"))
         .collect();
     if debs.is_empty() {
-        return Err(Error::Usage(format!(
-            "--deb {}: no .deb file in this directory",
-            path.display()
-        )));
+        return Err(Error::bad_flag(
+            "--deb",
+            path.display(),
+            "no .deb file in this directory",
+        ));
     }
     debs.sort();
     Ok(debs)
@@ -372,33 +371,38 @@ fn download(packages: &[&str], dir: &Path) -> Result<Vec<PathBuf>> {
         .current_dir(dir)
         .output()
         .map_err(|e| {
-            Error::Usage(format!(
-                "--with-vulkan needs apt-get (Debian or Ubuntu), or pass the packages with --deb: {e}"
-            ))
+            Error::tool(
+                "--with-vulkan needs apt-get (Debian or Ubuntu), or pass the packages with --deb",
+                e,
+            )
         })?;
     if !output.status.success() {
-        return Err(Error::Usage(format!(
-            "apt-get download {} failed: {}\n  download them elsewhere and pass them with --deb",
-            packages.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
+        return Err(Error::tool(
+            format!("apt-get download {} failed", packages.join(" ")),
+            format!(
+                "{}\n  download them elsewhere and pass them with --deb",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        ));
     }
     debs_at(dir)
 }
 
 fn dpkg_deb(args: &[&std::ffi::OsStr], deb: &Path) -> Result<String> {
     let output = Command::new("dpkg-deb").args(args).output().map_err(|e| {
-        Error::Usage(format!(
-            "unpacking {} needs dpkg-deb (Debian's dpkg): {e}",
-            deb.display()
-        ))
+        Error::tool(
+            format!("unpacking {} needs dpkg-deb (Debian's dpkg)", deb.display()),
+            e,
+        )
     })?;
     if !output.status.success() {
-        return Err(Error::Usage(format!(
-            "{} is not a Debian package dpkg-deb can read: {}",
-            deb.display(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
+        return Err(Error::tool(
+            format!(
+                "{} is not a Debian package dpkg-deb can read",
+                deb.display()
+            ),
+            String::from_utf8_lossy(&output.stderr).trim(),
+        ));
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }

@@ -17,7 +17,7 @@ use crate::plan::{self, Cell, ExternalCase, Plan};
 use crate::report;
 use crate::results::{CellResult, Counts, LayerCrash, WithoutLayer};
 use crate::run;
-use crate::support::errors::{Error, Result};
+use crate::support::errors::{Error, Result, Selection};
 use crate::verdict::RunVerdict;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -76,7 +76,7 @@ impl<'a> Gate<'a> {
             let pinned = match (&set.validation_manifest, set.validation) {
                 (Some(manifest), true) => {
                     let layer = validation::pinned_layer(manifest).map_err(|e| {
-                        Error::Usage(format!("the matrix's validation_manifest {e}"))
+                        Error::BadSelection(Selection::ValidationManifest { why: e })
                     })?;
                     notes.push(format!(
                         "validation layer {} from {} for the cells labelled {}",
@@ -103,12 +103,11 @@ impl<'a> Gate<'a> {
                         .as_ref()
                         .map(|v| v.manifest.display().to_string())
                 };
-                return Err(Error::Usage(format!(
-                    "two [[layers]] sets give cells the same layers `{}` (validation layers {} and {}): their cells could not be told apart; name builds of different versions",
-                    chain.names().join("+"),
-                    path(twin).unwrap_or_default(),
-                    path(&chain).unwrap_or_default(),
-                )));
+                return Err(Error::BadSelection(Selection::SameLayers {
+                    layers: chain.names().join("+"),
+                    first: path(twin).unwrap_or_default(),
+                    second: path(&chain).unwrap_or_default(),
+                }));
             }
             let mut plan = plan::plan(&request(matrix, chain.clone()))?;
             for note in plan.notes.drain(..) {

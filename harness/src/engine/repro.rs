@@ -12,7 +12,7 @@
 
 use crate::plan::{Cell, Plan};
 use crate::run::{self, interrupt, Flow};
-use crate::support::errors::{Error, Result};
+use crate::support::errors::{Error, Result, Selection};
 use crate::support::stats::clopper_pearson_upper95;
 use crate::verdict::RunVerdict;
 use std::path::PathBuf;
@@ -99,10 +99,13 @@ pub fn repro(
     only_cell(plan)?;
     let needed = clean_runs_needed(max_rate);
     if needed > max_runs {
-        return Err(Error::Usage(format!(
-            "--max-rate {}: showing it takes {needed} runs without a failure, more than --max-runs {max_runs}",
-            percent(max_rate)
-        )));
+        return Err(Error::bad_flag(
+            "--max-rate",
+            percent(max_rate),
+            format!(
+                "showing it takes {needed} runs without a failure, more than --max-runs {max_runs}"
+            ),
+        ));
     }
     let all = run::Options {
         runs: u32::try_from(needed).unwrap_or(u32::MAX),
@@ -143,18 +146,23 @@ fn only_cell(plan: &Plan) -> Result<&Cell> {
     match plan.cells.as_slice() {
         [cell] => match &cell.not_run {
             None => Ok(cell),
-            Some(crate::plan::NotRun::Skipped(why) | crate::plan::NotRun::Broken(why)) => Err(
-                Error::Usage(format!("{} cannot run here: {why}", cell.label())),
-            ),
+            Some(crate::plan::NotRun::Skipped(why) | crate::plan::NotRun::Broken(why)) => {
+                Err(Error::BadSelection(Selection::CannotRun {
+                    cell: cell.label(),
+                    why: why.clone(),
+                }))
+            }
         },
         cells => {
             let some: Vec<String> = cells.iter().take(4).map(Cell::label).collect();
-            Err(Error::Usage(format!(
-                "repro runs one cell; this selection has {} ({}{}): choose one with --case, --runtime and --driver, or give -- CMD",
-                cells.len(),
-                some.join(", "),
-                if cells.len() > 4 { ", …" } else { "" }
-            )))
+            Err(Error::BadSelection(Selection::NotOneCell {
+                count: cells.len(),
+                some: format!(
+                    "{}{}",
+                    some.join(", "),
+                    if cells.len() > 4 { ", …" } else { "" }
+                ),
+            }))
         }
     }
 }

@@ -51,9 +51,11 @@ impl Emulation {
             "none" => Ok(Emulation::None),
             "tegra" => Ok(Emulation::Tegra),
             "tegra-racy" => Ok(Emulation::TegraRacy),
-            other => Err(Error::Usage(format!(
-                "--emulate {other}: expected one of none, tegra, tegra-racy"
-            ))),
+            other => Err(Error::bad_flag(
+                "--emulate",
+                other,
+                "expected one of none, tegra, tegra-racy",
+            )),
         }
     }
 

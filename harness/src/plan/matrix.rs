@@ -43,7 +43,7 @@
 use crate::host::layers::{self, Emulation};
 use crate::host::validation;
 use crate::plan::{self, BUILTIN_CASES};
-use crate::support::errors::{Error, Result};
+use crate::support::errors::{Error, Result, Selection};
 use crate::support::toml_file::TomlFile;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -230,17 +230,18 @@ impl Matrix {
         match (o.command.is_empty(), o.name) {
             (false, name) => {
                 if let Some(name) = &name {
-                    check_name(name)
-                        .map_err(|why| Error::Usage(format!("--name {name}: {why}")))?;
+                    check_name(name).map_err(|why| Error::bad_flag("--name", name, why))?;
                 }
                 let external = External::from_command(o.command, name);
                 self.check_new_name(&external)?;
                 self.externals.push(external);
             }
             (true, Some(name)) => {
-                return Err(Error::Usage(format!(
-                    "--name {name}: names the program after `--`, and there is none"
-                )))
+                return Err(Error::bad_flag(
+                    "--name",
+                    name,
+                    "names the program after `--`, and there is none",
+                ))
             }
             (true, None) => {}
         }
@@ -252,7 +253,11 @@ impl Matrix {
         self.runs = o.runs.or(self.runs);
         self.jobs = o.jobs.or(self.jobs);
         if let Some(secs) = o.timeout {
-            check_timeout(secs).map_err(|why| Error::Usage(format!("--timeout: {why}")))?;
+            check_timeout(secs).map_err(|why| Error::BadFlag {
+                flag: "--timeout",
+                value: None,
+                why,
+            })?;
             self.timeout = Some(secs);
         }
         let emulate = o.emulate.as_deref().map(Emulation::parse).transpose()?;
@@ -298,17 +303,17 @@ impl Matrix {
     fn check_new_name(&self, new: &External) -> Result<()> {
         let name = &new.name;
         if BUILTIN_CASES.contains(&name.as_str()) {
-            return Err(Error::Usage(format!(
-                "`{}` would be named `{name}`, the name of a built-in case: give it another with --name",
-                new.command_line()
-            )));
+            return Err(Error::BadSelection(Selection::BuiltinName {
+                command: new.command_line(),
+                name: name.to_string(),
+            }));
         }
         if let Some(old) = self.externals.iter().find(|e| &e.name == name) {
-            return Err(Error::Usage(format!(
-                "two cases would be named `{name}`: `{}` and `{}`; give the command another with --name",
-                old.command_line(),
-                new.command_line()
-            )));
+            return Err(Error::BadSelection(Selection::SameName {
+                name: name.to_string(),
+                first: old.command_line(),
+                second: new.command_line(),
+            }));
         }
         Ok(())
     }
@@ -346,10 +351,10 @@ impl Matrix {
                 .map(|(_, v)| OsString::from(v))
                 .or_else(|| path.clone());
             find_program(Path::new(program), run_path.as_deref()).map_err(|why| {
-                Error::Usage(format!(
-                    "external case `{}`: cannot start its program: {why}",
-                    e.name
-                ))
+                Error::BadSelection(Selection::ProgramNotFound {
+                    case: e.name.clone(),
+                    why,
+                })
             })?;
         }
         Ok(())

@@ -560,10 +560,7 @@ fn choose_drivers(request: &Request, notes: &mut Vec<String>) -> Result<Vec<Chos
         ));
     }
     if chosen.is_empty() {
-        return Err(Error::Usage(
-            "no Vulkan driver with a device was found; for the CPU driver lavapipe: apt-get install mesa-vulkan-drivers"
-                .into(),
-        ));
+        return Err(Error::NoDevice);
     }
     Ok(chosen)
 }

@@ -27,12 +27,8 @@ const MAX_FINDINGS: usize = 16;
 pub fn read(path: &Path) -> Result<Results> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::io("cannot read the results file", path, e))?;
-    parse(&text).map_err(|why| {
-        Error::Usage(format!(
-            "{}: not a {SCHEMA} results file: {why}",
-            path.display()
-        ))
-    })
+    parse(&text)
+        .map_err(|why| Error::bad_input(path, format!("not a {SCHEMA} results file: {why}")))
 }
 
 /// Reads the files to merge. A file named twice would count its runs
@@ -44,10 +40,7 @@ pub fn read_all(paths: &[PathBuf]) -> Result<Vec<Results>> {
     for path in paths {
         let real = path.canonicalize().unwrap_or_else(|_| path.clone());
         if seen.contains(&real) {
-            return Err(Error::Usage(format!(
-                "{}: given twice; its runs would count twice",
-                path.display()
-            )));
+            return Err(Error::GivenTwice { path: path.clone() });
         }
         seen.push(real);
         inputs.push((path.as_path(), read(path)?));
@@ -63,7 +56,7 @@ fn check_shards(inputs: &[(&Path, Results)]) -> Result<()> {
         if let Some(text) = &results.shard {
             let shard: Shard = text
                 .parse()
-                .map_err(|why| Error::Usage(format!("{}: bad \"shard\": {why}", path.display())))?;
+                .map_err(|why| Error::bad_input(path, format!("bad \"shard\": {why}")))?;
             given.push((shard, path));
         }
     }
@@ -81,11 +74,10 @@ fn check_shards(inputs: &[(&Path, Results)]) -> Result<()> {
                 .filter(|(s, _)| s.count() == n)
                 .map(|(s, p)| format!("{} ({s})", p.display()))
                 .collect();
-            return Err(Error::Usage(format!(
-                "shard {} missing: the files given are {}; a merge without it would gate part of the matrix",
-                missing.join(", "),
-                have.join(", ")
-            )));
+            return Err(Error::ShardMissing {
+                missing: missing.join(", "),
+                given: have.join(", "),
+            });
         }
     }
     Ok(())

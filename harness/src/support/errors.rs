@@ -6,8 +6,65 @@ use std::path::PathBuf;
 /// what was wrong and what to do; none is a panic.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A flag's value that cannot be used: `--FLAG VALUE: why`.
+    #[error("{flag}{}: {why}", value.as_ref().map(|v| format!(" {v}")).unwrap_or_default())]
+    BadFlag {
+        flag: &'static str,
+        value: Option<String>,
+        why: String,
+    },
+
+    /// A file vkexit reads (matrix, baseline, results) that says something it cannot use,
+    /// at a line and column counted from 1.
+    #[error("{}:{line}:{column}: {why}", path.display())]
+    BadFileAt {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        why: String,
+    },
+
+    /// A file or directory given on the command line that cannot be used as it is.
+    #[error("{}: {why}", path.display())]
+    BadInput { path: PathBuf, why: String },
+
+    #[error("{}: given twice; its runs would count twice", path.display())]
+    GivenTwice { path: PathBuf },
+
+    #[error("shard {missing} missing: the files given are {given}; a merge without it would gate part of the matrix")]
+    ShardMissing { missing: String, given: String },
+
+    /// The cases of a selection or matrix that cannot be made into cells.
     #[error("{0}")]
-    Usage(String),
+    BadSelection(Selection),
+
+    /// Nothing to run on: no driver shows a device.
+    #[error("no Vulkan driver with a device was found; for the CPU driver lavapipe: apt-get install mesa-vulkan-drivers")]
+    NoDevice,
+
+    /// A program vkexit needs for a step (objcopy, apt-get, dpkg-deb) is missing or failed.
+    #[error("{step}: {why}")]
+    ToolFailed { step: String, why: String },
+
+    /// This machine cannot run vkexit's runs as asked: a process limit, signal handlers.
+    #[error("{0}")]
+    Host(String),
+
+    /// A probe of a driver or loader, in vkexit's own child process, that failed.
+    #[error("{0}")]
+    Probe(String),
+
+    /// What vkexit measured (`vkexit bench`) that gave no answer.
+    #[error("{0}")]
+    Bench(String),
+
+    /// Standard output, or a file the output goes to, that cannot be written.
+    #[error("{what}: {source}")]
+    Output {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
 
     #[error("no Vulkan loader: {detail}\n  install it with: apt-get install libvulkan1")]
     NoLoader { detail: String },
@@ -47,6 +104,79 @@ impl Error {
             context,
             path: path.into(),
             source,
+        }
+    }
+}
+
+/// The cells a command was given that it cannot work with: each says what to choose instead.
+#[derive(Debug, thiserror::Error)]
+pub enum Selection {
+    #[error("`{command}` would be named `{name}`, the name of a built-in case: give it another with --name")]
+    BuiltinName { command: String, name: String },
+
+    #[error("two cases would be named `{name}`: `{first}` and `{second}`; give the command another with --name")]
+    SameName {
+        name: String,
+        first: String,
+        second: String,
+    },
+
+    #[error("external case `{case}`: cannot start its program: {why}")]
+    ProgramNotFound { case: String, why: String },
+
+    #[error("the matrix's validation_manifest {why}")]
+    ValidationManifest { why: String },
+
+    #[error("two [[layers]] sets give cells the same layers `{layers}` (validation layers {first} and {second}): their cells could not be told apart; name builds of different versions")]
+    SameLayers {
+        layers: String,
+        first: String,
+        second: String,
+    },
+
+    #[error("{cell} cannot run here: {why}")]
+    CannotRun { cell: String, why: String },
+
+    #[error("repro runs one cell; this selection has {count} ({some}): choose one with --case, --runtime and --driver, or give -- CMD")]
+    NotOneCell { count: usize, some: String },
+
+    #[error("vkexit bench times one cell; the selection gives {count} runnable cells: pick one with --driver")]
+    BenchNotOneCell { count: usize },
+}
+
+/// The exit code of a run that could not start or was given what it cannot use (the
+/// reference's exit codes: 0 green, 1 red, 2 usage or setup error, 130 interrupted).
+pub const EXIT_USAGE: u8 = 2;
+
+impl Error {
+    /// The documented exit code of this error: every one is a usage or setup error.
+    pub fn exit_code(&self) -> u8 {
+        EXIT_USAGE
+    }
+
+    pub fn bad_flag(
+        flag: &'static str,
+        value: impl std::fmt::Display,
+        why: impl Into<String>,
+    ) -> Self {
+        Error::BadFlag {
+            flag,
+            value: Some(value.to_string()),
+            why: why.into(),
+        }
+    }
+
+    pub fn bad_input(path: impl Into<PathBuf>, why: impl Into<String>) -> Self {
+        Error::BadInput {
+            path: path.into(),
+            why: why.into(),
+        }
+    }
+
+    pub fn tool(step: impl Into<String>, why: impl std::fmt::Display) -> Self {
+        Error::ToolFailed {
+            step: step.into(),
+            why: why.to_string(),
         }
     }
 }

@@ -33,10 +33,12 @@ impl TomlFile {
     /// "FILE:LINE:COLUMN: message", both counted from 1, the column in characters.
     pub fn error_at(&self, offset: usize, message: impl std::fmt::Display) -> Error {
         let (line, column) = self.position(offset);
-        Error::Usage(format!(
-            "{}:{line}:{column}: {message}",
-            self.path.display()
-        ))
+        Error::BadFileAt {
+            path: self.path.clone(),
+            line,
+            column,
+            why: message.to_string(),
+        }
     }
 
     pub fn error(&self, span: &Range<usize>, message: impl std::fmt::Display) -> Error {

@@ -122,7 +122,7 @@ fn time(
             let _ = std::fs::remove_file(dir.join(layers::TRACE_FILE));
             Ok([t, u, tc, uc])
         }
-        _ => Err(Error::Usage(format!(
+        _ => Err(Error::Bench(format!(
             "{} failed ({}): {stdout}",
             program.display(),
             output.status

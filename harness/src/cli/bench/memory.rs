@@ -29,7 +29,7 @@ pub fn peak_rss_mb(work: &Path, driver: &str, runs: u32) -> Result<f64> {
         .map_err(|e| Error::io("cannot start", &exe, e))?;
     let text = std::fs::read_to_string(&report).unwrap_or_default();
     let kb: f64 = text.trim().parse().map_err(|_| {
-        Error::Usage(format!(
+        Error::Bench(format!(
             "the peak-memory run of {runs} runs reported nothing ({status})"
         ))
     })?;
@@ -90,7 +90,7 @@ pub fn child(out: &Path, run_args: &[OsString]) -> Result<bool> {
         .into_iter()
         .chain(run_args.iter().cloned());
     let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(argv)
-        .map_err(|e| Error::Usage(format!("bench --rss-child: {e}")))?;
+        .map_err(|e| Error::Bench(format!("bench --rss-child: {e}")))?;
     let crate::cli::Command::Run(args) = cli.command else {
         unreachable!("parsed as `vkexit run`")
     };
