@@ -31,7 +31,7 @@ pub(super) fn merge(args: MergeArgs) -> Result<Outcome> {
     outputs.check()?;
     let mut results = crate::report::merge::merge(inputs);
     if !args.baselines.is_empty() {
-        crate::report::merge::judge_against(&mut results, &baseline);
+        crate::judge::rejudge(&mut results, &baseline);
     }
     let mut out = std::io::stdout().lock();
     let _ = report::print_table(&mut out, &results.cells);

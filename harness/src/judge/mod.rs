@@ -7,12 +7,14 @@
 
 pub mod builtin;
 pub mod file;
+mod merged;
 pub mod update;
 
 pub use file::{
     allow_in_cell, apply_allow, layer_version_of, layers_text, Allow, Baseline, BaselineFile,
     Entry, Expect, Pattern, Subject, VersionRange,
 };
+pub use merged::{merged, rejudge};
 
 use crate::host::vuid;
 use crate::plan::{Cell, NotRun};

@@ -8,12 +8,13 @@
 //! verdict judged again from the sums, against the built-in expectation of
 //! a built-in case.
 
-use crate::judge::{self, Baseline, Observed, Subject};
+use crate::judge;
 use crate::plan::shard::Shard;
 use crate::plan::{case_rank, runtime_rank};
 use crate::report;
 use crate::results::{CellId, CellResult, Results, SCHEMA};
 use crate::support::errors::{Error, Result};
+use crate::support::util::union_sorted;
 use crate::verdict::CellVerdict;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -201,96 +202,8 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
     }
     c.pass_rate = report::pass_rate(c.counts);
     c.pass_rate_95 = report::pass_rate_95(c.counts);
-    let (verdict, reason) = if c.counts.total() == 0 {
-        match broken.is_empty() {
-            false => (CellVerdict::Error, broken.join("; ")),
-            true => (CellVerdict::Skipped, skipped.join("; ")),
-        }
-    } else {
-        let (verdict, why) = judge(&c);
-        match broken.is_empty() {
-            true => (verdict, why),
-            false => (
-                CellVerdict::Error,
-                format!("{}; where it ran: {verdict}, {why}", broken.join("; ")),
-            ),
-        }
-    };
-    let total = c.counts.total();
-    let (verdict, reason) = if overflow || total == u64::MAX {
-        (
-            CellVerdict::Error,
-            format!("its run counts overflow when added up ({total}); these are not real results: {reason}"),
-        )
-    } else {
-        (verdict, reason)
-    };
-    c.verdict = verdict;
-    c.reason = Some(reason);
-    // Judged again, against the built-in expectation only.
-    let expectation = builtin_expectation(&c);
-    c.expectation = expectation.as_ref().map(|e| e.source.clone());
-    c.flaky_expected = false;
+    judge::merged(&mut c, &broken, &skipped, overflow);
     c
-}
-
-/// Judges the cells again against baseline files, as `vkexit run --baseline` would: the first
-/// entry that matches a cell, else the built-in baseline; the allow-lists that apply take their
-/// ids out first. Skipped and error cells keep their verdict.
-pub fn judge_against(results: &mut Results, baseline: &Baseline) {
-    for c in &mut results.cells {
-        // An error stays one whatever a baseline says (runs that could not be judged, a part
-        // that could not run, counts that overflow), and a skipped cell has nothing to judge.
-        if matches!(c.verdict, CellVerdict::Error | CellVerdict::Skipped) {
-            continue;
-        }
-        let subject = Subject::of_result(c);
-        let allows = baseline.allowed(&subject, judge::layer_version_of(c));
-        let (seen, removed) = judge::allow_in_cell(c, &allows);
-        let expectation = baseline.judge(&subject, builtin_expectation(c));
-        let (verdict, reason) = judge::evaluate(expectation.as_ref(), &seen);
-        // As a run judged with the allow-lists would have recorded it.
-        for id in &removed {
-            c.vuid_counts.remove(id);
-        }
-        c.counts = seen.counts;
-        c.vuid_names = crate::host::vuid::renamed_ids(&seen.vuids);
-        c.vuids = seen.vuids;
-        c.pass_rate = report::pass_rate(c.counts);
-        c.pass_rate_95 = report::pass_rate_95(c.counts);
-        c.verdict = verdict;
-        c.reason = Some(reason);
-        c.flaky_expected = expectation
-            .as_ref()
-            .is_some_and(|e| e.outcome == judge::Outcome::Flaky);
-        c.expectation = expectation.map(|e| e.source);
-        union_sorted(&mut c.allowed_vuids, removed);
-    }
-}
-
-/// As `vkexit run` judges a cell: against the built-in expectation of a
-/// built-in case under validation, else pass, fail, flaky or error.
-fn judge(c: &CellResult) -> (CellVerdict, String) {
-    let expectation = builtin_expectation(c);
-    let observed = Observed {
-        counts: c.counts,
-        vuids: c.vuids.clone(),
-        signals: c.signals.clone(),
-    };
-    judge::evaluate(expectation.as_ref(), &observed)
-}
-
-fn builtin_expectation(c: &CellResult) -> Option<judge::Expectation> {
-    judge::builtin::expectation(&Subject::of_result(c))
-}
-
-fn union_sorted(into: &mut Vec<String>, from: Vec<String>) {
-    for s in from {
-        if !into.contains(&s) {
-            into.push(s);
-        }
-    }
-    into.sort();
 }
 
 /// Distinct values joined ("A; B"), so two machines' devices both show.
@@ -305,6 +218,7 @@ fn join_text(a: Option<String>, b: Option<String>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge::Baseline;
     use crate::report::junit::tests::{cell, counts, results};
     use crate::support::toml_file::TomlFile;
 
@@ -483,7 +397,7 @@ mod tests {
         let baseline = Baseline {
             files: vec![crate::judge::BaselineFile::parse(&file).unwrap()],
         };
-        judge_against(&mut merged, &baseline);
+        crate::judge::rejudge(&mut merged, &baseline);
         assert_eq!(merged.cells[0].verdict, CellVerdict::Error);
         assert!(merged.cells[0].reason.as_deref().unwrap().contains("boom"));
     }

@@ -14,7 +14,6 @@ use crate::plan::{case_rank, runtime_rank, Cell};
 use crate::results::{CellResult, Counts, Results, SCHEMA};
 use crate::run::RunRecord;
 use crate::support::errors::{Error, Result};
-use crate::support::stats::wilson95;
 use crate::verdict::{CellVerdict, RunVerdict};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -235,22 +234,14 @@ fn explain_errors(
     }
 }
 
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
-/// Passing runs over all runs (0 without runs).
+/// The share of a cell's runs that passed.
 pub fn pass_rate(counts: Counts) -> f64 {
-    match counts.total() {
-        0 => 0.0,
-        n => counts.pass as f64 / n as f64,
-    }
+    crate::support::stats::pass_rate(counts.pass, counts.total())
 }
 
 /// The 95 % Wilson interval of the pass rate, rounded as in the results file.
 pub fn pass_rate_95(counts: Counts) -> [f64; 2] {
-    let (lo, hi) = wilson95(counts.pass, counts.total());
-    [round3(lo), round3(hi)]
+    crate::support::stats::pass_rate_95(counts.pass, counts.total())
 }
 
 pub fn results(cells: Vec<CellResult>, interrupted: bool) -> Results {

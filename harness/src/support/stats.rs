@@ -92,3 +92,22 @@ mod tests {
         assert_eq!(wilson95(0, 0), (0.0, 1.0));
     }
 }
+
+/// The share of `n` runs that passed; 0 without runs.
+pub fn pass_rate(passed: u64, n: u64) -> f64 {
+    match n {
+        0 => 0.0,
+        n => passed as f64 / n as f64,
+    }
+}
+
+/// The 95 % Wilson interval of the pass rate, rounded to three places as the results file
+/// holds it.
+pub fn pass_rate_95(passed: u64, n: u64) -> [f64; 2] {
+    let (lo, hi) = wilson95(passed, n);
+    [round3(lo), round3(hi)]
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}

@@ -36,3 +36,13 @@ pub fn signal_name(signal: i32) -> String {
         Err(_) => format!("SIG{signal}"),
     }
 }
+
+/// Adds the strings of `from` that `into` lacks, and sorts it.
+pub fn union_sorted(into: &mut Vec<String>, from: Vec<String>) {
+    for s in from {
+        if !into.contains(&s) {
+            into.push(s);
+        }
+    }
+    into.sort();
+}

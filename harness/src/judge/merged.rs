@@ -1,0 +1,95 @@
+//! Judging cells read back from results files: a cell merged from several files (shards,
+//! machines), judged again from its summed runs, and cells judged again against baseline
+//! files (`vkexit merge --baseline`).
+
+use super::{Baseline, Observed, Subject};
+use crate::results::{CellResult, Results};
+use crate::support::stats;
+use crate::support::util::union_sorted;
+use crate::verdict::CellVerdict;
+
+/// The verdict of a cell merged from parts: from its summed runs, against the built-in
+/// expectation of a built-in case; `error` while a part could not run at all (`broken`
+/// holds their reasons) or the sums overflow; `skipped` when no part ran.
+pub fn merged(c: &mut CellResult, broken: &[String], skipped: &[String], overflow: bool) {
+    let (verdict, reason) = if c.counts.total() == 0 {
+        match broken.is_empty() {
+            false => (CellVerdict::Error, broken.join("; ")),
+            true => (CellVerdict::Skipped, skipped.join("; ")),
+        }
+    } else {
+        let (verdict, why) = judge(c);
+        match broken.is_empty() {
+            true => (verdict, why),
+            false => (
+                CellVerdict::Error,
+                format!("{}; where it ran: {verdict}, {why}", broken.join("; ")),
+            ),
+        }
+    };
+    let total = c.counts.total();
+    let (verdict, reason) = if overflow || total == u64::MAX {
+        (
+            CellVerdict::Error,
+            format!("its run counts overflow when added up ({total}); these are not real results: {reason}"),
+        )
+    } else {
+        (verdict, reason)
+    };
+    c.verdict = verdict;
+    c.reason = Some(reason);
+    // Judged again, against the built-in expectation only.
+    let expectation = builtin_expectation(c);
+    c.expectation = expectation.as_ref().map(|e| e.source.clone());
+    c.flaky_expected = false;
+}
+
+/// Judges the cells again against baseline files, as `vkexit run --baseline` would: the first
+/// entry that matches a cell, else the built-in baseline; the allow-lists that apply take their
+/// ids out first. Skipped and error cells keep their verdict.
+pub fn rejudge(results: &mut Results, baseline: &Baseline) {
+    for c in &mut results.cells {
+        // An error stays one whatever a baseline says (runs that could not be judged, a part
+        // that could not run, counts that overflow), and a skipped cell has nothing to judge.
+        if matches!(c.verdict, CellVerdict::Error | CellVerdict::Skipped) {
+            continue;
+        }
+        let subject = Subject::of_result(c);
+        let allows = baseline.allowed(&subject, super::layer_version_of(c));
+        let (seen, removed) = super::allow_in_cell(c, &allows);
+        let expectation = baseline.judge(&subject, builtin_expectation(c));
+        let (verdict, reason) = super::evaluate(expectation.as_ref(), &seen);
+        // As a run judged with the allow-lists would have recorded it.
+        for id in &removed {
+            c.vuid_counts.remove(id);
+        }
+        c.counts = seen.counts;
+        c.vuid_names = crate::host::vuid::renamed_ids(&seen.vuids);
+        c.vuids = seen.vuids;
+        c.pass_rate = stats::pass_rate(c.counts.pass, c.counts.total());
+        c.pass_rate_95 = stats::pass_rate_95(c.counts.pass, c.counts.total());
+        c.verdict = verdict;
+        c.reason = Some(reason);
+        c.flaky_expected = expectation
+            .as_ref()
+            .is_some_and(|e| e.outcome == super::Outcome::Flaky);
+        c.expectation = expectation.map(|e| e.source);
+        union_sorted(&mut c.allowed_vuids, removed);
+    }
+}
+
+/// As `vkexit run` judges a cell: against the built-in expectation of a
+/// built-in case under validation, else pass, fail, flaky or error.
+fn judge(c: &CellResult) -> (CellVerdict, String) {
+    let expectation = builtin_expectation(c);
+    let observed = Observed {
+        counts: c.counts,
+        vuids: c.vuids.clone(),
+        signals: c.signals.clone(),
+    };
+    super::evaluate(expectation.as_ref(), &observed)
+}
+
+fn builtin_expectation(c: &CellResult) -> Option<super::Expectation> {
+    super::builtin::expectation(&Subject::of_result(c))
+}
