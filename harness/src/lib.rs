@@ -22,15 +22,15 @@
 
 pub mod classify;
 pub mod cli;
-pub mod engine;
+pub(crate) mod engine;
 pub mod evidence;
-pub mod host;
+pub(crate) mod host;
 pub mod judge;
 pub mod plan;
-pub mod report;
+pub(crate) mod report;
 pub mod results;
 pub mod run;
-pub mod support;
+pub(crate) mod support;
 pub mod verdict;
 
 // The paths the library has always offered, for the programs and tests that use it.

@@ -18,7 +18,6 @@ use crate::verdict::RunVerdict;
 use std::path::PathBuf;
 
 pub const DEFAULT_MAX_RUNS: u64 = 1000;
-pub const DEFAULT_MAX_RATE: f64 = 0.01;
 
 /// Parses `1%`, `0.5%` or a fraction such as `0.01`.
 pub fn parse_rate(text: &str) -> Result<f64, String> {
@@ -75,8 +74,6 @@ pub struct Failure {
 pub struct Outcome {
     pub runs: u64,
     pub failures: Vec<Failure>,
-    /// The bound was reached with no failure.
-    pub bound_reached: bool,
     pub interrupted: bool,
 }
 
@@ -135,7 +132,6 @@ pub fn repro(
     let interrupted = interrupt::interrupted();
     Ok(Outcome {
         runs: finished,
-        bound_reached: !interrupted && failures.is_empty() && finished >= needed,
         failures,
         interrupted,
     })

@@ -5,10 +5,10 @@
 //! summed, are held to the expectation ([`evaluate`]), and flaky-expected
 //! cells keep the gate green ([`green`]).
 
-pub mod builtin;
-pub mod file;
+pub(crate) mod builtin;
+pub(crate) mod file;
 mod merged;
-pub mod update;
+pub(crate) mod update;
 
 pub use file::{
     allow_in_cell, apply_allow, layer_version_of, layers_text, Allow, Baseline, BaselineFile,

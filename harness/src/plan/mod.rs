@@ -2,7 +2,7 @@
 //! layers × emulation; it is run N times.
 
 pub mod matrix;
-pub mod shard;
+pub(crate) mod shard;
 
 use crate::host::drivers::{self, Driver};
 use crate::host::layers::{Chain, Emulation};

@@ -2,9 +2,9 @@
 //! and the report files: the results file (JSON), JUnit XML for a CI's test
 //! view, a Markdown summary for a pull request, and an HTML matrix.
 
-pub mod html;
-pub mod junit;
-pub mod markdown;
+pub(crate) mod html;
+pub(crate) mod junit;
+pub(crate) mod markdown;
 mod markup;
 pub mod merge;
 
@@ -20,8 +20,14 @@ use std::path::{Path, PathBuf};
 
 pub use crate::support::util::write_atomically;
 
-/// One cell's runs, summarised and judged against its expectation.
-pub fn summarize(cell: &Cell, expectation: Option<&Expectation>, runs: &[RunRecord]) -> CellResult {
+/// One cell's runs, summarised and judged against its expectation, all at once (the gate folds
+/// them in as they finish).
+#[cfg(test)]
+pub(crate) fn summarize(
+    cell: &Cell,
+    expectation: Option<&Expectation>,
+    runs: &[RunRecord],
+) -> CellResult {
     let mut fold = CellFold::default();
     for run in runs {
         fold.add(run);

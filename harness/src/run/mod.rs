@@ -2,15 +2,15 @@
 //! own private directory, `jobs` at a time. What a run leaves behind is read
 //! back from files and handed to `classify`.
 
-pub mod capture;
+pub(crate) mod capture;
 pub mod cgroup;
-pub mod hang;
-pub mod interrupt;
-pub mod observed;
-pub mod reaper;
+pub(crate) mod hang;
+pub(crate) mod interrupt;
+pub(crate) mod observed;
+pub(crate) mod reaper;
 mod slot;
 pub(crate) mod spawn;
-pub mod unix;
+pub(crate) mod unix;
 
 use crate::evidence::{self, TegraSummary, TraceSummary};
 use crate::host::drivers::{self, Selection};

@@ -55,6 +55,25 @@ fn binomial_cdf(k: u64, n: u64, p: f64) -> f64 {
     sum.min(1.0)
 }
 
+/// The share of `n` runs that passed; 0 without runs.
+pub fn pass_rate(passed: u64, n: u64) -> f64 {
+    match n {
+        0 => 0.0,
+        n => passed as f64 / n as f64,
+    }
+}
+
+/// The 95 % Wilson interval of the pass rate, rounded to three places as the results file
+/// holds it.
+pub fn pass_rate_95(passed: u64, n: u64) -> [f64; 2] {
+    let (lo, hi) = wilson95(passed, n);
+    [round3(lo), round3(hi)]
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::{clopper_pearson_upper95, wilson95};
@@ -91,23 +110,4 @@ mod tests {
     fn no_runs_means_no_knowledge() {
         assert_eq!(wilson95(0, 0), (0.0, 1.0));
     }
-}
-
-/// The share of `n` runs that passed; 0 without runs.
-pub fn pass_rate(passed: u64, n: u64) -> f64 {
-    match n {
-        0 => 0.0,
-        n => passed as f64 / n as f64,
-    }
-}
-
-/// The 95 % Wilson interval of the pass rate, rounded to three places as the results file
-/// holds it.
-pub fn pass_rate_95(passed: u64, n: u64) -> [f64; 2] {
-    let (lo, hi) = wilson95(passed, n);
-    [round3(lo), round3(hi)]
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
