@@ -98,16 +98,6 @@ pub enum Error {
     },
 }
 
-impl Error {
-    pub fn io(context: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            context,
-            path: path.into(),
-            source,
-        }
-    }
-}
-
 /// The cells a command was given that it cannot work with: each says what to choose instead.
 #[derive(Debug, thiserror::Error)]
 pub enum Selection {
@@ -154,6 +144,14 @@ impl Error {
         EXIT_USAGE
     }
 
+    pub fn io(context: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            context,
+            path: path.into(),
+            source,
+        }
+    }
+
     pub fn bad_flag(
         flag: &'static str,
         value: impl std::fmt::Display,
@@ -182,3 +180,54 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_reads_as_the_message_users_know() {
+        let cases: [(Error, &str); 5] = [
+            (
+                Error::bad_flag(
+                    "--emulate",
+                    "tegar",
+                    "expected one of none, tegra, tegra-racy",
+                ),
+                "--emulate tegar: expected one of none, tegra, tegra-racy",
+            ),
+            (
+                Error::BadFlag {
+                    flag: "--timeout",
+                    value: None,
+                    why: "0 is not in (0, 86400] seconds".into(),
+                },
+                "--timeout: 0 is not in (0, 86400] seconds",
+            ),
+            (
+                Error::BadFileAt {
+                    path: "m.toml".into(),
+                    line: 3,
+                    column: 1,
+                    why: "unknown field `rnus`".into(),
+                },
+                "m.toml:3:1: unknown field `rnus`",
+            ),
+            (
+                Error::BadSelection(Selection::CannotRun {
+                    cell: "clean-exit × refrt:guarded × nvidia".into(),
+                    why: "no device".into(),
+                }),
+                "clean-exit × refrt:guarded × nvidia cannot run here: no device",
+            ),
+            (
+                Error::tool("objcopy --strip-debug x failed", "no such file"),
+                "objcopy --strip-debug x failed: no such file",
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+            assert_eq!(error.exit_code(), 2, "{text}");
+        }
+    }
+}
