@@ -149,6 +149,20 @@ fn every_module_of_the_order_exists() {
     }
 }
 
+/// The binary is the command line's entry and nothing else: arguments and handlers live in cli/.
+#[test]
+fn main_only_calls_the_cli() {
+    let main = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs");
+    let text = std::fs::read_to_string(&main).unwrap();
+    assert!(
+        text.lines().count() <= 50,
+        "{}: {} lines",
+        main.display(),
+        text.lines().count()
+    );
+    assert!(text.contains("vkexit::cli::main()"), "{text}");
+}
+
 #[test]
 fn the_check_sees_backward_imports() {
     let text = "\
