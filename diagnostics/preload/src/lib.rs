@@ -48,6 +48,7 @@ fn on_load() {
     let timeline = timeline::open();
     let crash = vkexit_crash::install_preloaded();
     if timeline.is_some() {
+        vulkan::prepare();
         let mut record = Record::new("preload-loaded");
         timeline::c_str_field(&mut record, "program", objects::program());
         record.bool("crash_report", matches!(crash, Installed::Now { .. }));

@@ -32,6 +32,20 @@ struct Batch {
     count: usize,
 }
 
+/// Marks this library and the dynamic loader as seen before the first scan: neither is ever
+/// a Vulkan object, and looking at each (a `dlopen`, two `dlsym`, a `dladdr`) was a third of
+/// what this library cost a short program at start-up.
+pub(crate) fn prepare() {
+    // SAFETY: getauxval reads the auxiliary vector; AT_BASE is the interpreter's load address.
+    let interpreter = unsafe { libc::getauxval(libc::AT_BASE) } as usize;
+    let own = crate::objects::object_of(prepare as *const () as usize).map(|o| o.base);
+    for base in [Some(interpreter), own].into_iter().flatten() {
+        if base != 0 {
+            first_sight(base);
+        }
+    }
+}
+
 /// Looks at the objects loaded since the last scan, and at `opened`, the object a `dlopen`
 /// by `caller` just returned, every time (an object unloaded and loaded again can come back
 /// at the address it had, and who opened a driver is what matters).

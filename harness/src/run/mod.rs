@@ -186,15 +186,16 @@ fn run_one(
     let dir = slot.dir().to_path_buf();
     let validation = options.chain.validation.is_some();
     let mut hang: Option<HangReport> = None;
-    let mut spec = None;
+    let mut started = false;
     let outcome = match slot.prepare(validation) {
         Ok(()) => {
-            let made = command_spec(plan, cell, &dir, options);
+            let (made, prepared) =
+                slot.command(cell_index, |dir| command_spec(plan, cell, dir, options));
             let mut on_hang = |pgid: libc::pid_t, stdout: &Capture| {
                 hang = Some(crate::hang::capture(pgid, &stdout.to_lossy_string()));
             };
-            let outcome = unix::run(&made, &limits(options), &mut on_hang);
-            spec = Some(made);
+            let outcome = unix::run_prepared(made, prepared, &limits(options), &mut on_hang);
+            started = true;
             outcome
         }
         Err(e) => unix::Outcome {
@@ -266,6 +267,7 @@ fn run_one(
         slot.clean();
         return record;
     }
+    let spec = started.then(|| slot.last_command().cloned()).flatten();
     let dir = match slot.keep_as(&place) {
         Ok(()) => place,
         // Kept where it is: the next run makes a new slot.

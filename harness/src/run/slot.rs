@@ -9,6 +9,8 @@
 //! an empty `home/` and `xdg-runtime/` and the validation settings file,
 //! whose log lives next to it. The settings file is written once per slot.
 
+use super::spawn::Prepared;
+use super::unix::CommandSpec;
 use crate::validation;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -27,6 +29,16 @@ pub struct Slot {
     /// Set up for a run with or without validation; `None` when it must be
     /// made again.
     ready: Option<bool>,
+    /// The command of the cell last run here, and its directory: the runs of
+    /// one cell in one slot differ only in their token.
+    command: Option<Command>,
+}
+
+struct Command {
+    cell: usize,
+    dir: PathBuf,
+    spec: CommandSpec,
+    prepared: std::io::Result<Prepared>,
 }
 
 impl Slot {
@@ -36,11 +48,42 @@ impl Slot {
             moves_failed: 0,
             dir: artifacts.join(SLOTS_DIR).join(worker.to_string()),
             ready: None,
+            command: None,
         }
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The command of a run of `cell` here: `make` gives it for the slot's
+    /// directory, once per cell.
+    pub fn command(
+        &mut self,
+        cell: usize,
+        make: impl FnOnce(&Path) -> CommandSpec,
+    ) -> (&CommandSpec, Result<&Prepared, &std::io::Error>) {
+        let fresh = self
+            .command
+            .as_ref()
+            .is_some_and(|c| c.cell == cell && c.dir == self.dir);
+        if !fresh {
+            let spec = make(&self.dir);
+            let prepared = super::unix::prepare(&spec);
+            self.command = Some(Command {
+                cell,
+                dir: self.dir.clone(),
+                spec,
+                prepared,
+            });
+        }
+        let c = self.command.as_ref().expect("made above");
+        (&c.spec, c.prepared.as_ref())
+    }
+
+    /// The command [`Slot::command`] gave last.
+    pub fn last_command(&self) -> Option<&CommandSpec> {
+        self.command.as_ref().map(|c| &c.spec)
     }
 
     /// Makes the slot ready for a run: made once, reused after.
