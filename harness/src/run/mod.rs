@@ -189,12 +189,13 @@ fn run_one(
     let mut started = false;
     let outcome = match slot.prepare(validation) {
         Ok(()) => {
-            let (made, prepared) =
+            let (made, prepared, cgroups) =
                 slot.command(cell_index, |dir| command_spec(plan, cell, dir, options));
             let mut on_hang = |pgid: libc::pid_t, stdout: &Capture| {
                 hang = Some(crate::hang::capture(pgid, &stdout.to_lossy_string()));
             };
-            let outcome = unix::run_prepared(made, prepared, &limits(options), &mut on_hang);
+            let outcome =
+                unix::run_prepared(made, prepared, cgroups, &limits(options), &mut on_hang);
             started = true;
             outcome
         }

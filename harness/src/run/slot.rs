@@ -32,6 +32,8 @@ pub struct Slot {
     /// The command of the cell last run here, and its directory: the runs of
     /// one cell in one slot differ only in their token.
     command: Option<Command>,
+    /// The cgroup of the worker's last run, for its next.
+    cgroups: super::cgroup::Reuse,
 }
 
 struct Command {
@@ -49,6 +51,7 @@ impl Slot {
             dir: artifacts.join(SLOTS_DIR).join(worker.to_string()),
             ready: None,
             command: None,
+            cgroups: super::cgroup::Reuse::default(),
         }
     }
 
@@ -57,12 +60,16 @@ impl Slot {
     }
 
     /// The command of a run of `cell` here: `make` gives it for the slot's
-    /// directory, once per cell.
+    /// directory, once per cell; and the cgroup the worker's last run left.
     pub fn command(
         &mut self,
         cell: usize,
         make: impl FnOnce(&Path) -> CommandSpec,
-    ) -> (&CommandSpec, Result<&Prepared, &std::io::Error>) {
+    ) -> (
+        &CommandSpec,
+        Result<&Prepared, &std::io::Error>,
+        &mut super::cgroup::Reuse,
+    ) {
         let fresh = self
             .command
             .as_ref()
@@ -78,7 +85,7 @@ impl Slot {
             });
         }
         let c = self.command.as_ref().expect("made above");
-        (&c.spec, c.prepared.as_ref())
+        (&c.spec, c.prepared.as_ref(), &mut self.cgroups)
     }
 
     /// The command [`Slot::command`] gave last.

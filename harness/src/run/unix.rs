@@ -51,7 +51,8 @@ pub fn run(
     on_hang: &mut dyn FnMut(libc::pid_t, &Capture),
 ) -> Outcome {
     let prepared = prepare(spec);
-    run_prepared(spec, prepared.as_ref(), limits, on_hang)
+    let mut cgroups = super::cgroup::Reuse::default();
+    run_prepared(spec, prepared.as_ref(), &mut cgroups, limits, on_hang)
 }
 
 /// `spec` made ready for [`run_prepared`], as many times as it runs.
@@ -59,10 +60,12 @@ pub fn prepare(spec: &CommandSpec) -> std::io::Result<super::spawn::Prepared> {
     super::spawn::Prepared::new(spec, &[super::reaper::TOKEN_VAR])
 }
 
-/// As [`run`], with `spec` prepared by [`prepare`].
+/// As [`run`], with `spec` prepared by [`prepare`], in the cgroup of the
+/// caller's last run when `cgroups` holds it.
 pub fn run_prepared(
     spec: &CommandSpec,
     prepared: Result<&super::spawn::Prepared, &std::io::Error>,
+    cgroups: &mut super::cgroup::Reuse,
     limits: &Limits,
     on_hang: &mut dyn FnMut(libc::pid_t, &Capture),
 ) -> Outcome {
@@ -79,7 +82,7 @@ pub fn run_prepared(
         return not_started(full);
     }
     let token = super::reaper::new_token();
-    let bound = match super::cgroup::RunBound::new(&token) {
+    let bound = match super::cgroup::RunBound::new(&token, cgroups) {
         Ok(b) => b,
         Err(reason) => return not_started(reason),
     };
@@ -112,7 +115,7 @@ pub fn run_prepared(
     };
     let termination = watch.supervise(start, limits, on_hang);
     kill_group(pid, libc::SIGKILL);
-    let mut faults = bound.finish();
+    let mut faults = bound.finish(cgroups);
     super::reaper::finished(&token, pid);
     faults.extend(disk_full(&spec.cwd));
     let [stdout, stderr] = watch.captures;
