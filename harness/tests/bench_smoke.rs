@@ -59,6 +59,8 @@ fn a_tiny_bench_writes_every_figure() {
         "vkexit_ms_spread",
         "startup_ms",
         "fixed_ms_per_run",
+        "fixed_cpu_ms_per_run",
+        "fixed_breakdown_cpu_ms",
         "overhead_vs_bare",
         "ratio_vs_ctest",
         "speedup_j2",
@@ -103,6 +105,28 @@ fn a_tiny_bench_writes_every_figure() {
             assert!(figures[key][call].is_number(), "{key}.{call}: {figures}");
         }
     }
+    // The fixed cost in CPU time is the sum of its breakdown, each part measured.
+    let b = &figures["fixed_breakdown_cpu_ms"];
+    let part = |key: &str| b[key].as_f64().unwrap_or_else(|| panic!("{key}: {b}"));
+    let sum = part("preload") + part("child") + part("supervisor");
+    let total = figures["fixed_cpu_ms_per_run"].as_f64().unwrap();
+    assert!((total - sum).abs() < 1e-9, "{total} vs {sum}: {b}");
+    assert!(part("bare") > 0.0, "{b}");
+    for key in [
+        "spawn_and_supervise",
+        "cgroup",
+        "cgroup_made_per_run",
+        "reaper",
+        "run_directory",
+        "evidence",
+        "child",
+    ] {
+        assert!(
+            b["parts"][key].as_f64().is_some_and(|v| v >= 0.0),
+            "parts.{key}: {b}"
+        );
+    }
+    assert!(stdout.contains("in CPU time"), "{stdout}");
     assert!(figures["speedup_j2"].as_f64().unwrap() > 0.0);
     assert!(figures["peak_rss_mb_10k"].as_f64().unwrap() > 0.0);
 }

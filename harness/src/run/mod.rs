@@ -3,6 +3,7 @@
 //! back from files and handed to `classify`.
 
 pub mod cgroup;
+pub mod cost;
 pub mod interrupt;
 pub mod reaper;
 mod slot;

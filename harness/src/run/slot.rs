@@ -8,6 +8,8 @@
 //! What a run sees is what it saw before: a private directory (0700) holding
 //! an empty `home/` and `xdg-runtime/` and the validation settings file,
 //! whose log lives next to it. The settings file is written once per slot.
+//! An empty crash file an earlier run's preload made stays: it is what the
+//! preload would make, and reads as no crash.
 
 use super::spawn::Prepared;
 use super::unix::CommandSpec;
@@ -149,7 +151,13 @@ impl Slot {
             let path = entry.path();
             let kept = KEPT.iter().any(|k| name == *k);
             let is_dir = entry.file_type()?.is_dir();
+            // The crash report's file, opened by every run's preload and written only when a
+            // process crashes: kept while empty, the next run opens it instead of making it.
+            let empty_crash_file = || {
+                name == crate::explain::CRASH_FILE && entry.metadata().is_ok_and(|m| m.len() == 0)
+            };
             match (kept, is_dir) {
+                (false, false) if empty_crash_file() => {}
                 (true, true) => {
                     if std::fs::read_dir(&path)?.next().is_some() {
                         std::fs::remove_dir_all(&path)?;
@@ -211,6 +219,7 @@ mod tests {
         std::fs::create_dir_all(dir.join("home/.cache/mesa")).unwrap();
         std::fs::write(dir.join("home/.cache/mesa/x"), "x").unwrap();
         std::fs::create_dir(dir.join("left")).unwrap();
+        std::fs::write(dir.join(crate::explain::CRASH_FILE), "").unwrap();
         slot.clean();
         slot.prepare(true).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -218,8 +227,21 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, ["home", validation::SETTINGS_FILE, "xdg-runtime"]);
+        let empty_crash_file = crate::explain::CRASH_FILE;
+        assert_eq!(
+            names,
+            [
+                empty_crash_file,
+                "home",
+                validation::SETTINGS_FILE,
+                "xdg-runtime"
+            ]
+        );
         assert_eq!(std::fs::read_dir(dir.join("home")).unwrap().count(), 0);
+        // One that holds a crash goes.
+        std::fs::write(dir.join(crate::explain::CRASH_FILE), "{}\n").unwrap();
+        slot.clean();
+        assert!(!dir.join(crate::explain::CRASH_FILE).exists());
     }
 
     #[test]
