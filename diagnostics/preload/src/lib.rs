@@ -23,6 +23,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod dl;
+mod elf;
 mod exit;
 mod handlers;
 mod objects;
