@@ -472,9 +472,10 @@ fn print_breakdown(b: &fixed::Breakdown) {
         b.child
     );
     println!(
-        "    vkexit itself {:.3}: spawn and supervision {:.3}, cgroup {:.3} (made per run instead: {:.3}), orphan sweep {:.3}, run directory {:.3}, evidence {:.3}, the rest {:.3}",
+        "    vkexit itself {:.3}: spawn and supervision {:.3} (the spawn alone: {:.3}), cgroup {:.3} (made per run instead: {:.3}), orphan sweep {:.3}, run directory {:.3}, evidence {:.3}, the rest {:.3}",
         b.supervisor,
         p.spawn_and_supervise,
+        p.spawn,
         p.cgroup,
         p.cgroup_made_per_run,
         p.reaper,

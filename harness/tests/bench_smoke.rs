@@ -114,6 +114,7 @@ fn a_tiny_bench_writes_every_figure() {
     assert!(part("bare") > 0.0, "{b}");
     for key in [
         "spawn_and_supervise",
+        "spawn",
         "cgroup",
         "cgroup_made_per_run",
         "reaper",

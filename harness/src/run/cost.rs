@@ -18,6 +18,9 @@ pub struct Parts {
     /// Starting the program (in its cgroup, its own process group), waiting for its exit and
     /// its output, killing what is left: vkexit's side, less `cgroup` and `reaper`.
     pub spawn_and_supervise: f64,
+    /// Of `spawn_and_supervise`: starting the program alone (its pipes, `clone3`, waiting for
+    /// its `exec`), and reaping it.
+    pub spawn: f64,
     /// Taking the worker's emptied cgroup, and emptying it after the run.
     pub cgroup: f64,
     /// For comparison: a cgroup made and removed per run, as before it was reused.
@@ -101,6 +104,20 @@ fn measure(work: &Path, runs: u32) -> std::io::Result<Parts> {
     };
     let (cgroup, _) = per_run(runs, || bound(&mut reuse));
     let (cgroup_made_per_run, _) = per_run(runs, || bound(&mut cgroup::Reuse::default()));
+    // The program started in the cgroup and reaped, less the cgroup.
+    let (spawn_in_cgroup, _) = per_run(runs, || {
+        token += 1;
+        let Ok(b) = cgroup::RunBound::new(&format!("cost-{token}"), &mut reuse) else {
+            return;
+        };
+        let started = super::spawn::spawn_prepared(&prepared, &[], b.cgroup_fd(), b.child_setup());
+        if let Ok(child) = started {
+            let mut status = 0;
+            // SAFETY: waits for the child just started.
+            unsafe { libc::waitpid(child.pid, &mut status, 0) };
+        }
+        b.finish(&mut reuse);
+    });
     drop(reuse);
     let (reaper, _) = per_run(runs, reaper::sweep);
     let mut slot = slot::Slot::new(work, 0);
@@ -129,6 +146,7 @@ fn measure(work: &Path, runs: u32) -> std::io::Result<Parts> {
     slot::remove_all(work);
     Ok(Parts {
         spawn_and_supervise: (supervised - cgroup - reaper).max(0.0),
+        spawn: (spawn_in_cgroup - cgroup).max(0.0),
         cgroup,
         cgroup_made_per_run,
         reaper,
