@@ -1,12 +1,10 @@
 //! `vkexit bundle`: the tarball unpacks anywhere and runs a matrix on lavapipe with nothing
 //! from the source tree, its Debian packages put in front of the machine's own.
 
-mod common;
-
-use common::Sandbox;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use vkexit_testkit::vkexit::{self as kit, Sandbox};
 
 const MATRIX: &str = r#"
 cases = ["clean-exit", "buffer-kept-at-exit"]
@@ -115,7 +113,7 @@ fn a_bundle_unpacked_elsewhere_runs_a_matrix_with_its_own_validation_layer() {
 
     let manifest: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(moved.join("bundle.json")).unwrap()).unwrap();
-    let binaries = common::strings(&manifest["binaries"]);
+    let binaries = kit::strings(&manifest["binaries"]);
     for name in [
         "vkexit",
         "clean-exit",
@@ -158,7 +156,7 @@ fn a_bundle_unpacked_elsewhere_runs_a_matrix_with_its_own_validation_layer() {
     assert_eq!(cells.len(), 4);
     for cell in cells {
         assert_eq!(cell["runs"], 2);
-        let artifacts = common::strings(&cell["artifacts"]);
+        let artifacts = kit::strings(&cell["artifacts"]);
         assert!(artifacts
             .iter()
             .all(|a| a.starts_with(moved.to_str().unwrap())));

@@ -2,11 +2,9 @@
 //! matrix against the lavapipe baseline with every report, the same in two shards merged, and
 //! the expectations of the teardown fix held against a policy without it.
 
-mod common;
-
-use common::Sandbox;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use vkexit_testkit::vkexit::{self as kit, Sandbox};
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
@@ -284,7 +282,7 @@ fn the_nvidia_real_runtime_results_are_green_against_their_baselines_and_red_wit
     assert_eq!(clean["verdict"], "pass", "{clean:#}");
     assert_eq!(clean["counts"]["pass"], 10);
     assert!(
-        common::strings(&clean["allowed_vuids"])
+        kit::strings(&clean["allowed_vuids"])
             .contains(&"VUID-VkDeviceCreateInfo-pNext-pNext".to_string()),
         "{clean:#}"
     );

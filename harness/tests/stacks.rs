@@ -2,10 +2,9 @@
 //! default) must not break driver probing, and a matrix may name which validation layer build
 //! its cells run under. Real layers, real lavapipe.
 
-mod common;
-use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use vkexit_testkit::vkexit::*;
 
 const SYSTEM_MANIFEST: &str = "/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json";
 const LAVAPIPE: &str = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
