@@ -5,11 +5,10 @@
 //! faults at a pc inside that region; refrt's handler, registered when the library loaded, has
 //! not run yet.
 
-mod common;
-
-use common::{built, hex, lavapipe, run, t_ns, Plan, Run};
 use serde_json::Value;
 use std::path::Path;
+use vkexit_testkit::built;
+use vkexit_testkit::preload::{hex, run, t_ns, Plan, Run};
 
 const LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
 
@@ -22,7 +21,7 @@ fn run_clean_exit(policy: &str) -> (Run, Vec<Value>) {
         built("clean-exit"),
         &["--runtime", &format!("refrt:{policy}")],
     )
-    .env("VK_ICD_FILENAMES", lavapipe())
+    .lavapipe()
     .env("VK_LAYER_PATH", layers.path())
     .env("VK_INSTANCE_LAYERS", LAYER)
     .env("VKEXIT_TEGRA_MODE", "deterministic")
