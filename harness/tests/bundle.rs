@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use vkexit_testkit::vkexit::{self as kit, Sandbox};
+use vkexit_testkit::vulkan::validation_manifest;
 
 const MATRIX: &str = r#"
 cases = ["clean-exit", "buffer-kept-at-exit"]
@@ -16,11 +17,12 @@ runs = 2
 /// The system's validation layer (manifest and library) repackaged as a .deb of its own,
 /// so the test proves the bundle's copy is the one used without needing a package mirror.
 fn validation_layer_deb(sb: &Sandbox) -> PathBuf {
-    let manifest = Path::new("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json");
+    let manifest = validation_manifest();
     let library = Path::new("/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so");
     assert!(
-        manifest.is_file() && library.is_file(),
-        "the validation layer is not installed: run ci/setup.sh"
+        library.is_file(),
+        "the validation layer is not installed ({} is missing): run ci/setup.sh",
+        library.display()
     );
     let pkg = sb.path().join("pkg");
     let layer_dir = pkg.join("usr/share/vulkan/explicit_layer.d");
@@ -28,7 +30,7 @@ fn validation_layer_deb(sb: &Sandbox) -> PathBuf {
     for dir in [&layer_dir, &lib_dir, &pkg.join("DEBIAN")] {
         fs::create_dir_all(dir).unwrap();
     }
-    fs::copy(manifest, layer_dir.join(manifest.file_name().unwrap())).unwrap();
+    fs::copy(&manifest, layer_dir.join(manifest.file_name().unwrap())).unwrap();
     fs::copy(library, lib_dir.join(library.file_name().unwrap())).unwrap();
     fs::write(
         pkg.join("DEBIAN/control"),
