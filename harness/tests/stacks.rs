@@ -48,7 +48,9 @@ fn doctor_is_ready_when_a_layer_prints_on_stdout() {
 
     // The layer really prints on stdout, before the report, where the probe once read its report.
     let mut probe = sb.vkexit();
-    probe.arg("probe-driver").env("VK_ICD_FILENAMES", lavapipe_icd());
+    probe
+        .arg("probe-driver")
+        .env("VK_ICD_FILENAMES", lavapipe_icd());
     for (k, v) in &env {
         probe.env(k, v);
     }
