@@ -63,7 +63,10 @@ pub const PRELOAD_MARKER: &CStr = c"vkexit_preload_owns_crash_handler";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Installed {
     /// Installed now for these signals (a signal the program inherited as ignored stays so).
-    Now { signals: Vec<&'static str> },
+    Now {
+        /// The signals whose handler is now vkexit's.
+        signals: Vec<&'static str>,
+    },
     /// This copy already ran its installation.
     Already,
     /// The preloaded library is in the process and owns the handler.

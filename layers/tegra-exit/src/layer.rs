@@ -24,11 +24,13 @@ pub const RACY_SLEEP: Duration = Duration::from_millis(15);
 
 /// Settings and evidence file, for the life of the loaded library.
 pub struct Layer {
+    /// How the emulated driver thread meets exit (`VKEXIT_TEGRA_MODE`).
     pub mode: Mode,
     /// A `VKEXIT_TEGRA_MODE` value that was not understood (the mode fell back to deterministic).
     pub unknown_mode: Option<String>,
     /// A `VKEXIT_TEGRA_WORKER_SLEEP_US` value that was not understood.
     pub bad_sleep: Option<String>,
+    /// The worker's sleep between rounds.
     pub worker_sleep: Duration,
     log: Option<EvidenceLog>,
 }
