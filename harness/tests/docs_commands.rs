@@ -14,12 +14,11 @@
 //! line (subcommands, flags, values, required flags), and the synopsis of docs/reference.md
 //! against `vkexit SUB --help`, flag by flag.
 
-mod common;
-use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use vkexit_testkit::vkexit::*;
 
 /// Commands run by the tests of this file: (command as the docs show it, the test that runs it).
 const RUN_HERE: &[(&str, &str)] = &[

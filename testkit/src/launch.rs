@@ -42,6 +42,7 @@ pub struct Launch {
 }
 
 impl Launch {
+    /// Runs `program` in a fresh run directory, with no driver or layer chosen yet.
     pub fn new(program: impl Into<PathBuf>) -> Self {
         Launch {
             dir: run_dir(),
@@ -67,11 +68,13 @@ impl Launch {
         self.dir.path()
     }
 
+    /// Adds one argument.
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.args.push(arg.as_ref().to_owned());
         self
     }
 
+    /// Adds arguments.
     pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -244,23 +247,31 @@ fn file(path: &Path) -> Stdio {
 
 /// What a run left behind. Its directory lives as long as this value.
 pub struct Ran {
+    /// The run directory, removed when this value is dropped.
     pub dir: tempfile::TempDir,
+    /// The program's process id.
     pub pid: u32,
+    /// How the program ended.
     pub status: ExitStatus,
+    /// What it wrote on stdout.
     pub stdout: String,
+    /// What it wrote on stderr.
     pub stderr: String,
     validation: bool,
 }
 
 impl Ran {
+    /// The run directory.
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
 
+    /// The exit code, unless a signal ended the program.
     pub fn code(&self) -> Option<i32> {
         self.status.code()
     }
 
+    /// The signal that ended the program, if one did.
     pub fn signal(&self) -> Option<i32> {
         self.status.signal()
     }

@@ -20,19 +20,25 @@ pub fn preload() -> PathBuf {
 
 /// A program to run: what it is, and how the preload and its files are set up.
 pub struct Plan {
+    /// The program.
     pub program: PathBuf,
+    /// Its arguments.
     pub args: Vec<String>,
+    /// Variables set after the preload's own.
     pub env: Vec<(String, String)>,
+    /// Whether `LD_PRELOAD` names the library under test.
     pub preload: bool,
     /// Whether VKEXIT_CRASH_FILE and VKEXIT_TIMELINE_FILE are set (to files in the run's own
     /// directory).
     pub files: bool,
+    /// Whether lavapipe is the only driver.
     pub lavapipe: bool,
     /// Kill the process once its stdout holds this text.
     pub kill_when: Option<String>,
 }
 
 impl Plan {
+    /// Runs `program args` preloaded, with the crash and timeline files set.
     pub fn new(program: impl Into<PathBuf>, args: &[&str]) -> Self {
         Plan {
             program: program.into(),
@@ -45,6 +51,7 @@ impl Plan {
         }
     }
 
+    /// Sets a variable, after the plan's own.
     pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Self {
         self.env.push((
             key.to_owned(),
@@ -53,11 +60,13 @@ impl Plan {
         self
     }
 
+    /// Runs the program as it is, for a comparison.
     pub fn without_preload(mut self) -> Self {
         self.preload = false;
         self
     }
 
+    /// Leaves `VKEXIT_CRASH_FILE` and `VKEXIT_TIMELINE_FILE` unset.
     pub fn without_files(mut self) -> Self {
         self.files = false;
         self
@@ -69,6 +78,7 @@ impl Plan {
         self
     }
 
+    /// Kills the program once its stdout holds `text`.
     pub fn kill_when(mut self, text: &str) -> Self {
         self.kill_when = Some(text.to_owned());
         self
@@ -77,10 +87,15 @@ impl Plan {
 
 /// What a run left behind.
 pub struct Run {
+    /// The run itself, with its directory.
     pub ran: crate::Ran,
+    /// The program's process id.
     pub pid: u32,
+    /// How the program ended.
     pub status: ExitStatus,
+    /// What it wrote on stdout.
     pub stdout: String,
+    /// What it wrote on stderr.
     pub stderr: String,
     /// The crash file's records; `None` when the file does not exist.
     pub crash: Option<Vec<Value>>,
@@ -129,10 +144,12 @@ pub fn run(plan: Plan) -> Run {
 }
 
 impl Run {
+    /// The signal that ended the program, if one did.
     pub fn signal(&self) -> Option<i32> {
         self.status.signal()
     }
 
+    /// The crash file's records; fails when there is no crash file.
     pub fn crash_records(&self) -> &[Value] {
         self.crash
             .as_deref()
@@ -150,12 +167,14 @@ impl Run {
         found[0]
     }
 
+    /// The timeline's records; fails when there is no timeline.
     pub fn events(&self) -> &[Value] {
         self.timeline
             .as_deref()
             .unwrap_or_else(|| panic!("no timeline file\n{}", self.describe()))
     }
 
+    /// Every timeline record `ev`.
     pub fn all(&self, ev: &str) -> Vec<&Value> {
         self.events().iter().filter(|r| r["ev"] == ev).collect()
     }
@@ -167,6 +186,7 @@ impl Run {
         found[0]
     }
 
+    /// Whether the timeline holds a record `ev`.
     pub fn has(&self, ev: &str) -> bool {
         !self.all(ev).is_empty()
     }
@@ -191,6 +211,7 @@ impl Run {
             .find(|r| r["ev"] == ev && r["id"] == *id)
     }
 
+    /// How the run ended, its output and its records, for assertion messages.
     pub fn describe(&self) -> String {
         let show = |records: &Option<Vec<Value>>| match records {
             None => "(no file)".to_owned(),

@@ -5,7 +5,9 @@
 use crate::vkexit::Sandbox;
 use serde_json::Value;
 
+/// The matrix, relative to the workspace.
 pub const MATRIX: &str = "ci/matrix/real-runtimes.toml";
+/// The baseline that judges it, relative to the workspace.
 pub const BASELINE: &str = "ci/baselines/real-runtimes-ext.toml";
 
 /// The names of the matrix's cases that `keep` keeps, in the matrix's order.

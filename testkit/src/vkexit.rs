@@ -34,6 +34,7 @@ pub fn mock() -> PathBuf {
 
 /// A private working directory for vkexit commands.
 pub struct Sandbox {
+    /// The directory, removed when the sandbox is dropped.
     pub dir: tempfile::TempDir,
 }
 
@@ -44,12 +45,14 @@ impl Default for Sandbox {
 }
 
 impl Sandbox {
+    /// A fresh, empty sandbox.
     pub fn new() -> Self {
         Sandbox {
             dir: tempfile::tempdir().expect("a temporary directory"),
         }
     }
 
+    /// The sandbox's directory.
     pub fn path(&self) -> &Path {
         self.dir.path()
     }

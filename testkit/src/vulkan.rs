@@ -5,6 +5,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The validation layer's name, as `VK_INSTANCE_LAYERS` lists it.
 pub const VALIDATION_LAYER: &str = "VK_LAYER_KHRONOS_validation";
 /// Where Debian's vulkan-validationlayers installs its manifest.
 pub const VALIDATION_MANIFEST_DIR: &str = "/usr/share/vulkan/explicit_layer.d";
