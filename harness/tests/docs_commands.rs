@@ -74,14 +74,14 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     (
         "vkexit run --config ci/matrix/real-runtimes.toml --baseline ci/baselines/real-runtimes-ext.toml",
         "harness/tests/ncnn_wgpu.rs",
-        "\"ci/baselines/real-runtimes-ext.toml\",",
+        "real_runtimes::assert_green(",
         "its ncnn and wgpu cases, one run a cell; the Python runtimes' cases are python_runtimes.rs's",
     ),
     (
         "vkexit run --config ci/matrix/real-runtimes.toml --baseline ci/baselines/real-runtimes-ext.toml \
          --driver lavapipe --trace --runs 10 --case iree-clean-exit --case …",
         "harness/tests/python_runtimes.rs",
-        "\"ci/baselines/real-runtimes-ext.toml\",",
+        "real_runtimes::assert_green(",
         "every iree-, taichi- and wgpu-py- case of the matrix, one run a cell",
     ),
     (
