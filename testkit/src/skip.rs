@@ -10,13 +10,21 @@ use std::io::Write;
 pub const FAIL_ON_SKIP: &str = "fail";
 
 /// Reports the skip of the test whose item path is `here` (see [`skip!`](crate::skip!)).
+#[track_caller]
 pub fn report(here: &str, reason: &str) {
+    let fail = std::env::var("VKEXIT_TEST_SKIP").is_ok_and(|v| v == FAIL_ON_SKIP);
+    // Not eprintln!: the test runner captures that, and shows it only when a test fails.
+    write_report(&mut std::io::stderr(), fail, here, reason);
+}
+
+/// Writes the skip's line to `out`, or fails the test when skips must `fail`.
+#[track_caller]
+fn write_report(out: &mut dyn Write, fail: bool, here: &str, reason: &str) {
     let test = test_name(here);
-    if std::env::var("VKEXIT_TEST_SKIP").as_deref() == Ok(FAIL_ON_SKIP) {
+    if fail {
         panic!("{test} cannot run here, and VKEXIT_TEST_SKIP=fail forbids skipping: {reason}");
     }
-    // Not eprintln!: the test runner captures that, and shows it only when a test fails.
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {reason}");
+    let _ = writeln!(out, "SKIPPED: {test}: {reason}");
 }
 
 /// `crate::module::test::here` (with `{{closure}}` parts inside closures) → `module::test`.
@@ -70,25 +78,30 @@ mod tests {
         );
     }
 
-    /// Skips unless `reached` is already set; sets it when it goes on.
-    fn skipping(reached: &mut bool) {
-        if !*reached {
-            crate::skip!("nothing to run in a {}", "unit test");
-        }
-        *reached = true;
+    #[test]
+    fn a_skip_is_one_line_naming_the_test_and_why() {
+        let mut out = Vec::new();
+        super::write_report(
+            &mut out,
+            false,
+            "ncnn_wgpu::ncnn_clean_exit_passes::here",
+            "no wheel",
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "SKIPPED: ncnn_clean_exit_passes: no wheel\n"
+        );
     }
 
     #[test]
-    fn skip_returns_before_the_rest_of_the_test() {
-        if std::env::var_os("VKEXIT_TEST_SKIP").is_some() {
-            return; // that variable turns a skip into a failure; this checks the default
-        }
-        let mut reached = false;
-        skipping(&mut reached);
-        assert!(!reached);
-        let mut reached = true;
-        skipping(&mut reached);
-        assert!(reached);
+    #[should_panic(expected = "ncnn_clean_exit_passes cannot run here, and VKEXIT_TEST_SKIP=fail")]
+    fn where_skips_must_fail_a_skip_fails() {
+        super::write_report(
+            &mut Vec::new(),
+            true,
+            "ncnn_wgpu::ncnn_clean_exit_passes::here",
+            "no wheel",
+        );
     }
 
     #[test]
