@@ -258,6 +258,20 @@ fn the_nvidia_real_runtime_results_are_green_against_their_baselines_and_red_wit
     let sb = Sandbox::new();
     for (results, baseline) in [
         ("nvidia-h200-ggml-halide.json", "real-runtimes.toml"),
+        ("nvidia-h200-python-runtimes.json", "real-runtimes-ext.toml"),
+        (
+            "nvidia-h200-python-runtimes-tegra.json",
+            "real-runtimes-ext.toml",
+        ),
+        (
+            "nvidia-h200-python-runtimes-layer-1.4.309.json",
+            "real-runtimes-ext.toml",
+        ),
+        (
+            "nvidia-h200-python-runtimes-layer-1.4.309-tegra.json",
+            "real-runtimes-ext.toml",
+        ),
+        // Last: the merged file is read below.
         ("nvidia-h200-ncnn-wgpu.json", "real-runtimes-ext.toml"),
     ] {
         let results = repo(&format!("ci/results/{results}"));

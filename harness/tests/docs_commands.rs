@@ -123,6 +123,23 @@ const NOT_RUN: &[(&str, &str)] = &[
          guide_lavapipe_and_the_committed_nvidia_results_merge_green merges",
     ),
     (
+        "vkexit run --config ci/matrix/real-runtimes.toml --baseline ci/baselines/real-runtimes-ext.toml \
+         --driver /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json --trace --runs 10 -j 12 \
+         --emulate none --case iree-clean-exit --case …",
+        "it needs the NVIDIA H200; its results are ci/results/nvidia-h200-python-runtimes*.json, \
+         which ci_files.rs judges again against the same baseline",
+    ),
+    (
+        "vkexit run --driver /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json --no-validation --runs 20 \
+         -- $PWD/scenarios/python/iree/daemon-thread-holds-device.py",
+        "it needs the NVIDIA H200 (on lavapipe the case passes)",
+    ),
+    (
+        "vkexit repro --driver /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json --max-runs 100 \
+         -- $PWD/scenarios/python/iree/worker-releases-at-exit.py",
+        "it needs the NVIDIA H200 (on lavapipe the case passes)",
+    ),
+    (
         "vkexit repro --driver lavapipe --max-runs 1000 -- $PWD/scenarios/python/taichi/version-check-at-exit.py",
         "a crash in 1 run of 160, each run about 12 s: hours of runs",
     ),
