@@ -33,6 +33,8 @@ pub trait Entry: Sized {
     fn parse(event: Self::Event, record: Value) -> serde_json::Result<Self>;
     /// Which event this is.
     fn event(&self) -> Self::Event;
+    /// The wire name of `event`.
+    fn wire_name(event: Self::Event) -> &'static str;
 }
 
 /// One record of a file of `E`, with its stamp: `Ok(None)` for an event this version does not
@@ -51,12 +53,29 @@ pub fn parse<E: Entry>(record: Value) -> Result<Option<(Stamp, E)>, serde_json::
 
 /// Reads a file of `E` records, handing each to `each` in file order; returns the number of
 /// lines that were not records (not JSON objects, or not what their event promises).
-pub fn records<E: Entry>(
+pub fn records<E: Entry>(reader: impl Read, each: impl FnMut(Stamp, E)) -> std::io::Result<u64> {
+    typed(reader, None, each)
+}
+
+/// Reads the records of one event from a file of `E` records, in file order: lines that do
+/// not name the event are skipped unparsed (a timeline holds thousands of others). Returns
+/// the number of bad lines among those that name it.
+pub fn records_of<E: Entry>(
     reader: impl Read,
+    event: E::Event,
+    each: impl FnMut(Stamp, E),
+) -> std::io::Result<u64> {
+    let quoted = format!("\"{}\"", E::wire_name(event));
+    typed(reader, Some(quoted.as_bytes()), each)
+}
+
+fn typed<E: Entry>(
+    reader: impl Read,
+    naming: Option<&[u8]>,
     mut each: impl FnMut(Stamp, E),
 ) -> std::io::Result<u64> {
     let mut bad = 0;
-    let not_objects = objects(reader, |record| match parse::<E>(record) {
+    let not_objects = lines(reader, naming, |record| match parse::<E>(record) {
         Ok(Some((stamp, entry))) => each(stamp, entry),
         Ok(None) => {}
         Err(_) => bad += 1,
@@ -66,7 +85,16 @@ pub fn records<E: Entry>(
 
 /// Reads JSON lines, handing each object to `each`; returns the number of lines that were not
 /// JSON objects.
-pub fn objects(reader: impl Read, mut each: impl FnMut(Value)) -> std::io::Result<u64> {
+pub fn objects(reader: impl Read, each: impl FnMut(Value)) -> std::io::Result<u64> {
+    lines(reader, None, each)
+}
+
+/// [`objects`], of the lines that hold `naming` when it is given.
+fn lines(
+    reader: impl Read,
+    naming: Option<&[u8]>,
+    mut each: impl FnMut(Value),
+) -> std::io::Result<u64> {
     const MAX_LINE: u64 = 1 << 20;
     let mut reader = BufReader::new(reader);
     let mut bad = 0;
@@ -83,7 +111,9 @@ pub fn objects(reader: impl Read, mut each: impl FnMut(Value)) -> std::io::Resul
         // its chunk (at a crash, or between processes): they end a record like a newline,
         // and a record never holds one.
         for part in line.split(|&b| b == 0) {
-            if part.iter().all(u8::is_ascii_whitespace) {
+            if part.iter().all(u8::is_ascii_whitespace)
+                || naming.is_some_and(|name| !part.windows(name.len()).any(|w| w == name))
+            {
                 continue;
             }
             match serde_json::from_slice::<Value>(part) {

@@ -116,6 +116,10 @@ mod read {
             Event::from_wire(ev)
         }
 
+        fn wire_name(event: Event) -> &'static str {
+            event.as_str()
+        }
+
         fn parse(event: Event, record: Value) -> serde_json::Result<Self> {
             Ok(match event {
                 Event::Loaded => Entry::Loaded(from_value(record)?),

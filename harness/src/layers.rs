@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 pub const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
 pub const TEGRA_LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
-pub const TRACE_FILE: &str = "trace.jsonl";
-pub const TEGRA_FILE: &str = "tegra.jsonl";
+pub const TRACE_FILE: &str = vkexit_evidence::files::TRACE.name;
+pub const TEGRA_FILE: &str = vkexit_evidence::files::TEGRA.name;
 /// The validation layer in a cell's layers label: `validation`, or `validation@VERSION` for a
 /// layer build a matrix names by its manifest.
 const VALIDATION: &str = "validation";
