@@ -125,7 +125,8 @@ mod read {
     /// A crash record, read.
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub enum Entry {
-        Crash(Crash),
+        /// Boxed: a crash record is large, and its file holds few.
+        Crash(Box<Crash>),
         Backtrace(Backtrace),
         Fatal(Fatal),
     }

@@ -330,7 +330,7 @@ fn crash_sample(event: crash::Event) -> (Record, crash::Entry) {
                 .raw(f::EXIT_CALLED, "null")
                 .bool(f::EXITING, true)
                 .str(f::HANDLER, crash::Writer::Preload.as_str());
-            crash::Entry::Crash(crash::Crash {
+            crash::Entry::Crash(Box::new(crash::Crash {
                 ppid: Some(1),
                 cmdline: some("mock --signal SIGSEGV"),
                 then: some("default-action"),
@@ -351,7 +351,7 @@ fn crash_sample(event: crash::Event) -> (Record, crash::Entry) {
                 exit_called: None,
                 exiting: Some(true),
                 handler: some("preload"),
-            })
+            }))
         }
         E::Backtrace => {
             let frames = format!(

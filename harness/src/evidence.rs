@@ -212,7 +212,7 @@ impl CrashSummary {
             }
             crash::Entry::Crash(crash) => {
                 let ends_it = crash.ends_process();
-                (crash, ends_it)
+                (*crash, ends_it)
             }
             // What a `fatal` record says of the process, when its crash record was lost.
             crash::Entry::Fatal(fatal) => {

@@ -357,7 +357,7 @@ impl Story {
             crash::Entry::Crash(crash) => {
                 let text = format!("CRASH {}", crash_line(&stamp, &crash));
                 self.push(&stamp, "crash", text);
-                self.crash = Some((stamp, crash));
+                self.crash = Some((stamp, *crash));
             }
             crash::Entry::Backtrace(backtrace) => self.backtrace = frames(&backtrace),
             crash::Entry::Fatal(_) => {}
