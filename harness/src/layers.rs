@@ -194,14 +194,14 @@ impl Chain {
         }
         if self.trace {
             env.push((
-                "VKEXIT_TRACE_FILE".into(),
+                vkexit_evidence::files::TRACE.var.into(),
                 run_dir.join(TRACE_FILE).display().to_string(),
             ));
         }
         if let Some(mode) = self.emulation.mode() {
             env.push(("VKEXIT_TEGRA_MODE".into(), mode.into()));
             env.push((
-                "VKEXIT_TEGRA_LOG".into(),
+                vkexit_evidence::files::TEGRA.var.into(),
                 run_dir.join(TEGRA_FILE).display().to_string(),
             ));
         }
