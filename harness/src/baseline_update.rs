@@ -450,7 +450,7 @@ fn list(items: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::junit::tests::{cell, counts, results};
+    use crate::test_fixtures::{cell, counts, results};
     use crate::toml_file::TomlFile;
 
     const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";

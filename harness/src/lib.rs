@@ -28,6 +28,8 @@ pub mod results;
 pub mod run;
 pub mod shard;
 pub mod stats;
+#[cfg(test)]
+pub(crate) mod test_fixtures;
 pub mod toml_file;
 pub mod util;
 pub mod validation;

@@ -313,7 +313,7 @@ fn join_text(a: Option<String>, b: Option<String>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::junit::tests::{cell, counts, results};
+    use crate::test_fixtures::{cell, counts, results};
     use crate::toml_file::TomlFile;
 
     fn file(cells: Vec<CellResult>) -> String {

@@ -1,14 +1,12 @@
 //! `vkexit bench` end to end, scaled down to seconds: it runs every loop and writes every
 //! figure. Nothing here judges a figure: timing depends on the machine.
 
-mod common;
-
-use common::Sandbox;
 use serde_json::Value;
+use vkexit_testkit::vkexit::{self as kit, Sandbox};
 
 #[test]
 fn a_tiny_bench_writes_every_figure() {
-    common::bin_dir();
+    kit::bin_dir();
     let sandbox = Sandbox::new();
     let json = sandbox.path().join("b.json");
     let out = sandbox

@@ -14,7 +14,8 @@ use std::ffi::{c_int, c_void, CStr};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use vkexit_layer_support::Record;
+use vkexit_evidence::timeline::{field, Event, Role};
+use vkexit_evidence::Record;
 
 use crate::{elf, real, timeline};
 
@@ -154,15 +155,17 @@ fn first_sight(address: usize) -> bool {
 fn classify(name: &[u8], caller: Option<&CStr>, driver: Option<bool>) {
     let file = name.rsplit(|&b| b == b'/').next().unwrap_or(name);
     let role = if file.starts_with(b"libvulkan.so") {
-        "loader"
+        Role::Loader
     } else if driver.unwrap_or_else(|| is_driver(name)) {
-        "driver"
+        Role::Driver
     } else {
         return;
     };
-    let mut record = Record::new("vulkan-object");
-    record.str("role", role).bytes_str("path", name);
-    timeline::c_str_field(&mut record, "caller", caller);
+    let mut record = Record::new(Event::VulkanObject.as_str());
+    record
+        .str(field::ROLE, role.as_str())
+        .bytes_str(field::PATH, name);
+    timeline::c_str_field(&mut record, field::CALLER, caller);
     timeline::write(record);
 }
 

@@ -10,7 +10,7 @@ mod markup;
 use crate::errors::{Error, Result};
 use crate::judge::{self, Expectation, Observed};
 use crate::plan::{case_rank, runtime_rank, Cell};
-use crate::provenance::{LoadersUsed, Provenance};
+use crate::provenance::{FromHost, LoadersUsed, Provenance};
 use crate::results::{CellResult, Counts, Results, SCHEMA};
 use crate::run::RunRecord;
 use crate::stats::wilson95;

@@ -510,11 +510,11 @@ fn diagnostics_env(
     let mut env: Vec<(String, String)> = vec![
         ("LD_PRELOAD".into(), preload),
         (
-            "VKEXIT_CRASH_FILE".into(),
+            vkexit_evidence::files::CRASH.var.into(),
             dir.join(explain::CRASH_FILE).display().to_string(),
         ),
         (
-            "VKEXIT_TIMELINE_FILE".into(),
+            vkexit_evidence::files::TIMELINE.var.into(),
             dir.join(explain::TIMELINE_FILE).display().to_string(),
         ),
     ];
