@@ -149,9 +149,9 @@ mod tests {
         ) -> libc::c_int {
             // SAFETY: our Out and the loader's entry.
             let (out, info) = unsafe { (&mut *data.cast::<Out>(), &*info) };
-            // SAFETY: a NUL-terminated name, or null.
             let name = match info.dlpi_name.is_null() {
                 true => String::new(),
+                // SAFETY: the loader's NUL-terminated name of the object.
                 false => unsafe { CStr::from_ptr(info.dlpi_name) }
                     .to_string_lossy()
                     .into_owned(),
