@@ -70,8 +70,8 @@ impl fmt::Display for RunVerdict {
 pub enum CellVerdict {
     /// Every run passed.
     Pass,
-    /// No run passed and none was in error, and no baseline entry expects it (or the
-    /// failure is not the one expected).
+    /// No run passed (and none was in error), and this failure is not one the baseline
+    /// expects.
     Fail,
     /// Some runs passed and some failed.
     Flaky,
@@ -79,9 +79,11 @@ pub enum CellVerdict {
     ExpectedFail,
     /// Every run passed, but the baseline expects it to fail: the baseline is out of date.
     UnexpectedPass,
-    /// A run could not be judged, none finished, or the cell could not be run: never a pass.
+    /// A run could not be judged, no run finished, or the cell could not run (a driver that
+    /// could not be probed): never green.
     Error,
-    /// Not run here, for a reason its `reason` gives (a runtime or driver not installed).
+    /// Not run, as `reason` says: its driver or real runtime is not installed here, the
+    /// driver shows no device, or the runtime lacks an operation the case needs.
     Skipped,
 }
 
