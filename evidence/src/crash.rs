@@ -87,8 +87,8 @@ pub mod frame_field {
     pub const IP: &str = "ip";
     /// The file of the object holding `ip`; absent when no loaded object holds it.
     pub const OBJECT: &str = "object";
-    /// The function holding `ip`, demangled; absent without symbols, and for the crash
-    /// handler's own frames, which are not resolved.
+    /// The function holding `ip`, demangled; absent without symbols, and for the
+    /// preloaded handler's own frames, which it does not resolve.
     pub const SYMBOL: &str = "symbol";
     /// The source file, when debug information has it.
     pub const FILE: &str = "file";
@@ -171,7 +171,7 @@ mod read {
         pub si_code_name: Option<String>,
         /// The faulting address, `"0x…"`; `None` for a sent signal.
         pub addr: Option<String>,
-        /// The process that sent the signal; `None` for a fault.
+        /// The process that sent the signal; `None` for a fault or a signal the kernel raised.
         pub sender_pid: Option<i64>,
         /// The program counter when the signal arrived, `"0x…"`.
         pub pc: Option<String>,

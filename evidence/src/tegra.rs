@@ -22,8 +22,8 @@ crate::wire_names! {
         RegionUnmapped = "region-unmapped",
         /// The deterministic mode waits for a live worker to fault.
         WaitingForFault = "waiting-for-fault",
-        /// The exit handler returns: no worker faulted (none was live, the mode is `racy`, or
-        /// the wait ran out).
+        /// The exit handler returns with the process alive: no worker was live, the mode is
+        /// `racy` (a worker may still fault later), or the wait for a fault ran out.
         ExitHandlerEnd = "exit-handler-end",
     }
 }

@@ -14,8 +14,8 @@ crate::wire_names! {
         MainReturned = "main-returned",
         /// The program called `exit` itself, from `caller`.
         ExitCalled = "exit-called",
-        /// An exit handler was registered (`atexit`, or `__cxa_atexit` when C++ static
-        /// destructors are timed one by one).
+        /// An exit handler was registered: an `atexit` function, or a C++ static destructor
+        /// (unless `VKEXIT_TIMELINE_HANDLERS=atexit`, which records those in runs).
         HandlerRegistered = "handler-registered",
         /// A run of C++ static destructors of one object, registered one after another and
         /// not timed one by one (written when the run ends).
@@ -27,7 +27,7 @@ crate::wire_names! {
         HandlerEnd = "handler-end",
         /// The loader's finalization (`.fini_array`, `__attribute__((destructor))`).
         DlFiniStart = "dl-fini-start",
-        /// The loader's finalization returned: the last record of a process that exits.
+        /// The loader's finalization returned: the exit's last step that the library sees.
         DlFiniEnd = "dl-fini-end",
         /// A `dlopen` call returned (or, unobserved, was handed to glibc).
         Dlopen = "dlopen",
@@ -41,7 +41,7 @@ crate::wire_names! {
 crate::wire_names! {
     /// How an exit handler was registered: the `kind` of `handler-registered`.
     pub enum HandlerKind {
-        /// `atexit`: a C exit handler, or one a library registered by hand.
+        /// `atexit(f)`: a function called with no argument.
         Atexit = "atexit",
         /// `__cxa_atexit`: a C++ static destructor.
         CxaAtexit = "cxa-atexit",
