@@ -14,9 +14,11 @@ use std::io::{BufRead, BufReader, Read};
 pub struct Stamp {
     /// CLOCK_MONOTONIC nanoseconds, common to every process of the machine.
     pub t_ns: u64,
+    /// The writing process: tells apart the processes of a run, which share each file.
     pub pid: Option<i64>,
+    /// The writing kernel thread (`gettid`), as in a crash's or a worker's `tid`.
     pub tid: Option<i64>,
-    /// The writing thread's name.
+    /// The writing thread's name, at most 15 bytes.
     pub thread: Option<String>,
     /// Fields that did not fit were left out.
     pub truncated: bool,

@@ -7,11 +7,20 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RunVerdict {
+    /// Exited 0 with every layer asked for active, and nothing found: no validation message,
+    /// no call on a destroyed handle, no leak (when leaks count).
     Pass,
+    /// The main process, or any other process of its tree, was killed by a signal.
     Crash,
+    /// The main process exited with a nonzero status, and no process crashed.
     Exit,
+    /// Exited 0, but the validation layer logged messages, or the trace layer saw calls on
+    /// destroyed handles.
     Vuid,
+    /// Still running at the time limit (`--timeout`): vkexit killed its process group.
     Timeout,
+    /// The run could not be judged: it did not start or was interrupted, a layer asked for
+    /// was not active, or its evidence could not be read. Never a pass.
     Error,
     /// Objects alive when the driver's exit handlers would run (only with
     /// `--fail-on-leak`): the root cause of the Jetson crash.
@@ -19,6 +28,7 @@ pub enum RunVerdict {
 }
 
 impl RunVerdict {
+    /// Every run verdict, in declaration order (the order of a cell's `counts`).
     pub const ALL: [RunVerdict; 7] = [
         RunVerdict::Pass,
         RunVerdict::Crash,
@@ -29,10 +39,12 @@ impl RunVerdict {
         RunVerdict::Leak,
     ];
 
+    /// Whether the run passed: only `pass` does.
     pub fn is_success(self) -> bool {
         self == RunVerdict::Pass
     }
 
+    /// Its name in results, baselines and reports, `vuid`.
     pub fn name(self) -> &'static str {
         match self {
             RunVerdict::Pass => "pass",
@@ -56,12 +68,22 @@ impl fmt::Display for RunVerdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum CellVerdict {
+    /// Every run passed.
     Pass,
+    /// No run passed (and none was in error), and this failure is not one the baseline
+    /// expects.
     Fail,
+    /// Some runs passed and some failed.
     Flaky,
+    /// Every run failed, as the baseline expects (its verdicts, VUIDs and signals).
     ExpectedFail,
+    /// Every run passed, but the baseline expects it to fail: the baseline is out of date.
     UnexpectedPass,
+    /// A run could not be judged, no run finished, or the cell could not run (a driver that
+    /// could not be probed): never green.
     Error,
+    /// Not run, as `reason` says: its driver or real runtime is not installed here, the
+    /// driver shows no device, or the runtime lacks an operation the case needs.
     Skipped,
 }
 
@@ -74,6 +96,7 @@ impl CellVerdict {
         )
     }
 
+    /// Its name in results, baselines and reports, `expected-fail`.
     pub fn name(self) -> &'static str {
         match self {
             CellVerdict::Pass => "pass",

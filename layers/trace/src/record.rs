@@ -12,10 +12,13 @@ pub use vkexit_evidence::trace::When;
 /// handles and two calls); a 1 KiB line is a quarter of the cost of the general 4 KiB one to
 /// set up on every tracked call.
 pub type Line = vkexit_evidence::Record<LINE_CAPACITY>;
+/// The bytes of one trace line; a field that does not fit is left out and the line marked
+/// `truncated`.
 pub const LINE_CAPACITY: usize = 1024;
 
 use crate::lifetimes::{Death, Key, Origin};
 
+/// The layer's name, as the loader knows it and as `loaded` records give it.
 pub const LAYER_NAME: &str = "VK_LAYER_VKEXIT_trace";
 
 /// One line of the trace.
@@ -24,35 +27,60 @@ pub enum Record {
     /// The layer sits in an instance being created: the first record of each instance.
     /// `exit_handler_t_ns` is when its exit handler was registered (at library load).
     Loaded {
+        /// The layer's version, its crate's.
         version: &'static str,
+        /// When the exit handler was registered, CLOCK_MONOTONIC nanoseconds.
         exit_handler_t_ns: u64,
     },
+    /// An object was created.
     Create {
+        /// The object created.
         key: Key,
+        /// The object it was created from (its instance, device or pool); `None` for an
+        /// instance.
         parent: Option<Key>,
+        /// The Vulkan call that created it, `vkCreateBuffer`.
         call: &'static str,
     },
+    /// An object was destroyed (or freed, or destroyed with its pool).
     Destroy {
+        /// The object destroyed.
         key: Key,
+        /// The object it was created from (its instance, device or pool); `None` for an
+        /// instance.
         parent: Option<Key>,
+        /// The Vulkan call that destroyed it.
         call: &'static str,
     },
     /// `call` passed `key`, which is no longer alive.
     DeadHandle {
+        /// The Vulkan call that passed the dead handle.
         call: &'static str,
+        /// The dead object.
         key: Key,
+        /// How it died: destroyed itself, or with its device or instance.
         death: Death,
     },
+    /// The layer's exit handler begins.
     ExitHandlerStart {
+        /// Objects still alive: what the driver's own exit handler would find.
         live: usize,
     },
+    /// The layer's exit handler returns, after its `Alive` records.
     ExitHandlerEnd,
+    /// An object not destroyed in time: written as `alive`, or as `orphaned` when `when` is
+    /// `DestroyDevice`.
     Alive {
+        /// When it was found alive: at exit, at `vkDestroyInstance` or at `vkDestroyDevice`.
         when: When,
+        /// The object alive.
         key: Key,
+        /// The object it was created from (its instance, device or pool); `None` for an
+        /// instance.
         parent: Option<Key>,
         /// The call that created it.
         call: &'static str,
+        /// The thread that created it, and when.
         origin: Origin,
     },
 }
