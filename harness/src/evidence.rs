@@ -1,13 +1,14 @@
-//! The JSON-lines evidence the vkexit layers and the crash report leave in a
-//! run directory: `trace.jsonl` from VK_LAYER_VKEXIT_trace, `tegra.jsonl` from
-//! VK_LAYER_VKEXIT_tegra_exit and `crash.jsonl` from the preloaded crash
-//! handler, which every process of the run writes to. Read in bounded memory; a line cut by a crash
-//! or any line that is not a JSON object is counted and skipped, never fatal.
+//! What a run's evidence files say, summed up for its verdict: `trace.jsonl` from
+//! VK_LAYER_VKEXIT_trace, `tegra.jsonl` from VK_LAYER_VKEXIT_tegra_exit and `crash.jsonl` from
+//! the preloaded crash handler, which every process of the run writes to. Records are read as
+//! `vkexit-evidence` types, in bounded memory; a line cut by a crash or any line that is not a
+//! record is counted and skipped, never fatal.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
+use vkexit_evidence::read::{self, Stamp};
+use vkexit_evidence::{crash, tegra, trace};
 
 /// At most this many individual findings are kept per run; the rest are
 /// still counted by type.
@@ -43,54 +44,48 @@ impl TraceSummary {
         }
     }
 
-    fn add(&mut self, record: &Value) {
-        let field = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or("");
-        let kind = field("type");
-        match field("ev") {
-            "loaded" => self.loaded = true,
-            "create" => self.creates += 1,
-            "destroy" => self.destroys += 1,
-            "dead-handle" => {
+    fn add(&mut self, record: trace::Entry) {
+        match record {
+            trace::Entry::Loaded(_) => self.loaded = true,
+            trace::Entry::Create(_) => self.creates += 1,
+            trace::Entry::Destroy(_) => self.destroys += 1,
+            trace::Entry::DeadHandle(dead) => {
                 self.dead_handle_calls += 1;
-                let message = match field("message") {
-                    "" => format!(
-                        "{} on a destroyed {kind} {}",
-                        field("call"),
-                        field("handle")
-                    ),
-                    m => m.to_string(),
+                let message = match dead.message.as_str() {
+                    "" => format!("{} on a destroyed {} {}", dead.call, dead.ty, dead.handle),
+                    _ => dead.message,
                 };
                 self.note(message);
             }
-            "orphaned" => {
+            trace::Entry::Orphaned(orphan) => {
                 *self
                     .orphaned_at_destroy_device
-                    .entry(kind.to_string())
+                    .entry(orphan.ty.clone())
                     .or_insert(0) += 1;
                 self.note(format!(
-                    "{kind} {} still alive at vkDestroyDevice",
-                    field("handle")
+                    "{} {} still alive at vkDestroyDevice",
+                    orphan.ty, orphan.handle
                 ));
             }
-            "alive" => {
-                let at_exit = field("when") == "exit";
+            trace::Entry::Alive(alive) => {
+                let at_exit = alive.when() == Some(trace::When::Exit);
                 let map = if at_exit {
                     &mut self.alive_at_exit
                 } else {
                     &mut self.alive_at_destroy_instance
                 };
-                *map.entry(kind.to_string()).or_insert(0) += 1;
+                *map.entry(alive.ty.clone()).or_insert(0) += 1;
                 let when = if at_exit { "exit" } else { "vkDestroyInstance" };
-                let thread = match field("created_thread") {
+                let thread = match alive.created_thread.as_str() {
                     "" => String::new(),
                     t => format!(" (created on thread {t})"),
                 };
                 self.note(format!(
-                    "{kind} {} alive at {when}{thread}",
-                    field("handle")
+                    "{} {} alive at {when}{thread}",
+                    alive.ty, alive.handle
                 ));
             }
-            _ => {}
+            trace::Entry::ExitHandlerStart(_) | trace::Entry::ExitHandlerEnd => {}
         }
     }
 }
@@ -108,20 +103,16 @@ pub struct TegraSummary {
 }
 
 impl TegraSummary {
-    fn add(&mut self, record: &Value) {
-        let field = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or("");
-        match field("ev") {
-            "loaded" => {
+    fn add(&mut self, record: tegra::Entry) {
+        match record {
+            tegra::Entry::Loaded(loaded) => {
                 self.loaded = true;
-                self.mode = field("mode").to_string();
+                self.mode = loaded.mode;
             }
-            "worker-started" => self.workers_started += 1,
-            "worker-stopped" => self.workers_stopped += 1,
-            "exit-handler-start" => {
-                let live = record
-                    .get("live_workers")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
+            tegra::Entry::WorkerStarted(_) => self.workers_started += 1,
+            tegra::Entry::WorkerStopped(_) => self.workers_stopped += 1,
+            tegra::Entry::ExitHandlerStart(start) => {
+                let live = start.live_workers;
                 self.live_at_unmap = Some(live);
                 if live > 0 {
                     self.findings.push(format!(
@@ -129,7 +120,11 @@ impl TegraSummary {
                     ));
                 }
             }
-            _ => {}
+            tegra::Entry::Warning(_)
+            | tegra::Entry::RegionMapped(_)
+            | tegra::Entry::RegionUnmapped(_)
+            | tegra::Entry::WaitingForFault
+            | tegra::Entry::ExitHandlerEnd => {}
         }
     }
 }
@@ -206,22 +201,29 @@ pub struct CrashSummary {
 }
 
 impl CrashSummary {
-    fn add(&mut self, record: &Value) {
-        let field = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or("");
-        let Some(pid) = record.get("pid").and_then(Value::as_i64) else {
+    fn add(&mut self, stamp: Stamp, record: crash::Entry) {
+        let Some(pid) = stamp.pid else {
             return;
         };
-        let ev = field("ev");
-        if ev == "backtrace" {
-            self.blame(pid, record);
-            return;
-        }
-        if ev != "crash" && ev != "fatal" {
-            return;
-        }
-        // An older handler wrote no `then`: its crash counts as the end of the process,
-        // so a crash is never lost for want of the field.
-        let ends_it = ev == "fatal" || field("then") != "program-handler";
+        let (crash, ends_it) = match record {
+            crash::Entry::Backtrace(backtrace) => {
+                self.blame(pid, &backtrace);
+                return;
+            }
+            crash::Entry::Crash(crash) => {
+                let ends_it = crash.ends_process();
+                (*crash, ends_it)
+            }
+            // What a `fatal` record says of the process, when its crash record was lost.
+            crash::Entry::Fatal(fatal) => {
+                let crash = crash::Crash {
+                    signal: fatal.signal,
+                    pc: fatal.pc,
+                    ..crash::Crash::default()
+                };
+                (crash, true)
+            }
+        };
         if let Some(known) = self.processes.iter_mut().find(|p| p.pid == pid) {
             known.fatal |= ends_it;
             return;
@@ -231,15 +233,16 @@ impl CrashSummary {
             self.more += 1;
             return;
         }
+        let pc_mapping = crash.pc_mapping.unwrap_or_default();
         self.processes.push(ProcessCrash {
             pid,
-            ppid: record.get("ppid").and_then(Value::as_i64).unwrap_or(0),
-            cmdline: field("cmdline").to_string(),
-            signal: field("signal").to_string(),
-            thread: field("thread").to_string(),
-            pc: field("pc").to_string(),
-            pc_mapping: field("pc_mapping").to_string(),
-            culprit: field("pc_mapping").to_string(),
+            ppid: crash.ppid.unwrap_or(0),
+            cmdline: crash.cmdline.unwrap_or_default(),
+            signal: crash.signal.unwrap_or_default(),
+            thread: stamp.thread.unwrap_or_default(),
+            pc: crash.pc.unwrap_or_default(),
+            culprit: pc_mapping.clone(),
+            pc_mapping,
             fatal: ends_it,
         });
     }
@@ -247,18 +250,14 @@ impl CrashSummary {
     /// A crash whose pc is in the C or C++ runtime is put on the first
     /// object of its backtrace outside the runtime (and outside vkexit's
     /// preloaded library).
-    fn blame(&mut self, pid: i64, record: &Value) {
+    fn blame(&mut self, pid: i64, backtrace: &crash::Backtrace) {
         let Some(crash) = self.processes.iter_mut().find(|p| p.pid == pid) else {
             return;
         };
         if !is_runtime(&crash.culprit) {
             return;
         }
-        let frames = record.get("frames").and_then(Value::as_array);
-        let objects = frames
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f.get("object").and_then(Value::as_str));
+        let objects = backtrace.frames.iter().filter_map(|f| f.object.as_deref());
         if let Some(object) = objects
             .filter(|o| !o.is_empty())
             .find(|o| !is_runtime(o) && !o.ends_with("/libvkexit_preload.so"))
@@ -280,51 +279,21 @@ impl CrashSummary {
     }
 }
 
-/// Reads JSON lines, handing each object to `add`; returns the number of
-/// lines that were not JSON objects.
-pub(crate) fn read_lines(reader: impl Read, mut add: impl FnMut(&Value)) -> std::io::Result<u64> {
-    const MAX_LINE: u64 = 1 << 20;
-    let mut reader = BufReader::new(reader);
-    let mut bad = 0;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        // Records are small: a line longer than this is garbage, and the
-        // rest of it is read as one more bad line.
-        let n = (&mut reader).take(MAX_LINE).read_until(b'\n', &mut line)?;
-        if n == 0 {
-            return Ok(bad);
-        }
-        // The trace layer writes through a mapping of the file and leaves NUL bytes where a
-        // process did not fill its chunk (at a crash, or between processes): they end a
-        // record like a newline, and a record never holds one.
-        for part in line.split(|&b| b == 0) {
-            if part.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match serde_json::from_slice::<Value>(part) {
-                Ok(v) if v.is_object() => add(&v),
-                _ => bad += 1,
-            }
-        }
-    }
-}
-
 pub fn read_trace(reader: impl Read) -> std::io::Result<TraceSummary> {
     let mut summary = TraceSummary::default();
-    summary.bad_lines = read_lines(reader, |v| summary.add(v))?;
+    summary.bad_lines = read::records(reader, |_, record| summary.add(record))?;
     Ok(summary)
 }
 
 pub fn read_crashes(reader: impl Read) -> std::io::Result<CrashSummary> {
     let mut summary = CrashSummary::default();
-    summary.bad_lines = read_lines(reader, |v| summary.add(v))?;
+    summary.bad_lines = read::records(reader, |stamp, record| summary.add(stamp, record))?;
     Ok(summary)
 }
 
 pub fn read_tegra(reader: impl Read) -> std::io::Result<TegraSummary> {
     let mut summary = TegraSummary::default();
-    summary.bad_lines = read_lines(reader, |v| summary.add(v))?;
+    summary.bad_lines = read::records(reader, |_, record| summary.add(record))?;
     Ok(summary)
 }
 

@@ -19,6 +19,7 @@
 //! 8. `report`: summaries, the results file, JUnit/HTML/Markdown, merging results files.
 //! 9. `engine`: what drives the stages for each command (the gate, repro, doctor, bundle).
 //! 10. `cli`: the command line.
+//! 11. `test_fixtures` (unit tests only): results cells any stage's tests may build on.
 
 pub mod classify;
 pub mod cli;
@@ -31,6 +32,8 @@ pub(crate) mod report;
 pub mod results;
 pub mod run;
 pub(crate) mod support;
+#[cfg(test)]
+pub(crate) mod test_fixtures;
 pub mod verdict;
 
 // The paths the library has always offered, for the programs and tests that use it.

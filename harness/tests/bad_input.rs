@@ -1,10 +1,9 @@
 //! Bad input gets a clear error naming what was wrong and what is valid,
 //! with exit code 2 and no panic.
 
-mod common;
-use common::*;
 use predicates::prelude::*;
 use predicates::str::contains;
+use vkexit_testkit::vkexit::*;
 
 fn no_panic() -> impl Predicate<str> {
     contains("panicked").not()

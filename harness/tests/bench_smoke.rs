@@ -1,14 +1,12 @@
 //! `vkexit bench` end to end, scaled down to seconds: it runs every loop and writes every
 //! figure. Nothing here judges a figure: timing depends on the machine.
 
-mod common;
-
-use common::Sandbox;
 use serde_json::Value;
+use vkexit_testkit::vkexit::{self as kit, Sandbox};
 
 #[test]
 fn a_tiny_bench_writes_every_figure() {
-    common::bin_dir();
+    kit::bin_dir();
     let sandbox = Sandbox::new();
     let json = sandbox.path().join("b.json");
     let out = sandbox
@@ -59,6 +57,8 @@ fn a_tiny_bench_writes_every_figure() {
         "vkexit_ms_spread",
         "startup_ms",
         "fixed_ms_per_run",
+        "fixed_cpu_ms_per_run",
+        "fixed_breakdown_cpu_ms",
         "overhead_vs_bare",
         "ratio_vs_ctest",
         "speedup_j2",
@@ -103,6 +103,29 @@ fn a_tiny_bench_writes_every_figure() {
             assert!(figures[key][call].is_number(), "{key}.{call}: {figures}");
         }
     }
+    // The fixed cost in CPU time is the sum of its breakdown, each part measured.
+    let b = &figures["fixed_breakdown_cpu_ms"];
+    let part = |key: &str| b[key].as_f64().unwrap_or_else(|| panic!("{key}: {b}"));
+    let sum = part("preload") + part("child") + part("supervisor");
+    let total = figures["fixed_cpu_ms_per_run"].as_f64().unwrap();
+    assert!((total - sum).abs() < 1e-9, "{total} vs {sum}: {b}");
+    assert!(part("bare") > 0.0, "{b}");
+    for key in [
+        "spawn_and_supervise",
+        "spawn",
+        "cgroup",
+        "cgroup_made_per_run",
+        "reaper",
+        "run_directory",
+        "evidence",
+        "child",
+    ] {
+        assert!(
+            b["parts"][key].as_f64().is_some_and(|v| v >= 0.0),
+            "parts.{key}: {b}"
+        );
+    }
+    assert!(stdout.contains("in CPU time"), "{stdout}");
     assert!(figures["speedup_j2"].as_f64().unwrap() > 0.0);
     assert!(figures["peak_rss_mb_10k"].as_f64().unwrap() > 0.0);
 }

@@ -1,9 +1,8 @@
 //! The built-in scenarios × refrt policies on lavapipe under validation give
 //! the outcomes the built-in baseline records, and a plain run is green.
 
-mod common;
-use common::*;
 use serde_json::Value;
+use vkexit_testkit::vkexit::*;
 
 fn cell<'a>(r: &'a Value, case: &str, policy: &str) -> &'a Value {
     let runtime = format!("refrt:{policy}");

@@ -1,12 +1,11 @@
 //! `vkexit bundle`: the tarball unpacks anywhere and runs a matrix on lavapipe with nothing
 //! from the source tree, its Debian packages put in front of the machine's own.
 
-mod common;
-
-use common::Sandbox;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use vkexit_testkit::vkexit::{self as kit, Sandbox};
+use vkexit_testkit::vulkan::validation_manifest;
 
 const MATRIX: &str = r#"
 cases = ["clean-exit", "buffer-kept-at-exit"]
@@ -18,11 +17,12 @@ runs = 2
 /// The system's validation layer (manifest and library) repackaged as a .deb of its own,
 /// so the test proves the bundle's copy is the one used without needing a package mirror.
 fn validation_layer_deb(sb: &Sandbox) -> PathBuf {
-    let manifest = Path::new("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json");
+    let manifest = validation_manifest();
     let library = Path::new("/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so");
     assert!(
-        manifest.is_file() && library.is_file(),
-        "the validation layer is not installed: run ci/setup.sh"
+        library.is_file(),
+        "the validation layer is not installed ({} is missing): run ci/setup.sh",
+        library.display()
     );
     let pkg = sb.path().join("pkg");
     let layer_dir = pkg.join("usr/share/vulkan/explicit_layer.d");
@@ -30,7 +30,7 @@ fn validation_layer_deb(sb: &Sandbox) -> PathBuf {
     for dir in [&layer_dir, &lib_dir, &pkg.join("DEBIAN")] {
         fs::create_dir_all(dir).unwrap();
     }
-    fs::copy(manifest, layer_dir.join(manifest.file_name().unwrap())).unwrap();
+    fs::copy(&manifest, layer_dir.join(manifest.file_name().unwrap())).unwrap();
     fs::copy(library, lib_dir.join(library.file_name().unwrap())).unwrap();
     fs::write(
         pkg.join("DEBIAN/control"),
@@ -115,7 +115,7 @@ fn a_bundle_unpacked_elsewhere_runs_a_matrix_with_its_own_validation_layer() {
 
     let manifest: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(moved.join("bundle.json")).unwrap()).unwrap();
-    let binaries = common::strings(&manifest["binaries"]);
+    let binaries = kit::strings(&manifest["binaries"]);
     for name in [
         "vkexit",
         "clean-exit",
@@ -158,7 +158,7 @@ fn a_bundle_unpacked_elsewhere_runs_a_matrix_with_its_own_validation_layer() {
     assert_eq!(cells.len(), 4);
     for cell in cells {
         assert_eq!(cell["runs"], 2);
-        let artifacts = common::strings(&cell["artifacts"]);
+        let artifacts = kit::strings(&cell["artifacts"]);
         assert!(artifacts
             .iter()
             .all(|a| a.starts_with(moved.to_str().unwrap())));

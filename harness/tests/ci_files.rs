@@ -2,11 +2,9 @@
 //! matrix against the lavapipe baseline with every report, the same in two shards merged, and
 //! the expectations of the teardown fix held against a policy without it.
 
-mod common;
-
-use common::Sandbox;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use vkexit_testkit::vkexit::{self as kit, Sandbox};
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
@@ -260,6 +258,20 @@ fn the_nvidia_real_runtime_results_are_green_against_their_baselines_and_red_wit
     let sb = Sandbox::new();
     for (results, baseline) in [
         ("nvidia-h200-ggml-halide.json", "real-runtimes.toml"),
+        ("nvidia-h200-python-runtimes.json", "real-runtimes-ext.toml"),
+        (
+            "nvidia-h200-python-runtimes-tegra.json",
+            "real-runtimes-ext.toml",
+        ),
+        (
+            "nvidia-h200-python-runtimes-layer-1.4.309.json",
+            "real-runtimes-ext.toml",
+        ),
+        (
+            "nvidia-h200-python-runtimes-layer-1.4.309-tegra.json",
+            "real-runtimes-ext.toml",
+        ),
+        // Last: the merged file is read below.
         ("nvidia-h200-ncnn-wgpu.json", "real-runtimes-ext.toml"),
     ] {
         let results = repo(&format!("ci/results/{results}"));
@@ -284,7 +296,7 @@ fn the_nvidia_real_runtime_results_are_green_against_their_baselines_and_red_wit
     assert_eq!(clean["verdict"], "pass", "{clean:#}");
     assert_eq!(clean["counts"]["pass"], 10);
     assert!(
-        common::strings(&clean["allowed_vuids"])
+        kit::strings(&clean["allowed_vuids"])
             .contains(&"VUID-VkDeviceCreateInfo-pNext-pNext".to_string()),
         "{clean:#}"
     );

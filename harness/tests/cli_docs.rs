@@ -2,9 +2,8 @@
 //! scripts and the man page. Each is checked by the tool that reads it, where
 //! this machine has that tool (bash, groff), and names every subcommand.
 
-mod common;
-use common::*;
 use std::process::{Command, Stdio};
+use vkexit_testkit::vkexit::*;
 
 const SUBCOMMANDS: [&str; 11] = [
     "run",

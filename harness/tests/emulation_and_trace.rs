@@ -3,9 +3,8 @@
 //! trace layer shows what is alive; neither adds a VUID of its own, and a
 //! layer that does not prove it loaded never lets a run pass.
 
-mod common;
-use common::*;
 use serde_json::Value;
+use vkexit_testkit::vkexit::*;
 
 fn cell<'a>(r: &'a Value, runtime: &str) -> &'a Value {
     r["cells"]

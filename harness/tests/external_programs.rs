@@ -1,10 +1,10 @@
 //! Any program, unmodified, as an external case: where its runs start, what it is named,
 //! and a program that goes around the Vulkan loader, which can never pass.
 
-mod common;
-use common::*;
 use predicates::prelude::*;
 use predicates::str::contains;
+use vkexit_testkit::vkexit::*;
+use vkexit_testkit::vulkan::lavapipe_library;
 
 #[test]
 fn a_script_given_by_a_relative_path_runs_in_the_callers_directory() {

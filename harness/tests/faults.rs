@@ -5,20 +5,14 @@
 //! run is left. Where the machine cannot provide the fault (no cgroups, no
 //! tmpfs mount in a container), the test prints why it did not run.
 
-mod common;
-use common::*;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A test that cannot run here says so where CI shows it (libtest captures
-/// `eprintln!`, not writes to the stream itself).
-fn skip(test: &str, why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
-}
+use vkexit_testkit::skip;
+use vkexit_testkit::vkexit::*;
 
 /// One `vkexit` run, started so that its pid is known: the tokens of its
 /// runs start with it.
@@ -143,10 +137,7 @@ fn a_fork_bomb_stops_at_the_process_limit_fails_and_leaves_nothing() {
     let bound = match vkexit::run::cgroup::bound_here() {
         Ok(b) => b,
         Err(why) => {
-            return skip(
-                "a_fork_bomb_stops_at_the_process_limit_fails_and_leaves_nothing",
-                &format!("runs cannot be bounded on this machine: {why}"),
-            )
+            skip!("runs cannot be bounded on this machine: {why}")
         }
     };
     // A small limit keeps the bomb cheap on a shared machine; the default
@@ -236,9 +227,13 @@ fn a_crash_dumps_no_core_even_when_vkexit_may() {
     if pattern.starts_with('|') {
         // The limit of 1 that stops a piped core is still checked below;
         // only the absence of a core file in the run directory is not.
-        skip(
-            "a_crash_dumps_no_core_even_when_vkexit_may (core file part)",
-            &format!("core_pattern is a pipe: {}", pattern.trim()),
+        // Only a part of the test: said as a skip would say it, where CI shows it (libtest
+        // captures `eprintln!`, not writes to the stream itself).
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: a_crash_dumps_no_core_even_when_vkexit_may (core file part): \
+             core_pattern is a pipe: {}",
+            pattern.trim()
         );
     }
     let sb = Sandbox::new();
@@ -349,7 +344,7 @@ fn artifacts_on_a_full_disk_make_every_run_an_error() {
     let sb = Sandbox::new();
     let disk = match Tmpfs::mount(&sb.path().join("disk"), "1m") {
         Ok(d) => d,
-        Err(why) => return skip("artifacts_on_a_full_disk_make_every_run_an_error", &why),
+        Err(why) => skip!("{why}"),
     };
     std::fs::create_dir_all(disk.0.join("art")).unwrap();
     disk.fill();
@@ -394,10 +389,7 @@ fn a_program_that_fills_the_disk_during_its_run_is_an_error_not_a_pass() {
     let disk = match Tmpfs::mount(&sb.path().join("disk"), "4m") {
         Ok(d) => d,
         Err(why) => {
-            return skip(
-                "a_program_that_fills_the_disk_during_its_run_is_an_error_not_a_pass",
-                &why,
-            )
+            skip!("{why}")
         }
     };
     let results = sb.results();
@@ -437,10 +429,7 @@ fn a_results_file_that_cannot_be_written_keeps_the_old_one_whole() {
     let disk = match Tmpfs::mount(&sb.path().join("disk"), "1m") {
         Ok(d) => d,
         Err(why) => {
-            return skip(
-                "a_results_file_that_cannot_be_written_keeps_the_old_one_whole",
-                &why,
-            )
+            skip!("{why}")
         }
     };
     let results = disk.0.join("r.json");
@@ -666,10 +655,7 @@ fn what_a_killed_vkexit_left_is_killed_by_the_next_one() {
     match vkexit::run::cgroup::bound_here() {
         Ok(b) if b.starts_with("cgroup") => {}
         other => {
-            return skip(
-                "what_a_killed_vkexit_left_is_killed_by_the_next_one",
-                &format!("runs get no cgroup here: {other:?}"),
-            )
+            skip!("runs get no cgroup here: {other:?}")
         }
     }
     let sb = Sandbox::new();
@@ -749,10 +735,9 @@ fn processes_of_uid(uid: u32) -> usize {
 /// afterwards, so what is checked is the bound while the bomb runs.
 #[test]
 fn without_cgroups_a_user_fork_bomb_stops_at_rlimit_nproc() {
-    let test = "without_cgroups_a_user_fork_bomb_stops_at_rlimit_nproc";
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        return skip(test, "needs root to switch to nobody");
+        skip!("needs root to switch to nobody");
     }
     let sb = Sandbox::new();
     std::fs::set_permissions(sb.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -791,7 +776,7 @@ fn without_cgroups_a_user_fork_bomb_stops_at_rlimit_nproc() {
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut unshare.stderr.take().unwrap(), &mut stderr).unwrap();
     if status.code() == Some(97) || (!status.success() && stderr.contains("unshare")) {
-        return skip(test, &format!("no private mount namespace here: {stderr}"));
+        skip!("no private mount namespace here: {stderr}");
     }
     // The main shell sleeps past the 3 s limit (a timeout), unless the bomb
     // took the last slot before it could start its sleep (exit 2).
@@ -830,10 +815,7 @@ fn artifacts_on_a_file_system_without_a_size_are_not_full() {
     let disk = match Tmpfs::mount(&sb.path().join("disk"), "0") {
         Ok(d) => d,
         Err(why) => {
-            return skip(
-                "artifacts_on_a_file_system_without_a_size_are_not_full",
-                &why,
-            )
+            skip!("{why}")
         }
     };
     let results = sb.results();

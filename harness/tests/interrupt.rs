@@ -3,10 +3,10 @@
 //! code is nonzero, and nothing is left running. A second Ctrl-C exits at
 //! once, still leaving nothing behind.
 
-mod common;
-use common::*;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use vkexit_testkit::skip;
+use vkexit_testkit::vkexit::*;
 
 fn start_hanging_runs(sb: &Sandbox, marker: &str) -> Child {
     let xdg = sb.path().join("xdg");
@@ -135,12 +135,7 @@ fn run_processes(pid: u32) -> Vec<u32> {
 #[test]
 fn a_second_ctrl_c_also_kills_what_left_the_process_group() {
     if let Err(why) = vkexit::run::cgroup::kill_here() {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED a_second_ctrl_c_also_kills_what_left_the_process_group: {why}"
-        );
-        return;
+        skip!("{why}");
     }
     let sb = Sandbox::new();
     let xdg = sb.path().join("xdg");

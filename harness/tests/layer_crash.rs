@@ -4,9 +4,8 @@
 //! its test-only fault at exit (`VKEXIT_TRACE_FAULT_AT_EXIT=1`), on lavapipe
 //! under the real validation layer.
 
-mod common;
-use common::*;
 use serde_json::Value;
+use vkexit_testkit::vkexit::*;
 
 const FAULT: &str = "VKEXIT_TRACE_FAULT_AT_EXIT";
 

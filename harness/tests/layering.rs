@@ -16,6 +16,8 @@ const ORDER: &[&[&str]] = &[
     &["report"],
     &["engine"],
     &["cli"],
+    // Built only for unit tests: fixtures any stage's tests may use.
+    &["test_fixtures"],
 ];
 
 fn level(module: &str) -> Option<usize> {

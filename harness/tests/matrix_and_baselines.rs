@@ -2,12 +2,11 @@
 //! under the real validation layer: a matrix selecting cells, a baseline
 //! judging them, and `vkexit baseline update` writing one from results.
 
-mod common;
-use common::*;
 use predicates::prelude::*;
 use predicates::str::contains;
 use serde_json::Value;
 use std::path::Path;
+use vkexit_testkit::vkexit::*;
 
 const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
 

@@ -7,12 +7,11 @@
 //! application that turns validation off itself 20 times. The longer run (`ci/meta-suite.sh`, or
 //! the ignored test below with `META_RUNS`) prints the README's table.
 
-mod common;
-use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use vkexit_testkit::vkexit::*;
 
 const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
 

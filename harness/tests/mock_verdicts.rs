@@ -1,8 +1,7 @@
 //! Each run verdict, provoked on demand by the mock scenario, on lavapipe
 //! under the real validation layer, is detected as what it is.
 
-mod common;
-use common::*;
+use vkexit_testkit::vkexit::*;
 
 #[test]
 fn a_clean_vulkan_program_passes() {

@@ -3,34 +3,23 @@
 //! the verdicts recorded in ci/baselines/real-runtimes-ext.toml.
 //!
 //! The ncnn tests need the wheel that ci/setup-python-runtimes.sh unpacks; when it is missing
-//! they run that script, and are skipped, saying why, only if it cannot get the wheel.
+//! they run that script, and skip, saying why, only if it cannot get the wheel.
 
-mod common;
-use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the harness is in the workspace")
-        .to_path_buf()
-}
+use vkexit_testkit::real_runtimes::{self, cell as run};
+use vkexit_testkit::vkexit::*;
+use vkexit_testkit::vulkan::lavapipe_library;
+use vkexit_testkit::{built, or_skip, workspace as repo};
 
 fn wgpu_bin(name: &str) -> String {
-    let path = bin_dir().join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: build the workspace first (cargo build --release --workspace)",
-        path.display()
-    );
-    path.display().to_string()
+    built(name).display().to_string()
 }
 
-/// The ncnn script, or None (with the reason printed) when the wheel cannot be had.
-fn ncnn_script(name: &str) -> Option<String> {
+/// The ncnn script, or why the wheel cannot be had.
+fn ncnn_script(name: &str) -> Result<String, String> {
     static READY: OnceLock<Result<(), String>> = OnceLock::new();
     let ready = READY.get_or_init(|| {
         let setup = repo().join("ci/setup-python-runtimes.sh");
@@ -49,23 +38,18 @@ fn ncnn_script(name: &str) -> Option<String> {
         }
     });
     match ready {
-        Ok(()) => Some(
-            repo()
-                .join("scenarios/ncnn")
-                .join(name)
-                .display()
-                .to_string(),
-        ),
-        Err(why) => {
-            println!("SKIPPED: the ncnn wheel cannot be obtained here: {why}");
-            None
-        }
+        Ok(()) => Ok(repo()
+            .join("scenarios/ncnn")
+            .join(name)
+            .display()
+            .to_string()),
+        Err(why) => Err(format!("the ncnn wheel cannot be obtained here: {why}")),
     }
 }
 
 /// The unpacked wheel for /usr/bin/python3, to put on PYTHONPATH of a script that does a
-/// plain `import ncnn`, or None (with the reason printed).
-fn ncnn_wheel() -> Option<PathBuf> {
+/// plain `import ncnn`, or why the wheel cannot be had.
+fn ncnn_wheel() -> Result<PathBuf, String> {
     ncnn_script("clean-exit.py")?;
     let out = Command::new("/usr/bin/python3")
         .args([
@@ -77,19 +61,18 @@ fn ncnn_wheel() -> Option<PathBuf> {
     let tag = String::from_utf8(out.stdout).unwrap();
     let dir = repo().join("target/real-runtimes/ncnn").join(tag.trim());
     assert!(dir.join("ncnn").is_dir(), "{} has no ncnn", dir.display());
-    Some(dir)
+    Ok(dir)
 }
 
 /// A user's own ncnn script, written as ncnn's Python documentation shows it (no loader
 /// argument, nothing from this repository), run by a relative path from its directory:
 /// `vkexit run --runs N -- python3 NAME.py`. Returns the only cell.
-fn run_plain_script(runs: u32, name: &str, body: &str) -> Value {
-    let wheel = ncnn_wheel().expect("checked by the caller");
+fn run_plain_script(wheel: &Path, runs: u32, name: &str, body: &str) -> Value {
     let sb = Sandbox::new();
     std::fs::write(sb.path().join(name), body).unwrap();
     let out = sb
         .vkexit()
-        .env("PYTHONPATH", &wheel)
+        .env("PYTHONPATH", wheel)
         .args([
             "run",
             "--driver",
@@ -122,11 +105,9 @@ buffer = allocator.fastMalloc(1 << 20)\n";
 
 #[test]
 fn a_plain_ncnn_script_passes_under_validation_through_the_loader() {
-    if ncnn_wheel().is_none() {
-        return;
-    }
+    let wheel = or_skip!(ncnn_wheel());
     let body = format!("{PLAIN_START}del buffer, allocator\nncnn.destroy_gpu_instance()\n");
-    let c = run_plain_script(3, "plain_clean.py", &body);
+    let c = run_plain_script(&wheel, 3, "plain_clean.py", &body);
     assert_all(&c, "pass", 3);
     // The run went through the system loader, which read VK_LOADER_DRIVERS_SELECT.
     let provenance = &c["provenance"];
@@ -147,13 +128,11 @@ fn a_plain_ncnn_script_passes_under_validation_through_the_loader() {
 
 #[test]
 fn a_plain_ncnn_script_that_frees_after_teardown_crashes_with_00378_logged() {
-    if ncnn_wheel().is_none() {
-        return;
-    }
+    let wheel = or_skip!(ncnn_wheel());
     // destroy_gpu_instance with the allocator and its buffer alive in module globals; Python
     // frees them afterwards, on a device that is gone.
     let body = format!("{PLAIN_START}ncnn.destroy_gpu_instance()\n");
-    let c = run_plain_script(2, "plain_freed_late.py", &body);
+    let c = run_plain_script(&wheel, 2, "plain_freed_late.py", &body);
     assert_all(&c, "crash", 2);
     assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
     assert!(
@@ -167,9 +146,7 @@ fn a_plain_ncnn_script_that_frees_after_teardown_crashes_with_00378_logged() {
 
 #[test]
 fn ncnn_opening_the_driver_itself_is_an_error_never_a_pass() {
-    if ncnn_wheel().is_none() {
-        return;
-    }
+    let wheel = or_skip!(ncnn_wheel());
     // Given a driver's library, ncnn's built-in loader opens it itself: no layer sees a call.
     let lavapipe = lavapipe_library();
     let body = format!(
@@ -178,7 +155,7 @@ ncnn.create_gpu_instance('{lavapipe}')\n\
 print(ncnn.get_gpu_device(0).info().device_name())\n\
 ncnn.destroy_gpu_instance()\n"
     );
-    let c = run_plain_script(1, "plain_bypass.py", &body);
+    let c = run_plain_script(&wheel, 1, "plain_bypass.py", &body);
     assert_all(&c, "error", 1);
     let reason = c["reason"].as_str().unwrap();
     assert!(
@@ -189,24 +166,10 @@ ncnn.destroy_gpu_instance()\n"
     );
 }
 
-/// `vkexit run --driver lavapipe --runs N [--emulate MODE] -- PROGRAM`: its only cell.
-fn run(runs: u32, emulate: &str, program: &str) -> Value {
-    let sb = Sandbox::new();
-    let runs = runs.to_string();
-    let (_, r) = sb.run(&["--runs", &runs, "--emulate", emulate, "--", program]);
-    only_cell(&r).clone()
-}
-
-fn assert_all(cell: &Value, verdict: &str, runs: u64) {
-    assert_eq!(count(cell, verdict), runs, "{cell:#}");
-}
-
 #[test]
 fn ncnn_clean_exit_passes() {
-    let Some(script) = ncnn_script("clean-exit.py") else {
-        return;
-    };
-    let c = run(2, "none", &script);
+    let script = or_skip!(ncnn_script("clean-exit.py"));
+    let c = run(2, "none", false, &script);
     assert_all(&c, "pass", 2);
     assert_eq!(c["verdict"], "pass");
 }
@@ -215,19 +178,15 @@ fn ncnn_clean_exit_passes() {
 fn ncnn_exit_without_destroy_is_torn_down_before_the_tegra_exit_handler() {
     // ncnn registers its own teardown with atexit after vkCreateInstance, so it runs before
     // the exit handler the (emulated) Tegra driver registered when the loader loaded it.
-    let Some(script) = ncnn_script("exit-without-destroy.py") else {
-        return;
-    };
-    let c = run(2, "tegra", &script);
+    let script = or_skip!(ncnn_script("exit-without-destroy.py"));
+    let c = run(2, "tegra", false, &script);
     assert_all(&c, "pass", 2);
 }
 
 #[test]
 fn ncnn_allocator_freed_after_teardown_crashes_after_00378() {
-    let Some(script) = ncnn_script("allocator-freed-after-teardown.py") else {
-        return;
-    };
-    let c = run(2, "none", &script);
+    let script = or_skip!(ncnn_script("allocator-freed-after-teardown.py"));
+    let c = run(2, "none", false, &script);
     assert_all(&c, "crash", 2);
     assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
     assert!(
@@ -238,10 +197,8 @@ fn ncnn_allocator_freed_after_teardown_crashes_after_00378() {
 
 #[test]
 fn ncnn_pool_allocator_reclaimed_is_deleted_twice() {
-    let Some(script) = ncnn_script("pool-allocator-reclaimed.py") else {
-        return;
-    };
-    let c = run(2, "none", &script);
+    let script = or_skip!(ncnn_script("pool-allocator-reclaimed.py"));
+    let c = run(2, "none", false, &script);
     assert_all(&c, "crash", 2);
     assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
 }
@@ -250,7 +207,7 @@ fn ncnn_pool_allocator_reclaimed_is_deleted_twice() {
 fn wgpu_clean_exit_passes_with_and_without_the_tegra_exit_handler() {
     let program = wgpu_bin("wgpu-clean-exit");
     for emulate in ["none", "tegra"] {
-        let c = run(2, emulate, &program);
+        let c = run(2, emulate, false, &program);
         assert_all(&c, "pass", 2);
     }
 }
@@ -259,16 +216,21 @@ fn wgpu_clean_exit_passes_with_and_without_the_tegra_exit_handler() {
 fn wgpu_device_in_a_static_is_never_destroyed() {
     let program = wgpu_bin("wgpu-device-in-static");
     // Desktop exit behaviour: the leak is unseen.
-    assert_all(&run(2, "none", &program), "pass", 2);
+    assert_all(&run(2, "none", false, &program), "pass", 2);
     // The Tegra driver's exit handler runs with the device alive.
-    let c = run(2, "tegra", &program);
+    let c = run(2, "tegra", false, &program);
     assert_all(&c, "crash", 2);
     assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
 }
 
 #[test]
 fn wgpu_process_exit_with_a_live_device_crashes_under_the_tegra_exit_handler() {
-    let c = run(2, "tegra", &wgpu_bin("wgpu-process-exit-live-device"));
+    let c = run(
+        2,
+        "tegra",
+        false,
+        &wgpu_bin("wgpu-process-exit-live-device"),
+    );
     assert_all(&c, "crash", 2);
     assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
 }
@@ -276,56 +238,12 @@ fn wgpu_process_exit_with_a_live_device_crashes_under_the_tegra_exit_handler() {
 #[test]
 fn the_real_runtimes_matrix_is_green_against_its_baseline() {
     // The matrix names its programs relative to the repository, as CI runs it.
-    if ncnn_script("clean-exit.py").is_none() {
-        return;
-    }
+    or_skip!(ncnn_script("clean-exit.py"));
     wgpu_bin("wgpu-clean-exit");
     // The matrix's Python-runtime cases (IREE, Taichi, wgpu-py) are tests/python_runtimes.rs's.
-    let matrix = std::fs::read_to_string(repo().join("ci/matrix/real-runtimes.toml")).unwrap();
-    let cases: Vec<&str> = matrix
-        .lines()
-        .filter_map(|l| l.strip_prefix("name = \"")?.strip_suffix('"'))
-        .filter(|name| {
-            name.starts_with("ncnn-") || name.starts_with("wgpu-") && !name.starts_with("wgpu-py-")
-        })
-        .collect();
-    let sb = Sandbox::new();
-    let mut cmd = sb.vkexit();
-    cmd.current_dir(repo()).args([
-        "run",
-        "--config",
-        "ci/matrix/real-runtimes.toml",
-        "--baseline",
-        "ci/baselines/real-runtimes-ext.toml",
-        "--driver",
-        "lavapipe",
-        "--runs",
-        "1",
-    ]);
-    for case in &cases {
-        cmd.args(["--case", case]);
-    }
-    let out = cmd
-        .arg("--json")
-        .arg(sb.results())
-        .arg("--artifacts")
-        .arg(sb.path().join("artifacts"))
-        .output()
-        .unwrap();
-    let r = sb.read_results();
-    let cells = r["cells"].as_array().expect("cells");
-    assert_eq!(cells.len(), 20, "10 cases × 2 layer sets: {r:#}");
-    for c in cells {
-        let source = c["expectation"].as_str().unwrap_or_default();
-        assert!(
-            source.starts_with("ci/baselines/real-runtimes-ext.toml:"),
-            "every cell is judged by the baseline file: {c:#}"
-        );
-    }
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let cases = real_runtimes::cases(|name| {
+        name.starts_with("ncnn-") || name.starts_with("wgpu-") && !name.starts_with("wgpu-py-")
+    });
+    // 10 cases × 2 layer sets.
+    real_runtimes::assert_green(&cases, 20);
 }

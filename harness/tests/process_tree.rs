@@ -4,10 +4,9 @@
 //! of itself with fork and exec) on lavapipe under the real validation layer;
 //! the crash report preloaded into the exec'd children is what sees them.
 
-mod common;
-use common::*;
 use serde_json::Value;
 use std::path::Path;
+use vkexit_testkit::vkexit::*;
 
 /// The JSON records of a kept run's evidence file.
 fn records(run_dir: &Path, file: &str) -> Vec<Value> {

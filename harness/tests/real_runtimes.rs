@@ -3,28 +3,28 @@
 //! through the ordering it is known to fail. A runtime missing from the cache skips its test
 //! with a message, since only a download can bring it.
 
-mod common;
-use common::*;
 use serde_json::Value;
 use std::path::PathBuf;
+use vkexit_testkit::or_skip;
+use vkexit_testkit::vkexit::*;
 
-/// The runtime cache as vkexit resolves it, if `runtime` is in it.
-fn cached(runtime: &str) -> Option<PathBuf> {
+/// The runtime cache as vkexit resolves it, if `runtime` is in it; else why not.
+fn cached(runtime: &str) -> Result<PathBuf, String> {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     let cache = var("VKEXIT_RUNTIME_CACHE")
         .map(PathBuf::from)
         .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("vkexit/runtimes")))
-        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache/vkexit/runtimes")))?;
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache/vkexit/runtimes")))
+        .ok_or("no runtime cache: none of VKEXIT_RUNTIME_CACHE, XDG_CACHE_HOME and HOME is set")?;
     let dir = cache.join(runtime);
     if dir.join("VERSION").exists() {
-        return Some(dir);
+        return Ok(dir);
     }
-    eprintln!(
-        "SKIPPED: {runtime} is not in the runtime cache ({}); run ci/setup-runtimes.sh \
+    Err(format!(
+        "{runtime} is not in the runtime cache ({}); run ci/setup-runtimes.sh \
          (it downloads it from PyPI) to test it",
         dir.display()
-    );
-    None
+    ))
 }
 
 fn cell<'a>(r: &'a Value, case: &str) -> &'a Value {
@@ -38,7 +38,7 @@ fn cell<'a>(r: &'a Value, case: &str) -> &'a Value {
 
 #[test]
 fn ggml_exits_cleanly_and_crashes_when_freed_after_the_driver_tore_down() {
-    let Some(dir) = cached("ggml") else { return };
+    let dir = or_skip!(cached("ggml"));
     let sb = Sandbox::new();
     let runtime = format!("ggml:{}", dir.display());
     let (code, r) = sb.run(&[
@@ -83,7 +83,7 @@ fn ggml_exits_cleanly_and_crashes_when_freed_after_the_driver_tore_down() {
 
 #[test]
 fn halide_destroys_its_device_from_fini_array_with_kept_buffers_alive() {
-    let Some(dir) = cached("halide") else { return };
+    let dir = or_skip!(cached("halide"));
     let sb = Sandbox::new();
     let runtime = format!("halide:{}", dir.display());
     let (code, r) = sb.run(&[
@@ -137,7 +137,7 @@ fn halide_destroys_its_device_from_fini_array_with_kept_buffers_alive() {
 
 #[test]
 fn halides_fini_array_cleanup_runs_after_the_tegra_drivers_exit_handler() {
-    let Some(dir) = cached("halide") else { return };
+    let dir = or_skip!(cached("halide"));
     let sb = Sandbox::new();
     let runtime = format!("halide:{}", dir.display());
     let (code, r) = sb.run(&[

@@ -2,11 +2,10 @@
 //! counts the failing cells, an HTML report whose failing cells link to
 //! their evidence, a Markdown summary, and hostile case names in all three.
 
-mod common;
-use common::*;
 use predicates::prelude::*;
 use predicates::str::contains;
 use std::path::Path;
+use vkexit_testkit::vkexit::*;
 
 /// Without validation there is no built-in baseline: the three policies
 /// whose cleanup handler faults after teardown are `fail`, two pass.

@@ -2,11 +2,10 @@
 //! kept, or after exactly the clean runs the exact (Clopper–Pearson) bound
 //! needs.
 
-mod common;
-use common::*;
 use predicates::prelude::*;
 use predicates::str::contains;
 use std::path::Path;
+use vkexit_testkit::vkexit::*;
 
 /// 0 failures in n runs: the one-sided 95 % Clopper–Pearson upper bound of
 /// the failure rate.

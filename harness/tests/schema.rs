@@ -3,10 +3,9 @@
 //! a fresh run on lavapipe, by every committed results file and by the
 //! README's example.
 
-mod common;
-use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use vkexit_testkit::vkexit::*;
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)

@@ -1,13 +1,12 @@
 //! `--shard K/N` splits a plan by cell identity, and `vkexit merge` joins
 //! the shards back into the whole plan, on lavapipe with real scenarios.
 
-mod common;
-use common::*;
 use predicates::prelude::*;
 use predicates::str::contains;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
+use vkexit_testkit::vkexit::*;
 
 type Id = (String, String, String, String, String);
 

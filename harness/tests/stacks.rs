@@ -2,16 +2,13 @@
 //! default) must not break driver probing, and a matrix may name which validation layer build
 //! its cells run under. Real layers, real lavapipe.
 
-mod common;
-use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-const SYSTEM_MANIFEST: &str = "/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json";
-const LAVAPIPE: &str = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
+use vkexit_testkit::vkexit::*;
+use vkexit_testkit::vulkan::{lavapipe_icd, validation_manifest};
 
 fn system_manifest() -> Value {
-    let text = std::fs::read_to_string(SYSTEM_MANIFEST).expect("Debian's validation layer");
+    let text = std::fs::read_to_string(validation_manifest()).expect("Debian's validation layer");
     serde_json::from_str(&text).expect("a JSON manifest")
 }
 
@@ -51,7 +48,9 @@ fn doctor_is_ready_when_a_layer_prints_on_stdout() {
 
     // The layer really prints on stdout, before the report, where the probe once read its report.
     let mut probe = sb.vkexit();
-    probe.arg("probe-driver").env("VK_ICD_FILENAMES", LAVAPIPE);
+    probe
+        .arg("probe-driver")
+        .env("VK_ICD_FILENAMES", lavapipe_icd());
     for (k, v) in &env {
         probe.env(k, v);
     }

@@ -1,9 +1,8 @@
 //! No false green: when validation is asked for and is not there, or not
 //! really active, vkexit says so and never passes.
 
-mod common;
-use common::*;
 use predicates::str::contains;
+use vkexit_testkit::vkexit::*;
 
 #[test]
 fn a_missing_validation_layer_stops_vkexit_with_what_to_install() {

@@ -26,7 +26,9 @@ pub fn note_exit_called() {
 /// The phase at one moment; `None` fields when it is not tracked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Phase {
+    /// Whether `main` had returned.
     pub main_returned: Option<bool>,
+    /// Whether `exit` had been called (exit handlers running or run).
     pub exit_called: Option<bool>,
 }
 

@@ -13,7 +13,8 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use libc::c_int;
-use vkexit_layer_support::monotonic_ns;
+use vkexit_evidence::crash::frame_field;
+use vkexit_evidence::monotonic_ns;
 
 use crate::disposition;
 
@@ -285,10 +286,10 @@ fn describe(pc: u64, own: Option<&str>) -> String {
 
 fn describe_frame(frame: &backtrace::Frame, own: Option<&str>) -> String {
     let ip = frame.ip() as usize;
-    let mut entry = format!("{{\"ip\":\"{ip:#x}\"");
+    let mut entry = format!("{{\"{}\":\"{ip:#x}\"", frame_field::IP);
     let object = object_of(ip);
     if let Some(object) = &object {
-        entry.push_str(",\"object\":");
+        push_key(&mut entry, frame_field::OBJECT);
         push_json_str(&mut entry, keep_tail(object, MAX_PATH));
     }
     if own.is_some() && object.as_deref() == own {
@@ -303,20 +304,28 @@ fn describe_frame(frame: &backtrace::Frame, own: Option<&str>) -> String {
                 return; // inlined callers of the same address: the innermost is enough
             }
             if let Some(name) = symbol.name() {
-                entry.push_str(",\"symbol\":");
+                push_key(&mut entry, frame_field::SYMBOL);
                 push_json_str(&mut entry, keep_head(&format!("{name:#}"), MAX_SYMBOL));
             }
             if let Some(file) = symbol.filename() {
-                entry.push_str(",\"file\":");
+                push_key(&mut entry, frame_field::FILE);
                 push_json_str(&mut entry, keep_tail(&file.display().to_string(), MAX_PATH));
             }
             if let Some(line) = symbol.lineno() {
-                let _ = write!(entry, ",\"line\":{line}");
+                push_key(&mut entry, frame_field::LINE);
+                let _ = write!(entry, "{line}");
             }
         })
     };
     entry.push('}');
     entry
+}
+
+/// `,"key":` after a frame's first field.
+fn push_key(entry: &mut String, key: &str) {
+    entry.push_str(",\"");
+    entry.push_str(key);
+    entry.push_str("\":");
 }
 
 /// The file of the object holding `ip` (`dladdr`).

@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::OnceLock;
 
 use libc::{c_int, c_void, siginfo_t};
-use vkexit_layer_support::{monotonic_ns, thread_id, EvidenceLog, Record};
+use vkexit_evidence::crash::{self as schema, field, Event, MappingFields, Then, Writer};
+use vkexit_evidence::{monotonic_ns, thread_id, EvidenceLog, Record};
 
 use crate::context::Delivery;
 use crate::disposition::{self, After};
@@ -25,8 +26,8 @@ use crate::{frames, names, stacks};
 /// What the handler needs, fixed at install.
 pub(crate) struct Config {
     pub log: EvidenceLog,
-    /// `"preload"` or `"linked"`: which copy of this crate wrote the record.
-    pub writer: &'static str,
+    /// Which copy of this crate writes the records.
+    pub writer: Writer,
     /// How long the backtrace may take; 0 turns it off.
     pub backtrace_ms: u64,
 }
@@ -111,45 +112,46 @@ fn write_crash(config: &Config, delivery: &Delivery, after: &After) {
     let [pc_map, addr_map] = maps::lookup([delivery.pc, delivery.addr.unwrap_or(0)]);
     let phase = Phase::now();
     let mut cmdline = [0u8; CMDLINE_CAPACITY];
-    let mut record = Record::new("crash");
+    let mut record = Record::new(Event::Crash.as_str());
     // SAFETY: getppid has no preconditions and cannot fail.
     let ppid = unsafe { libc::getppid() };
     record
-        .i64("ppid", ppid.into())
-        .bytes_str("cmdline", read_cmdline(&mut cmdline))
+        .i64(field::PPID, ppid.into())
+        .bytes_str(field::CMDLINE, read_cmdline(&mut cmdline))
         .str(
-            "then",
+            field::THEN,
             match after {
-                After::Chain(_) => "program-handler",
-                After::Default | After::NotInstalled => "default-action",
-            },
+                After::Chain(_) => Then::ProgramHandler,
+                After::Default | After::NotInstalled => Then::DefaultAction,
+            }
+            .as_str(),
         )
-        .str("signal", names::signal_name(delivery.signo))
-        .i64("signo", delivery.signo.into())
-        .i64("si_code", delivery.code.into())
+        .str(field::SIGNAL, names::signal_name(delivery.signo))
+        .i64(field::SIGNO, delivery.signo.into())
+        .i64(field::SI_CODE, delivery.code.into())
         .str(
-            "si_code_name",
+            field::SI_CODE_NAME,
             names::si_code_name(delivery.signo, delivery.code),
         );
     match delivery.addr {
-        Some(addr) => record.hex("addr", addr),
-        None => record.raw("addr", "null"),
+        Some(addr) => record.hex(field::ADDR, addr),
+        None => record.raw(field::ADDR, "null"),
     };
     if let Some(pid) = delivery.sender_pid {
-        record.i64("sender_pid", pid);
+        record.i64(field::SENDER_PID, pid);
     }
-    record.hex("pc", delivery.pc);
-    mapping_fields(&mut record, "pc", pc_map, delivery.pc);
+    record.hex(field::PC, delivery.pc);
+    mapping_fields(&mut record, schema::PC_MAPPING, pc_map, delivery.pc);
     match delivery.addr {
-        Some(addr) => mapping_fields(&mut record, "addr", addr_map, addr),
+        Some(addr) => mapping_fields(&mut record, schema::ADDR_MAPPING, addr_map, addr),
         None => {
-            record.raw("addr_mapping", "null");
+            record.raw(schema::ADDR_MAPPING.mapping, "null");
         }
     }
-    optional_bool(&mut record, "main_returned", phase.main_returned);
-    optional_bool(&mut record, "exit_called", phase.exit_called);
-    optional_bool(&mut record, "exiting", phase.exiting());
-    record.str("handler", config.writer);
+    optional_bool(&mut record, field::MAIN_RETURNED, phase.main_returned);
+    optional_bool(&mut record, field::EXIT_CALLED, phase.exit_called);
+    optional_bool(&mut record, field::EXITING, phase.exiting());
+    record.str(field::HANDLER, config.writer.as_str());
     let _ = config.log.write(record);
 }
 
@@ -157,10 +159,10 @@ fn write_crash(config: &Config, delivery: &Delivery, after: &After) {
 /// returned without curing the fault recorded before.
 #[inline(never)]
 fn write_fatal(config: &Config, delivery: &Delivery) {
-    let mut record = Record::new("fatal");
+    let mut record = Record::new(Event::Fatal.as_str());
     record
-        .str("signal", names::signal_name(delivery.signo))
-        .hex("pc", delivery.pc);
+        .str(field::SIGNAL, names::signal_name(delivery.signo))
+        .hex(field::PC, delivery.pc);
     let _ = config.log.write(record);
 }
 
@@ -208,41 +210,28 @@ fn read_cmdline(buffer: &mut [u8; CMDLINE_CAPACITY]) -> &[u8] {
     &buffer[..len]
 }
 
-/// `<what>_mapping`: the file (or `[anonymous]`, `[stack]`, …), `unmapped` or `unknown`;
-/// `<what>_perms`: the mapping's `rwxp`; `<what>_offset`: the address as a file offset, for
-/// `addr2line` (file mappings only).
-fn mapping_fields(record: &mut Record, what: &str, lookup: Lookup, address: u64) {
-    let mut key = [0u8; 16];
-    let mapping_key = join(&mut key, what, "_mapping");
+/// Where `address` lies: the file (or `[anonymous]`, `[stack]`, …), `unmapped` or `unknown`;
+/// the mapping's `rwxp`; the address as a file offset, for `addr2line` (file mappings only).
+fn mapping_fields(record: &mut Record, keys: MappingFields, lookup: Lookup, address: u64) {
     match lookup {
         Lookup::Mapped(m) if m.path().is_empty() => {
-            record.str(mapping_key, "[anonymous]");
-            let mut key = [0u8; 16];
-            record.bytes_str(join(&mut key, what, "_perms"), &m.perms);
+            record
+                .str(keys.mapping, schema::ANONYMOUS)
+                .bytes_str(keys.perms, &m.perms);
         }
         Lookup::Mapped(m) => {
-            record.bytes_str(mapping_key, m.path());
-            let mut key = [0u8; 16];
-            record.bytes_str(join(&mut key, what, "_perms"), &m.perms);
-            let mut key = [0u8; 16];
-            record.hex(join(&mut key, what, "_offset"), m.file_offset(address));
+            record
+                .bytes_str(keys.mapping, m.path())
+                .bytes_str(keys.perms, &m.perms)
+                .hex(keys.offset, m.file_offset(address));
         }
         Lookup::Unmapped => {
-            record.str(mapping_key, "unmapped");
+            record.str(keys.mapping, schema::UNMAPPED);
         }
         Lookup::Unknown => {
-            record.str(mapping_key, "unknown");
+            record.str(keys.mapping, schema::UNKNOWN);
         }
     }
-}
-
-/// `a` followed by `b` in `buffer` (both short ASCII keys), without allocating.
-fn join<'a>(buffer: &'a mut [u8; 16], a: &str, b: &str) -> &'a str {
-    let len = (a.len() + b.len()).min(buffer.len());
-    let a_len = a.len().min(len);
-    buffer[..a_len].copy_from_slice(&a.as_bytes()[..a_len]);
-    buffer[a_len..len].copy_from_slice(&b.as_bytes()[..len - a_len]);
-    std::str::from_utf8(&buffer[..len]).unwrap_or("")
 }
 
 fn optional_bool(record: &mut Record, key: &str, value: Option<bool>) {
@@ -256,18 +245,18 @@ fn optional_bool(record: &mut Record, key: &str, value: Option<bool>) {
 #[inline(never)]
 fn write_backtrace(config: &Config, delivery: &Delivery) {
     let mut text = [0u8; frames::TEXT_CAPACITY];
-    let own = config.writer == "preload";
+    let own = config.writer == Writer::Preload;
     let captured = frames::capture(delivery.pc, config.backtrace_ms, own, &mut text);
     // Stamped when the frames are in, so the two records' times show how long it took.
-    let mut record = Record::new("backtrace");
+    let mut record = Record::new(Event::Backtrace.as_str());
     match captured {
         Ok(captured) => {
             record
-                .raw("frames", captured.frames)
-                .u64("frames_omitted", captured.omitted);
+                .raw(field::FRAMES, captured.frames)
+                .u64(field::FRAMES_OMITTED, captured.omitted);
         }
         Err(why) => {
-            record.raw("frames", "[]").str("error", why);
+            record.raw(field::FRAMES, "[]").str(field::ERROR, why);
         }
     }
     let _ = config.log.write(record);

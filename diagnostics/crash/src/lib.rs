@@ -3,8 +3,8 @@
 //! would have.
 //!
 //! Two JSON lines go to the file named by `VKEXIT_CRASH_FILE` (nothing is installed when it is
-//! unset), through the layers' [`EvidenceLog`](vkexit_layer_support::EvidenceLog), so each has
-//! `ev`, `t_ns` (CLOCK_MONOTONIC), `pid`, `tid` and `thread` first:
+//! unset), through [`EvidenceLog`], so each has `ev`, `t_ns` (CLOCK_MONOTONIC), `pid`, `tid`
+//! and `thread` first. Their events and fields are `vkexit_evidence::crash`'s:
 //!
 //! - `crash`, written from the handler with async-signal-safe calls only: `ppid`, `cmdline`
 //!   (the process's arguments joined by spaces, at most 1 KiB: which process of a run's tree
@@ -46,12 +46,13 @@ mod stacks;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use vkexit_layer_support::EvidenceLog;
+use vkexit_evidence::crash::Writer;
+use vkexit_evidence::{files, EvidenceLog};
 
 pub use handler::hold_exit_while_crash_is_reported;
 
 /// The crash file: JSON lines, appended.
-pub const CRASH_FILE_VAR: &str = "VKEXIT_CRASH_FILE";
+pub const CRASH_FILE_VAR: &str = files::CRASH.var;
 /// How long the backtrace may take, in milliseconds; `0` turns it off.
 pub const BACKTRACE_MS_VAR: &str = "VKEXIT_CRASH_BACKTRACE_MS";
 /// Well under the 5 s that the Tegra emulation's exit handler waits for a fault.
@@ -63,7 +64,10 @@ pub const PRELOAD_MARKER: &CStr = c"vkexit_preload_owns_crash_handler";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Installed {
     /// Installed now for these signals (a signal the program inherited as ignored stays so).
-    Now { signals: Vec<&'static str> },
+    Now {
+        /// The signals whose handler is now vkexit's.
+        signals: Vec<&'static str>,
+    },
     /// This copy already ran its installation.
     Already,
     /// The preloaded library is in the process and owns the handler.
@@ -84,13 +88,13 @@ pub fn install() -> Installed {
     if preload_present() {
         return Installed::ByPreload;
     }
-    install_as("linked")
+    install_as(Writer::Linked)
 }
 
 /// The preloaded library's installation, from its constructor.
 #[doc(hidden)]
 pub fn install_preloaded() -> Installed {
-    install_as("preload")
+    install_as(Writer::Preload)
 }
 
 /// Whether this copy of the crate has its handler installed.
@@ -98,7 +102,7 @@ pub fn installed_here() -> bool {
     INSTALLED.load(Ordering::Acquire)
 }
 
-fn install_as(writer: &'static str) -> Installed {
+fn install_as(writer: Writer) -> Installed {
     if STARTED.swap(true, Ordering::AcqRel) {
         return Installed::Already;
     }

@@ -13,7 +13,8 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
-use vkexit_layer_support::{monotonic_ns, Record};
+use vkexit_evidence::timeline::{field, Event};
+use vkexit_evidence::{monotonic_ns, Record};
 
 use crate::objects::LinkMap;
 use crate::{objects, real, timeline};
@@ -70,16 +71,16 @@ unsafe extern "C" fn choose(file: *const c_char, mode: c_int, caller: usize) -> 
     if !name.is_some_and(|n| depends_on_caller(n.to_bytes(), caller)) {
         return dlopen_observed as *const () as usize;
     }
-    let mut record = Record::new("dlopen");
-    timeline::c_str_field(&mut record, "path", name);
+    let mut record = Record::new(Event::Dlopen.as_str());
+    timeline::c_str_field(&mut record, field::PATH, name);
     record
-        .hex("mode", mode as u32 as u64)
-        .raw("handle", "null")
-        .raw("ok", "null")
-        .bool("observed", false);
+        .hex(field::MODE, mode as u32 as u64)
+        .raw(field::HANDLE, "null")
+        .raw(field::OK, "null")
+        .bool(field::OBSERVED, false);
     timeline::c_str_field(
         &mut record,
-        "caller",
+        field::CALLER,
         objects::object_of(caller).and_then(|o| o.name),
     );
     timeline::write(record);
@@ -96,22 +97,22 @@ unsafe extern "C" fn dlopen_observed(
     let call_ns = monotonic_ns();
     // SAFETY: the caller's own arguments.
     let handle = unsafe { dlopen(file, mode) };
-    let mut record = Record::new("dlopen");
+    let mut record = Record::new(Event::Dlopen.as_str());
     // SAFETY: as in `choose`.
     let name = (!file.is_null()).then(|| unsafe { CStr::from_ptr(file) });
-    timeline::c_str_field(&mut record, "path", name);
-    record.hex("mode", mode as u32 as u64);
+    timeline::c_str_field(&mut record, field::PATH, name);
+    record.hex(field::MODE, mode as u32 as u64);
     if handle.is_null() {
-        record.raw("handle", "null");
+        record.raw(field::HANDLE, "null");
     } else {
-        record.hex("handle", handle as u64);
+        record.hex(field::HANDLE, handle as u64);
     }
     record
-        .bool("ok", !handle.is_null())
-        .bool("observed", true)
-        .u64("call_ns", call_ns);
+        .bool(field::OK, !handle.is_null())
+        .bool(field::OBSERVED, true)
+        .u64(field::CALL_NS, call_ns);
     let caller = objects::object_of(caller).and_then(|o| o.name);
-    timeline::c_str_field(&mut record, "caller", caller);
+    timeline::c_str_field(&mut record, field::CALLER, caller);
     timeline::write(record);
     if !handle.is_null() {
         let mut path = [0u8; 512];
@@ -217,12 +218,12 @@ pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
     let call_ns = monotonic_ns();
     // SAFETY: the caller's own argument.
     let result = unsafe { dlclose(handle) };
-    let mut record = Record::new("dlclose");
+    let mut record = Record::new(Event::Dlclose.as_str());
     record
-        .bytes_str("path", path)
-        .hex("handle", handle as u64)
-        .i64("result", result.into())
-        .u64("call_ns", call_ns);
+        .bytes_str(field::PATH, path)
+        .hex(field::HANDLE, handle as u64)
+        .i64(field::RESULT, result.into())
+        .u64(field::CALL_NS, call_ns);
     timeline::write(record);
     result
 }

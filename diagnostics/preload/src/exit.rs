@@ -5,7 +5,8 @@
 use std::ffi::c_int;
 
 use vkexit_crash::exit_state;
-use vkexit_layer_support::Record;
+use vkexit_evidence::timeline::{field, Event};
+use vkexit_evidence::Record;
 
 use crate::{objects, real, timeline};
 
@@ -26,11 +27,11 @@ unsafe extern "C" fn exit_from(status: c_int, caller: usize) -> ! {
     exit_state::note_exit_called();
     crate::handlers::flush_registrations();
     if timeline::get().is_some() {
-        let mut record = Record::new("exit-called");
-        record.i64("status", status.into());
+        let mut record = Record::new(Event::ExitCalled.as_str());
+        record.i64(field::STATUS, status.into());
         let caller_object = objects::object_of(caller).and_then(|o| o.name);
-        timeline::c_str_field(&mut record, "caller", caller_object);
-        record.hex("caller_address", caller as u64);
+        timeline::c_str_field(&mut record, field::CALLER, caller_object);
+        record.hex(field::CALLER_ADDRESS, caller as u64);
         timeline::write(record);
         crate::vulkan::scan(None, None);
     }

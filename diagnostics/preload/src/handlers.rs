@@ -17,7 +17,8 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use vkexit_layer_support::Record;
+use vkexit_evidence::timeline::{field, Event, HandlerKind};
+use vkexit_evidence::Record;
 
 use crate::{objects, real, timeline};
 
@@ -127,7 +128,7 @@ fn note_unwrapped_destructor(id: u64, dso_handle: *mut c_void, caller: usize) {
                 dso,
                 first_id: id,
                 last_id: id,
-                first_t_ns: vkexit_layer_support::monotonic_ns(),
+                first_t_ns: vkexit_evidence::monotonic_ns(),
                 caller,
             });
         }
@@ -146,15 +147,19 @@ pub(crate) fn flush_registrations() {
 
 fn write_run(run: &Run) {
     let registrant = objects::object_of(if run.dso == 0 { run.caller } else { run.dso });
-    let mut record = Record::new("handlers-registered");
+    let mut record = Record::new(Event::HandlersRegistered.as_str());
     record
-        .u64("first_id", run.first_id)
-        .u64("last_id", run.last_id)
-        .u64("count", run.last_id - run.first_id + 1)
-        .str("kind", "cxa-atexit")
-        .u64("first_t_ns", run.first_t_ns)
-        .bool("wrapped", false);
-    timeline::c_str_field(&mut record, "registrant", registrant.and_then(|o| o.name));
+        .u64(field::FIRST_ID, run.first_id)
+        .u64(field::LAST_ID, run.last_id)
+        .u64(field::COUNT, run.last_id - run.first_id + 1)
+        .str(field::KIND, HandlerKind::CxaAtexit.as_str())
+        .u64(field::FIRST_T_NS, run.first_t_ns)
+        .bool(field::WRAPPED, false);
+    timeline::c_str_field(
+        &mut record,
+        field::REGISTRANT,
+        registrant.and_then(|o| o.name),
+    );
     timeline::write(record);
 }
 
@@ -172,12 +177,19 @@ fn record_registration(
     });
     let function = objects::object_of(f as usize);
     let atexit = arg.is_null();
-    let mut record = Record::new("handler-registered");
-    record
-        .u64("id", id)
-        .str("kind", if atexit { "atexit" } else { "cxa-atexit" });
-    timeline::c_str_field(&mut record, "registrant", registrant.and_then(|o| o.name));
-    record.hex("function", f as usize as u64);
+    let kind = if atexit {
+        HandlerKind::Atexit
+    } else {
+        HandlerKind::CxaAtexit
+    };
+    let mut record = Record::new(Event::HandlerRegistered.as_str());
+    record.u64(field::ID, id).str(field::KIND, kind.as_str());
+    timeline::c_str_field(
+        &mut record,
+        field::REGISTRANT,
+        registrant.and_then(|o| o.name),
+    );
+    record.hex(field::FUNCTION, f as usize as u64);
     // Named for `atexit` handlers only: dladdr scans the whole symbol table, and C++ static
     // destructors come by the thousand.
     let symbol = if atexit {
@@ -185,19 +197,19 @@ fn record_registration(
     } else {
         None
     };
-    timeline::c_str_field(&mut record, "symbol", symbol);
+    timeline::c_str_field(&mut record, field::SYMBOL, symbol);
     timeline::c_str_field(
         &mut record,
-        "function_object",
+        field::FUNCTION_OBJECT,
         function.as_ref().and_then(|o| o.name),
     );
     if let Some(function) = &function {
-        record.hex("function_offset", (f as usize - function.base) as u64);
+        record.hex(field::FUNCTION_OFFSET, (f as usize - function.base) as u64);
     }
     if !atexit {
-        record.hex("arg", arg as u64);
+        record.hex(field::ARG, arg as u64);
     }
-    record.bool("wrapped", wrapped);
+    record.bool(field::WRAPPED, wrapped);
     timeline::write(record);
 }
 
@@ -212,13 +224,13 @@ unsafe extern "C" fn run_handler(slot: *mut c_void, status: c_int) {
     let f: Handler = unsafe { std::mem::transmute(slot.f.load(Ordering::Acquire)) };
     let arg = slot.arg.load(Ordering::Acquire) as *mut c_void;
     vkexit_crash::hold_exit_while_crash_is_reported();
-    let mut start = Record::new("handler-start");
-    start.u64("id", id);
+    let mut start = Record::new(Event::HandlerStart.as_str());
+    start.u64(field::ID, id);
     timeline::write(start);
     // SAFETY: the call glibc would have made.
     unsafe { f(arg, status) };
-    let mut end = Record::new("handler-end");
-    end.u64("id", id);
+    let mut end = Record::new(Event::HandlerEnd.as_str());
+    end.u64(field::ID, id);
     timeline::write(end);
     slot.release();
 }

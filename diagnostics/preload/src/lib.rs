@@ -23,6 +23,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod dl;
+mod elf;
 mod exit;
 mod handlers;
 mod objects;
@@ -33,7 +34,8 @@ mod timeline;
 mod vulkan;
 
 use vkexit_crash::{exit_state, Installed};
-use vkexit_layer_support::Record;
+use vkexit_evidence::timeline::{field, Event};
+use vkexit_evidence::Record;
 
 pub use handlers::HANDLERS_VAR;
 pub use timeline::TIMELINE_FILE_VAR;
@@ -48,16 +50,26 @@ fn on_load() {
     let timeline = timeline::open();
     let crash = vkexit_crash::install_preloaded();
     if timeline.is_some() {
-        let mut record = Record::new("preload-loaded");
-        timeline::c_str_field(&mut record, "program", objects::program());
-        record.bool("crash_report", matches!(crash, Installed::Now { .. }));
+        vulkan::prepare();
+        let mut record = Record::new(Event::PreloadLoaded.as_str());
+        timeline::c_str_field(&mut record, field::PROGRAM, objects::program());
+        record.bool(field::CRASH_REPORT, matches!(crash, Installed::Now { .. }));
         timeline::write(record);
         vulkan::scan(None, None);
     }
 }
 
+/// The library's constructor, from its `.init_array`: before the program's own constructors
+/// (a preloaded library's run first) and `main`.
 #[cfg(not(test))]
-vkexit_layer_support::on_library_load!(on_load);
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = {
+    extern "C" fn constructor() {
+        on_load()
+    }
+    constructor
+};
 
 /// The marker that `vkexit_crash::install` looks for: a copy of the handler linked into the
 /// program stands back when this library is present.

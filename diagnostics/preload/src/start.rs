@@ -11,7 +11,8 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use vkexit_crash::exit_state;
-use vkexit_layer_support::Record;
+use vkexit_evidence::timeline::{field, Event};
+use vkexit_evidence::Record;
 
 use crate::{real, timeline};
 
@@ -61,8 +62,8 @@ unsafe extern "C" fn wrapped_main(
     argv: *mut *mut c_char,
     envp: *mut *mut c_char,
 ) -> c_int {
-    let mut start = Record::new("main-start");
-    start.i64("argc", argc.into());
+    let mut start = Record::new(Event::MainStart.as_str());
+    start.i64(field::ARGC, argc.into());
     timeline::write(start);
     // SAFETY: the program's main, stored before glibc called this wrapper.
     let main: Main = unsafe { std::mem::transmute(MAIN.load(Ordering::Acquire)) };
@@ -70,8 +71,8 @@ unsafe extern "C" fn wrapped_main(
     let status = unsafe { main(argc, argv, envp) };
     exit_state::note_main_returned();
     crate::handlers::flush_registrations();
-    let mut returned = Record::new("main-returned");
-    returned.i64("status", status.into());
+    let mut returned = Record::new(Event::MainReturned.as_str());
+    returned.i64(field::STATUS, status.into());
     timeline::write(returned);
     crate::vulkan::scan(None, None);
     status
@@ -81,11 +82,11 @@ unsafe extern "C" fn wrapped_main(
 /// finalization (records on the stack, one `write` each).
 unsafe extern "C" fn wrapped_rtld_fini() {
     vkexit_crash::hold_exit_while_crash_is_reported();
-    timeline::write(Record::new("dl-fini-start"));
+    timeline::write(Record::new(Event::DlFiniStart.as_str()));
     // SAFETY: the loader's rtld_fini, stored by __libc_start_main above.
     let fini: Fini = unsafe { std::mem::transmute(RTLD_FINI.load(Ordering::Acquire)) };
     // SAFETY: called once, as glibc would have.
     unsafe { fini() };
-    timeline::write(Record::new("dl-fini-end"));
+    timeline::write(Record::new(Event::DlFiniEnd.as_str()));
     vkexit_crash::hold_exit_while_crash_is_reported();
 }

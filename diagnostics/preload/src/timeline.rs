@@ -1,13 +1,13 @@
-//! The exit timeline: the file named by `VKEXIT_TIMELINE_FILE`, JSON lines through the layers'
-//! evidence writer.
+//! The exit timeline: the file named by `VKEXIT_TIMELINE_FILE`, JSON lines through
+//! `vkexit-evidence`'s writer; its events and fields are that crate's `timeline` schema.
 
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
-use vkexit_layer_support::{EvidenceLog, Record};
+use vkexit_evidence::{files, EvidenceLog, Record};
 
 /// The timeline file: JSON lines, appended.
-pub const TIMELINE_FILE_VAR: &str = "VKEXIT_TIMELINE_FILE";
+pub const TIMELINE_FILE_VAR: &str = files::TIMELINE.var;
 
 static LOG: OnceLock<Option<EvidenceLog>> = OnceLock::new();
 

@@ -11,11 +11,13 @@
 //!   `vk_icdNegotiateLoaderICDInterfaceVersion` itself, as every ICD must and nothing else does.
 
 use std::ffi::{c_int, c_void, CStr};
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use vkexit_layer_support::Record;
+use vkexit_evidence::timeline::{field, Event, Role};
+use vkexit_evidence::Record;
 
-use crate::{real, timeline};
+use crate::{elf, real, timeline};
 
 /// The objects already looked at, by load address: each is classified once.
 const SEEN_CAPACITY: usize = 1024;
@@ -26,10 +28,36 @@ static SEEN_COUNT: AtomicUsize = AtomicUsize::new(0);
 const BATCH: usize = 16;
 const NAME_MAX: usize = 512;
 
+/// Names copied out of the link map. Not zeroed: 8 KiB cleared on every scan was a tenth of
+/// what this library cost a short program.
 struct Batch {
-    names: [[u8; NAME_MAX]; BATCH],
+    names: [[MaybeUninit<u8>; NAME_MAX]; BATCH],
     lens: [usize; BATCH],
+    /// Whether each object exports a driver's entry point, read from its own symbol table;
+    /// `None` where that table could not be read (asked through `dlopen` then).
+    drivers: [Option<bool>; BATCH],
     count: usize,
+}
+
+impl Batch {
+    fn name(&self, i: usize) -> &[u8] {
+        // SAFETY: `collect` initialised the first `lens[i]` bytes of every name below `count`.
+        unsafe { std::slice::from_raw_parts(self.names[i].as_ptr().cast::<u8>(), self.lens[i]) }
+    }
+}
+
+/// Marks this library and the dynamic loader as seen before the first scan: neither is ever
+/// a Vulkan object, and looking at each (a `dlopen`, two `dlsym`, a `dladdr`) was a third of
+/// what this library cost a short program at start-up.
+pub(crate) fn prepare() {
+    // SAFETY: getauxval reads the auxiliary vector; AT_BASE is the interpreter's load address.
+    let interpreter = unsafe { libc::getauxval(libc::AT_BASE) } as usize;
+    let own = crate::objects::object_of(prepare as *const () as usize).map(|o| o.base);
+    for base in [Some(interpreter), own].into_iter().flatten() {
+        if base != 0 {
+            first_sight(base);
+        }
+    }
 }
 
 /// Looks at the objects loaded since the last scan, and at `opened`, the object a `dlopen`
@@ -39,18 +67,21 @@ pub(crate) fn scan(opened: Option<&[u8]>, caller: Option<&CStr>) {
     if timeline::get().is_none() {
         return;
     }
+    let mut opened_driver = None;
     loop {
         let mut batch = Batch {
-            names: [[0; NAME_MAX]; BATCH],
+            names: [[MaybeUninit::uninit(); NAME_MAX]; BATCH],
             lens: [0; BATCH],
+            drivers: [None; BATCH],
             count: 0,
         };
         // SAFETY: `collect` only reads the entries; `batch` outlives the call.
         unsafe { libc::dl_iterate_phdr(Some(collect), std::ptr::from_mut(&mut batch).cast()) };
         for i in 0..batch.count {
-            let name = &batch.names[i][..batch.lens[i]];
-            if opened != Some(name) {
-                classify(name, None);
+            let name = batch.name(i);
+            match opened == Some(name) {
+                true => opened_driver = batch.drivers[i],
+                false => classify(name, None, batch.drivers[i]),
             }
         }
         if batch.count < BATCH {
@@ -58,7 +89,7 @@ pub(crate) fn scan(opened: Option<&[u8]>, caller: Option<&CStr>) {
         }
     }
     if let Some(name) = opened.filter(|n| !n.is_empty() && n.len() < NAME_MAX) {
-        classify(name, caller);
+        classify(name, caller, opened_driver);
     }
 }
 
@@ -80,11 +111,26 @@ unsafe extern "C" fn collect(info: *mut libc::dl_phdr_info, _: usize, data: *mut
         return 0;
     }
     let slot = batch.count;
-    batch.names[slot][..name.len()].copy_from_slice(name);
+    // SAFETY: `name` fits (checked above), and MaybeUninit<u8> has u8's layout.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            name.as_ptr(),
+            batch.names[slot].as_mut_ptr().cast::<u8>(),
+            name.len(),
+        )
+    };
     batch.lens[slot] = name.len();
+    // SAFETY: the loader's entry for a loaded object, read while it holds the object.
+    batch.drivers[slot] = unsafe { elf::exports_any(info, &DRIVER_ENTRIES) };
     batch.count += 1;
     0
 }
+
+/// What every driver exports itself, and nothing else does.
+const DRIVER_ENTRIES: [&CStr; 2] = [
+    c"vk_icdGetInstanceProcAddr",
+    c"vk_icdNegotiateLoaderICDInterfaceVersion",
+];
 
 /// Whether the object at `address` is looked at for the first time (and marks it). Past the
 /// capacity nothing is new: a record is missed rather than repeated without end.
@@ -104,18 +150,22 @@ fn first_sight(address: usize) -> bool {
     true
 }
 
-fn classify(name: &[u8], caller: Option<&CStr>) {
+/// Records the object `name` when it is a loader or a driver; `driver` says which it is when
+/// its symbol table was read already.
+fn classify(name: &[u8], caller: Option<&CStr>, driver: Option<bool>) {
     let file = name.rsplit(|&b| b == b'/').next().unwrap_or(name);
     let role = if file.starts_with(b"libvulkan.so") {
-        "loader"
-    } else if is_driver(name) {
-        "driver"
+        Role::Loader
+    } else if driver.unwrap_or_else(|| is_driver(name)) {
+        Role::Driver
     } else {
         return;
     };
-    let mut record = Record::new("vulkan-object");
-    record.str("role", role).bytes_str("path", name);
-    timeline::c_str_field(&mut record, "caller", caller);
+    let mut record = Record::new(Event::VulkanObject.as_str());
+    record
+        .str(field::ROLE, role.as_str())
+        .bytes_str(field::PATH, name);
+    timeline::c_str_field(&mut record, field::CALLER, caller);
     timeline::write(record);
 }
 
@@ -136,12 +186,7 @@ fn is_driver(name: &[u8]) -> bool {
     if handle.is_null() {
         return false;
     }
-    let exports = [
-        c"vk_icdGetInstanceProcAddr",
-        c"vk_icdNegotiateLoaderICDInterfaceVersion",
-    ]
-    .iter()
-    .any(|symbol| {
+    let exports = DRIVER_ENTRIES.iter().any(|symbol| {
         // SAFETY: a live handle and a NUL-terminated name.
         let address = unsafe { libc::dlsym(handle, symbol.as_ptr()) };
         !address.is_null() && defined_in(address, name)

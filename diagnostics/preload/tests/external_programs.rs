@@ -2,14 +2,12 @@
 //! library: the same crash report and timeline, told apart by kind (`atexit`, C++ static
 //! destructor, `.fini_array` destructor), with the programs' own behaviour unchanged.
 
-mod common;
-
-use common::{hex, run, t_ns, Plan, Run};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, PoisonError};
+use vkexit_testkit::preload::{hex, run, t_ns, Plan, Run};
 
 /// Registers `cleanup` with `atexit` and has a `__attribute__((destructor))`; each prints its
 /// name and the CLOCK_MONOTONIC time. The environment picks what else happens.
@@ -202,7 +200,8 @@ fn a_clean_exit_runs_the_atexit_handler_then_the_destructor_in_the_loaders_final
     assert_eq!(run.crash_records(), &[] as &[Value]);
 
     // The program says the same, in the same order, without the library.
-    let plain = common::run(Plan::new(&exe, &[]).without_preload().without_files());
+    let plain =
+        vkexit_testkit::preload::run(Plan::new(&exe, &[]).without_preload().without_files());
     let words = |run: &Run| -> Vec<String> {
         run.stdout
             .lines()

@@ -4,13 +4,12 @@
 //!
 //! `handler-before-load --runtime refrt:never` crashes at exit, in refrt's registry lookup.
 
-mod common;
-
-use common::{built, lavapipe, run, Plan};
+use vkexit_testkit::built;
+use vkexit_testkit::preload::{run, Plan};
 
 fn handler_before_load() -> Plan {
     Plan::new(built("handler-before-load"), &["--runtime", "refrt:never"])
-        .env("VK_ICD_FILENAMES", lavapipe())
+        .lavapipe()
         .env("VKEXIT_REFRT_LIB", built("libvkexit_refrt.so"))
 }
 

@@ -1,9 +1,8 @@
 //! The mock scenario under the preloaded library: each way it dies is reported, and it still
 //! dies that way.
 
-mod common;
-
-use common::{built, hex, lavapipe, run, t_ns, Plan};
+use vkexit_testkit::built;
+use vkexit_testkit::preload::{hex, run, t_ns, Plan};
 
 fn mock(args: &[&str]) -> Plan {
     Plan::new(built("mock"), args)
@@ -68,7 +67,7 @@ fn a_raised_sigabrt_is_reported_and_still_kills_with_sigabrt() {
 /// through a null pointer (address 8) once main has returned.
 #[test]
 fn a_fault_in_an_exit_handler_is_reported_with_the_exit_phase() {
-    let run = run(mock(&["--crash-at-exit"]).env("VK_ICD_FILENAMES", lavapipe()));
+    let run = run(mock(&["--crash-at-exit"]).lavapipe());
     assert_eq!(run.signal(), Some(libc::SIGSEGV), "{}", run.describe());
     let crash = run.crash_record("crash");
     assert_eq!(crash["signal"], "SIGSEGV");
@@ -143,7 +142,7 @@ fn without_files_the_run_is_unchanged() {
         assert_eq!(with.stdout, without.stdout, "{args:?}");
         assert_eq!(with.stderr, without.stderr, "{args:?}");
         assert!(with.crash.is_none() && with.timeline.is_none());
-        let files: Vec<_> = std::fs::read_dir(with.dir.path())
+        let files: Vec<_> = std::fs::read_dir(with.ran.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .filter(|n| n.ends_with(".jsonl"))
@@ -192,7 +191,7 @@ fn exit_called_by_the_program_is_recorded_and_keeps_its_status() {
 /// loader's finalization comes last.
 #[test]
 fn a_clean_exit_runs_every_handler_in_reverse_registration_order() {
-    let run = run(mock(&[]).env("VK_ICD_FILENAMES", lavapipe()));
+    let run = run(mock(&[]).lavapipe());
     assert!(run.status.success(), "{}", run.describe());
     let returned = run.one("main-returned");
     assert_eq!(returned["status"], 0);

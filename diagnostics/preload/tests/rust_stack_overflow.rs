@@ -3,11 +3,9 @@
 //! finds the default action and installs its handler, behind ours), and the overflow is on
 //! record, on the main thread (our alternate stack) and on a spawned one (Rust's 8 KiB one).
 
-mod common;
-
-use common::{run, t_ns, Plan};
 use std::path::PathBuf;
 use std::process::Command;
+use vkexit_testkit::preload::{run, t_ns, Plan};
 
 const PROGRAM: &str = r#"
 use std::hint::black_box;

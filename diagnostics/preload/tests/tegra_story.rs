@@ -5,24 +5,25 @@
 //! faults at a pc inside that region; refrt's handler, registered when the library loaded, has
 //! not run yet.
 
-mod common;
-
-use common::{built, hex, lavapipe, run, t_ns, Plan, Run};
 use serde_json::Value;
-use std::path::Path;
+use vkexit_testkit::preload::{hex, run, t_ns, Plan, Run};
+use vkexit_testkit::vulkan::write_layer_manifest;
+use vkexit_testkit::{built, workspace};
 
 const LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
 
 /// The run, and the Tegra layer's evidence records.
 fn run_clean_exit(policy: &str) -> (Run, Vec<Value>) {
     let layers = tempfile::tempdir().unwrap();
-    write_manifest(layers.path());
+    let committed = workspace().join("layers/tegra-exit/VkLayer_vkexit_tegra_exit.json");
+    let library = built("libVkLayer_vkexit_tegra_exit.so");
+    write_layer_manifest(&committed, &library, layers.path());
     let tegra_log = layers.path().join("tegra.jsonl");
     let run = run(Plan::new(
         built("clean-exit"),
         &["--runtime", &format!("refrt:{policy}")],
     )
-    .env("VK_ICD_FILENAMES", lavapipe())
+    .lavapipe()
     .env("VK_LAYER_PATH", layers.path())
     .env("VK_INSTANCE_LAYERS", LAYER)
     .env("VKEXIT_TEGRA_MODE", "deterministic")
@@ -34,17 +35,6 @@ fn run_clean_exit(policy: &str) -> (Run, Vec<Value>) {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     (run, tegra)
-}
-
-/// The layer's committed manifest, pointing at the built library, as vkexit writes it.
-fn write_manifest(dir: &Path) {
-    let committed = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../layers/tegra-exit/VkLayer_vkexit_tegra_exit.json");
-    let mut manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(committed).unwrap()).unwrap();
-    manifest["layer"]["library_path"] =
-        Value::from(built("libVkLayer_vkexit_tegra_exit.so").to_str().unwrap());
-    std::fs::write(dir.join("tegra.json"), manifest.to_string()).unwrap();
 }
 
 fn record<'a>(records: &'a [Value], ev: &str) -> &'a Value {

@@ -1,9 +1,9 @@
 //! `vulkan-object` records: the loader a program loaded, and each driver with the object that
 //! opened it. vkexit tells a program that went around the loader from them.
 
-mod common;
-
-use common::{built, lavapipe, run, Plan};
+use vkexit_testkit::built;
+use vkexit_testkit::preload::{run, Plan};
+use vkexit_testkit::vulkan::lavapipe_library;
 
 fn file_name(value: &serde_json::Value) -> String {
     let path = value.as_str().unwrap_or_default();
@@ -13,7 +13,7 @@ fn file_name(value: &serde_json::Value) -> String {
 #[test]
 fn the_loader_and_the_driver_it_opened_are_recorded() {
     let run = run(Plan::new(built("mock"), &[])
-        .env("VK_ICD_FILENAMES", lavapipe())
+        .lavapipe()
         .env("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation"));
     assert!(run.status.success(), "{}", run.describe());
     let objects = run.all("vulkan-object");
@@ -25,12 +25,10 @@ fn the_loader_and_the_driver_it_opened_are_recorded() {
         "{objects:#?}"
     );
     // Opened by the loader: the driver lavapipe's manifest names, and nothing else.
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(lavapipe()).unwrap()).unwrap();
-    let library = manifest["ICD"]["library_path"].as_str().unwrap();
+    let library = lavapipe_library();
     assert!(!drivers.is_empty(), "{objects:#?}");
     for driver in &drivers {
-        assert_eq!(driver["path"], library, "{objects:#?}");
+        assert_eq!(driver["path"], library.as_str(), "{objects:#?}");
         assert!(
             file_name(&driver["caller"]).starts_with("libvulkan.so"),
             "{objects:#?}"

@@ -6,11 +6,14 @@
 //! Every reader here is for untrusted text: a line that is not a JSON object
 //! is skipped, a missing file is simply a missing source.
 
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+use vkexit_evidence::read::{self, Stamp};
+use vkexit_evidence::timeline::HandlerKind;
+use vkexit_evidence::{crash, files, tegra, timeline, trace};
 
-pub use crate::run::observed::{CRASH_FILE, TIMELINE_FILE};
+pub const TIMELINE_FILE: &str = files::TIMELINE.name;
+pub const CRASH_FILE: &str = files::CRASH.name;
 
 /// At most this many records are read from one file.
 const MAX_RECORDS: usize = 200_000;
@@ -43,7 +46,10 @@ type HandlerKey = (i64, u64);
 /// What is known of one exit handler.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Handler {
+    /// As the record said: a [`HandlerKind`], or a newer writer's.
     kind: String,
+    /// One of a run of C++ static destructors registered together, not timed one by one.
+    untimed: bool,
     registrant: String,
     symbol: String,
     started: bool,
@@ -60,22 +66,29 @@ impl Handler {
         format!(
             "exit handler #{id}{symbol} ({}, registered by {})",
             kind_name(&self.kind),
-            registrant(&self.registrant)
+            registrant_name(&self.registrant)
         )
     }
 }
 
 fn kind_name(kind: &str) -> &str {
-    match kind {
-        "atexit" => "atexit",
-        "cxa-atexit" | "cxa-atexit-untimed" => "C++ static destructor",
-        other => other,
+    match HandlerKind::from_wire(kind) {
+        Some(HandlerKind::Atexit) => "atexit",
+        Some(HandlerKind::CxaAtexit) => "C++ static destructor",
+        None => kind,
+    }
+}
+
+impl Handler {
+    /// A C++ static destructor timed on its own: one of a group of lines.
+    fn is_timed_destructor(&self) -> bool {
+        !self.untimed && self.kind == HandlerKind::CxaAtexit.as_str()
     }
 }
 
 /// A registrant's file name, and the layer it is when it is one: a layer's
 /// own exit handlers are where a layer's crash at exit happens.
-fn registrant(path: &str) -> String {
+fn registrant_name(path: &str) -> String {
     match crate::classify::layer_of(path) {
         Some(layer) if !layer.starts_with("lib") => {
             format!("{}, the {layer} layer", short(path))
@@ -102,7 +115,7 @@ pub struct Story {
     last_started: BTreeMap<i64, u64>,
     /// The process vkexit started: the first whose preloaded library loaded.
     main_pid: Option<(u64, i64)>,
-    crash: Option<Value>,
+    crash: Option<(Stamp, crash::Crash)>,
     backtrace: Vec<String>,
     main_returned: bool,
     /// Handlers taken from ranges so far, against `MAX_RANGED_HANDLERS`.
@@ -112,97 +125,106 @@ pub struct Story {
 impl Story {
     pub fn read(dir: &Path) -> Story {
         let mut story = Story::default();
-        for (file, source) in [
-            (TIMELINE_FILE, "exit"),
-            (crate::host::layers::TRACE_FILE, "trace"),
-            (crate::host::layers::TEGRA_FILE, "tegra"),
-            (CRASH_FILE, "crash"),
-        ] {
-            if let Ok(f) = std::fs::File::open(dir.join(file)) {
-                let mut taken = 0;
-                let _ = crate::evidence::read_lines(f, |record| {
-                    if taken < MAX_RECORDS {
-                        taken += 1;
-                        story.add(source, record);
-                    }
-                });
-            }
-        }
+        story.read_file::<timeline::Entry>(dir, files::TIMELINE, Story::add_timeline);
+        story.read_file::<trace::Entry>(dir, files::TRACE, Story::add_trace);
+        story.read_file::<tegra::Entry>(dir, files::TEGRA, Story::add_tegra);
+        story.read_file::<crash::Entry>(dir, files::CRASH, Story::add_crash);
         // Stable: records of one source keep their file order at equal times.
         story.events.sort_by_key(|e| e.t_ns);
         story
     }
 
-    fn push(&mut self, record: &Value, source: &'static str, text: String) {
-        self.push_grouped(record, source, text, None);
+    /// Adds the first `MAX_RECORDS` records of one evidence file; a missing file is simply a
+    /// missing source.
+    fn read_file<E: read::Entry>(
+        &mut self,
+        dir: &Path,
+        file: files::EvidenceFile,
+        mut add: impl FnMut(&mut Story, Stamp, E),
+    ) {
+        let Ok(f) = std::fs::File::open(dir.join(file.name)) else {
+            return;
+        };
+        let mut taken = 0;
+        let _ = read::records(f, |stamp, record: E| {
+            if taken < MAX_RECORDS {
+                taken += 1;
+                add(self, stamp, record);
+            }
+        });
+    }
+
+    fn push(&mut self, stamp: &Stamp, source: &'static str, text: String) {
+        self.push_grouped(stamp, source, text, None);
     }
 
     fn push_grouped(
         &mut self,
-        record: &Value,
+        stamp: &Stamp,
         source: &'static str,
         text: String,
         group: Option<Group>,
     ) {
-        let t_ns = record.get("t_ns").and_then(Value::as_u64).unwrap_or(0);
         self.events.push(Event {
-            t_ns,
+            t_ns: stamp.t_ns,
             source,
             text,
             group,
         });
     }
 
-    /// Groups only C++ static destructors: `atexit` handlers stay one a line.
+    /// Groups only timed C++ static destructors: `atexit` handlers stay one a line.
     fn group_of(&self, key: HandlerKey, what: &'static str) -> Option<Group> {
         let id = key.1;
         let h = self.handlers.get(&key)?;
-        (h.kind == "cxa-atexit").then(|| Group {
+        h.is_timed_destructor().then(|| Group {
             what,
             registrant: short(&h.registrant).to_string(),
             id,
         })
     }
 
-    fn add(&mut self, source: &'static str, r: &Value) {
-        let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let n = |k: &str| r.get(k).and_then(Value::as_i64).unwrap_or(0);
-        let thread = s("thread");
-        let pid = n("pid");
-        let text = match (source, s("ev").as_str()) {
-            ("exit", "preload-loaded") => {
-                let t_ns = r.get("t_ns").and_then(Value::as_u64).unwrap_or(0);
-                if self.main_pid.is_none_or(|(t, _)| t_ns < t) {
-                    self.main_pid = Some((t_ns, pid));
+    fn add_timeline(&mut self, stamp: Stamp, record: timeline::Entry) {
+        const SOURCE: &str = "exit";
+        let pid = stamp.pid.unwrap_or(0);
+        let thread = stamp.thread.as_deref().unwrap_or("");
+        let text = match record {
+            timeline::Entry::PreloadLoaded(loaded) => {
+                if self.main_pid.is_none_or(|(t, _)| stamp.t_ns < t) {
+                    self.main_pid = Some((stamp.t_ns, pid));
                 }
-                format!("process starts: {} (pid {pid})", s("program"))
+                format!(
+                    "process starts: {} (pid {pid})",
+                    loaded.program.unwrap_or_default()
+                )
             }
-            ("exit", "main-start") => "main starts".to_string(),
-            ("exit", "main-returned") => {
+            timeline::Entry::MainStart(_) => "main starts".to_string(),
+            timeline::Entry::MainReturned(returned) => {
                 self.main_returned = true;
-                format!("main returned {}", n("status"))
+                format!("main returned {}", returned.status)
             }
-            ("exit", "exit-called") => format!(
+            timeline::Entry::ExitCalled(called) => format!(
                 "exit({}) called from {} on thread {thread}",
-                n("status"),
-                short(&s("caller"))
+                called.status,
+                short(called.caller.as_deref().unwrap_or(""))
             ),
-            ("exit", "handler-registered") => {
-                let id = n("id") as u64;
+            timeline::Entry::HandlerRegistered(registered) => {
+                let id = registered.id;
                 let h = Handler {
-                    kind: s("kind"),
-                    registrant: s("registrant"),
-                    symbol: s("symbol"),
+                    kind: registered.kind,
+                    registrant: registered.registrant.unwrap_or_default(),
+                    symbol: registered.symbol.unwrap_or_default(),
                     ..Handler::default()
                 };
                 let text = format!("{} registered", h.describe(id));
                 self.handlers.insert((pid, id), h);
                 let group = self.group_of((pid, id), "registered");
-                self.push_grouped(r, source, text, group);
+                self.push_grouped(&stamp, SOURCE, text, group);
                 return;
             }
-            ("exit", "handlers-registered") => {
-                let (first, last) = (n("first_id") as u64, n("last_id") as u64);
+            timeline::Entry::HandlersRegistered(run) => {
+                let registrant = run.registrant.unwrap_or_default();
+                let (first, last) = (run.first_id, run.last_id);
                 let room = MAX_RANGED_HANDLERS.saturating_sub(self.ranged_handlers);
                 let end = last.min(first.saturating_add(room.min(100_000)));
                 self.ranged_handlers = self
@@ -212,115 +234,144 @@ impl Story {
                     self.handlers.insert(
                         (pid, id),
                         Handler {
-                            kind: "cxa-atexit-untimed".into(),
-                            registrant: s("registrant"),
+                            kind: HandlerKind::CxaAtexit.as_str().to_string(),
+                            untimed: true,
+                            registrant: registrant.clone(),
                             ..Handler::default()
                         },
                     );
                 }
                 let text = format!(
                     "exit handlers #{first}–#{last} registered: {} C++ static destructors of {} (not timed)",
-                    n("count"),
-                    registrant(&s("registrant"))
+                    run.count,
+                    registrant_name(&registrant)
                 );
                 // Written when the run ended: placed where it began.
-                let t_ns = r.get("first_t_ns").and_then(Value::as_u64).unwrap_or(0);
                 self.events.push(Event {
-                    t_ns,
-                    source,
+                    t_ns: run.first_t_ns,
+                    source: SOURCE,
                     text,
                     group: None,
                 });
                 return;
             }
-            ("exit", "handler-start") | ("exit", "handler-end") => {
-                let id = n("id") as u64;
-                let h = self.handlers.entry((pid, id)).or_default();
-                let start = s("ev") == "handler-start";
-                if start {
-                    h.started = true;
-                    self.last_started.insert(pid, id);
-                } else {
-                    h.ended = true;
-                }
-                let what = if start { "runs" } else { "returned" };
-                let text = format!("{} {what}", h.describe(id));
-                let group = self.group_of((pid, id), "ran");
-                self.push_grouped(r, source, text, group);
+            timeline::Entry::HandlerStart(handler) => {
+                self.handler_ran(&stamp, pid, handler.id, true);
                 return;
             }
-            ("exit", "dl-fini-start") => {
+            timeline::Entry::HandlerEnd(handler) => {
+                self.handler_ran(&stamp, pid, handler.id, false);
+                return;
+            }
+            timeline::Entry::DlFiniStart => {
                 "loader finalization starts (.fini_array and __attribute__((destructor)) run now)"
                     .into()
             }
-            ("exit", "dl-fini-end") => "loader finalization done".into(),
-            ("exit", "dlopen") => match s("path").as_str() {
+            timeline::Entry::DlFiniEnd => "loader finalization done".into(),
+            timeline::Entry::Dlopen(dlopen) => match dlopen.path.as_deref().unwrap_or("") {
                 "" => format!("dlopen of the program itself on thread {thread}"),
                 path => format!("dlopen {path} on thread {thread}"),
             },
-            ("exit", "dlclose") => match s("path").as_str() {
+            timeline::Entry::Dlclose(dlclose) => match dlclose.path.as_str() {
                 "" => "dlclose of the program's own handle".to_string(),
                 path => format!("dlclose {path}"),
             },
-            ("trace", "loaded") => "trace layer in the chain".into(),
-            ("trace", "create") | ("trace", "destroy")
-                if matches!(s("type").as_str(), "VkInstance" | "VkDevice") =>
+            timeline::Entry::VulkanObject(_) => return,
+        };
+        self.push(&stamp, SOURCE, text);
+    }
+
+    fn handler_ran(&mut self, stamp: &Stamp, pid: i64, id: u64, start: bool) {
+        let h = self.handlers.entry((pid, id)).or_default();
+        if start {
+            h.started = true;
+            self.last_started.insert(pid, id);
+        } else {
+            h.ended = true;
+        }
+        let what = if start { "runs" } else { "returned" };
+        let text = format!("{} {what}", h.describe(id));
+        let group = self.group_of((pid, id), "ran");
+        self.push_grouped(stamp, "exit", text, group);
+    }
+
+    fn add_trace(&mut self, stamp: Stamp, record: trace::Entry) {
+        let thread = stamp.thread.as_deref().unwrap_or("");
+        let text = match record {
+            trace::Entry::Loaded(_) => "trace layer in the chain".into(),
+            trace::Entry::Create(object) | trace::Entry::Destroy(object)
+                if matches!(object.ty.as_str(), "VkInstance" | "VkDevice") =>
             {
                 format!(
                     "{} {} {} on thread {thread}",
-                    s("call"),
-                    s("type"),
-                    s("handle")
+                    object.call, object.ty, object.handle
                 )
             }
-            ("trace", "dead-handle") => format!("{} (thread {thread})", s("message")),
-            ("trace", "orphaned") => format!(
+            trace::Entry::DeadHandle(dead) => format!("{} (thread {thread})", dead.message),
+            trace::Entry::Orphaned(orphan) => format!(
                 "{} {} still alive at vkDestroyDevice",
-                s("type"),
-                s("handle")
+                orphan.ty, orphan.handle
             ),
-            ("trace", "exit-handler-start") => {
-                format!("trace layer's exit handler: {} objects alive", n("live"))
+            trace::Entry::ExitHandlerStart(start) => {
+                format!("trace layer's exit handler: {} objects alive", start.live)
             }
-            ("tegra", "loaded") => format!("tegra-exit layer in the chain ({} mode)", s("mode")),
-            ("tegra", "region-mapped") => {
-                format!("driver region mapped {}–{}", s("start"), s("end"))
-            }
-            ("tegra", "worker-started") => format!(
-                "driver worker {} started for VkDevice {}",
-                s("worker"),
-                s("device")
-            ),
-            ("tegra", "worker-stopped") => format!("driver worker {} stopped", s("worker")),
-            ("tegra", "exit-handler-start") => format!(
-                "driver exit handler runs with {} live worker(s)",
-                n("live_workers")
-            ),
-            ("tegra", "region-unmapped") => {
-                format!("driver region {}–{} unmapped", s("start"), s("end"))
-            }
-            ("crash", "crash") => {
-                self.crash = Some(r.clone());
-                format!("CRASH {}", crash_line(r))
-            }
-            ("crash", "backtrace") => {
-                self.backtrace = frames(r);
-                return;
-            }
-            _ => return,
+            trace::Entry::Create(_)
+            | trace::Entry::Destroy(_)
+            | trace::Entry::Alive(_)
+            | trace::Entry::ExitHandlerEnd => return,
         };
-        self.push(r, source, text);
+        self.push(&stamp, "trace", text);
     }
 
+    fn add_tegra(&mut self, stamp: Stamp, record: tegra::Entry) {
+        let text = match record {
+            tegra::Entry::Loaded(loaded) => {
+                format!("tegra-exit layer in the chain ({} mode)", loaded.mode)
+            }
+            tegra::Entry::RegionMapped(region) => {
+                format!("driver region mapped {}–{}", region.start, region.end)
+            }
+            tegra::Entry::WorkerStarted(worker) => format!(
+                "driver worker {} started for VkDevice {}",
+                worker.worker, worker.device
+            ),
+            tegra::Entry::WorkerStopped(worker) => {
+                format!("driver worker {} stopped", worker.worker)
+            }
+            tegra::Entry::ExitHandlerStart(start) => format!(
+                "driver exit handler runs with {} live worker(s)",
+                start.live_workers
+            ),
+            tegra::Entry::RegionUnmapped(region) => {
+                format!("driver region {}–{} unmapped", region.start, region.end)
+            }
+            tegra::Entry::Warning(_)
+            | tegra::Entry::WaitingForFault
+            | tegra::Entry::ExitHandlerEnd => return,
+        };
+        self.push(&stamp, "tegra", text);
+    }
+
+    fn add_crash(&mut self, stamp: Stamp, record: crash::Entry) {
+        match record {
+            crash::Entry::Crash(crash) => {
+                let text = format!("CRASH {}", crash_line(&stamp, &crash));
+                self.push(&stamp, "crash", text);
+                self.crash = Some((stamp, *crash));
+            }
+            crash::Entry::Backtrace(backtrace) => self.backtrace = frames(&backtrace),
+            crash::Entry::Fatal(_) => {}
+        }
+    }
     /// The short form for a failing run's summary: signal, thread, region of
     /// the pc, when, and the last exit handler that ran.
     pub fn summary(&self) -> Option<String> {
-        let crash = self.crash.as_ref()?;
-        let mut text = crash_line(crash);
-        let pid = crash.get("pid").and_then(Value::as_i64).unwrap_or(0);
+        let (stamp, crash) = self.crash.as_ref()?;
+        let mut text = crash_line(stamp, crash);
+        let pid = stamp.pid.unwrap_or(0);
         if self.main_pid.is_some_and(|(_, main)| main != pid) {
             text.push_str(&format!(", in process {pid}"));
-            if let Some(cmdline) = crash.get("cmdline").and_then(Value::as_str) {
+            if let Some(cmdline) = &crash.cmdline {
                 text.push_str(&format!(" ({cmdline})"));
             }
         }
@@ -336,20 +387,18 @@ impl Story {
     fn never_ran(&self) -> Vec<String> {
         let mut lines = Vec::new();
         let mut destructors: BTreeMap<&str, u64> = BTreeMap::new();
-        let untimed = |h: &Handler| h.kind == "cxa-atexit-untimed";
         let crashed = self
             .crash
             .as_ref()
-            .and_then(|c| c.get("pid"))
-            .and_then(Value::as_i64)
+            .and_then(|(stamp, _)| stamp.pid)
             .unwrap_or(0);
         for ((_, id), h) in self
             .handlers
             .iter()
             .filter(|((pid, _), _)| *pid == crashed)
-            .filter(|(_, h)| !h.started && !h.registrant.is_empty() && !untimed(h))
+            .filter(|(_, h)| !h.started && !h.registrant.is_empty() && !h.untimed)
         {
-            if h.kind == "cxa-atexit" {
+            if h.is_timed_destructor() {
                 *destructors.entry(short(&h.registrant)).or_insert(0) += 1;
             } else {
                 lines.push(h.describe(*id));
@@ -432,44 +481,41 @@ fn grouped_line(g: &Group, last_id: u64, events: usize) -> String {
     }
 }
 
-fn crash_line(r: &Value) -> String {
-    let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
-    let when = match (
-        r.get("exiting").and_then(Value::as_bool),
-        r.get("main_returned").and_then(Value::as_bool),
-    ) {
+fn crash_line(stamp: &Stamp, crash: &crash::Crash) -> String {
+    let or_unknown = |text: &Option<String>| text.clone().unwrap_or_else(|| "?".to_string());
+    let when = match (crash.exiting, crash.main_returned) {
         (Some(true), Some(true)) => ", during exit (main had returned)",
         (Some(true), _) => ", during exit",
         (Some(false), _) => ", before exit",
         _ => "",
     };
-    let region = match s("pc_mapping").as_str() {
-        "unmapped" => "an unmapped region".to_string(),
-        m => short(m).to_string(),
+    let region = match crash.pc_mapping.as_deref() {
+        Some(crash::UNMAPPED) => "an unmapped region".to_string(),
+        Some(mapping) => short(mapping).to_string(),
+        None => "?".to_string(),
     };
     format!(
         "{} ({}) on thread {} at pc {} in {region}, address {}{when}",
-        s("signal"),
-        s("si_code_name"),
-        s("thread"),
-        s("pc"),
-        r.get("addr").and_then(Value::as_str).unwrap_or("-"),
+        or_unknown(&crash.signal),
+        or_unknown(&crash.si_code_name),
+        or_unknown(&stamp.thread),
+        or_unknown(&crash.pc),
+        crash.addr.as_deref().unwrap_or("-"),
     )
 }
 
-fn frames(r: &Value) -> Vec<String> {
-    let Some(list) = r.get("frames").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    list.iter()
+fn frames(backtrace: &crash::Backtrace) -> Vec<String> {
+    backtrace
+        .frames
+        .iter()
         .take(32)
         .map(|f| {
-            let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-            let symbol = match s("symbol").as_str() {
-                "" => "?".to_string(),
-                sym => sym.to_string(),
+            let symbol = match f.symbol.as_deref() {
+                None | Some("") => "?",
+                Some(symbol) => symbol,
             };
-            format!("{} {symbol} ({})", s("ip"), short(&s("object")))
+            let object = f.object.as_deref().unwrap_or("");
+            format!("{} {symbol} ({})", f.ip, short(object))
         })
         .collect()
 }

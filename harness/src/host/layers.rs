@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 pub const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
 pub const TEGRA_LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
-pub const TRACE_FILE: &str = "trace.jsonl";
-pub const TEGRA_FILE: &str = "tegra.jsonl";
+pub const TRACE_FILE: &str = vkexit_evidence::files::TRACE.name;
+pub const TEGRA_FILE: &str = vkexit_evidence::files::TEGRA.name;
 /// The validation layer in a cell's layers label: `validation`, or `validation@VERSION` for a
 /// layer build a matrix names by its manifest.
 const VALIDATION: &str = "validation";
@@ -196,14 +196,14 @@ impl Chain {
         }
         if self.trace {
             env.push((
-                "VKEXIT_TRACE_FILE".into(),
+                vkexit_evidence::files::TRACE.var.into(),
                 run_dir.join(TRACE_FILE).display().to_string(),
             ));
         }
         if let Some(mode) = self.emulation.mode() {
             env.push(("VKEXIT_TEGRA_MODE".into(), mode.into()));
             env.push((
-                "VKEXIT_TEGRA_LOG".into(),
+                vkexit_evidence::files::TEGRA.var.into(),
                 run_dir.join(TEGRA_FILE).display().to_string(),
             ));
         }

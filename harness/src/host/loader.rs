@@ -6,9 +6,9 @@
 use crate::host::drivers::{self, Selection};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use vkexit_evidence::timeline::{Entry, Event, Role};
 
 /// What a run loaded, as the preload saw it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,17 +34,6 @@ pub struct DriverSeen {
     pub loaded_by: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct Record {
-    ev: String,
-    #[serde(default)]
-    role: String,
-    #[serde(default)]
-    path: String,
-    #[serde(default)]
-    caller: Option<String>,
-}
-
 /// The file a path names, links resolved, to tell two names of one library apart from two
 /// libraries.
 fn same_file(path: &str) -> PathBuf {
@@ -55,17 +44,16 @@ fn same_file(path: &str) -> PathBuf {
 /// was made without the preload), so nothing is known.
 pub fn read(timeline: &Path) -> Option<VulkanUse> {
     let file = std::fs::File::open(timeline).ok()?;
-    let mut seen = VulkanUse::default();
-    for line in std::io::BufReader::new(file).lines() {
-        let Ok(line) = line else { break };
-        if !line.contains("\"vulkan-object\"") {
-            continue;
+    let mut objects = Vec::new();
+    let _ = vkexit_evidence::read::records_of(file, Event::VulkanObject, |_, e: Entry| {
+        if let Entry::VulkanObject(object) = e {
+            objects.push(object);
         }
-        let Ok(r) = serde_json::from_str::<Record>(&line) else {
-            continue;
-        };
-        match (r.ev.as_str(), r.role.as_str()) {
-            ("vulkan-object", "loader") => {
+    });
+    let mut seen = VulkanUse::default();
+    for r in objects {
+        match r.role() {
+            Some(Role::Loader) => {
                 // The file itself, not the soname link the program named.
                 let path = std::fs::canonicalize(&r.path)
                     .map(|p| p.display().to_string())
@@ -75,7 +63,7 @@ pub fn read(timeline: &Path) -> Option<VulkanUse> {
                     seen.loaders.push(LoaderSeen { path, version });
                 }
             }
-            ("vulkan-object", "driver") => {
+            Some(Role::Driver) => {
                 let driver = DriverSeen {
                     path: r.path,
                     loaded_by: r.caller,
@@ -84,7 +72,7 @@ pub fn read(timeline: &Path) -> Option<VulkanUse> {
                     seen.drivers.push(driver);
                 }
             }
-            _ => {}
+            None => {}
         }
     }
     Some(seen)

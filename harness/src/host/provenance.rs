@@ -5,45 +5,37 @@
 use crate::host::drivers::Selection;
 use crate::host::loader::VulkanUse;
 use crate::host::probe::DeviceInfo;
-use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Provenance {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_type: Option<String>,
-    /// The device's Vulkan version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vulkan: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver_name: Option<String>,
-    /// The driver's own version text (`VkPhysicalDeviceDriverProperties`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver_info: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver_version: Option<u32>,
-    /// The loader vkexit found (`libvulkan.so.1`): it decides how the driver is chosen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loader: Option<String>,
-    /// How the runs' driver was chosen (`VK_LOADER_DRIVERS_SELECT + VK_ADD_DRIVER_FILES`,
-    /// or `VK_DRIVER_FILES + VK_ICD_FILENAMES` for a loader before 1.3.234).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver_selection: Option<String>,
-    /// The loaders the runs' programs loaded, each with the number of runs that loaded it:
-    /// "1.4.313 (/…/ggml/libvulkan.so.1): 5 runs". "none" for runs that loaded none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub loaders_used: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub validation_layer: Option<String>,
-    pub kernel: String,
-    pub glibc: String,
-    pub arch: String,
+pub use vkexit_evidence::results::Provenance;
+
+/// What the harness puts in a results file's [`Provenance`]: this machine and its probed
+/// device, how the driver was chosen, and the loaders the runs loaded. (The type is the
+/// results file's, in `vkexit-evidence`; what fills it is the harness's.)
+pub trait FromHost: Sized {
+    /// The host, and the device and loader when known.
+    fn of(
+        device: Option<&DeviceInfo>,
+        loader: Option<&str>,
+        validation_layer: Option<&str>,
+    ) -> Self;
+
+    /// Adds how the driver was chosen and which loaders the runs, given in order, used
+    /// (`None`: a run made without the preload, which records nothing). The gate folds the
+    /// runs in as they finish instead ([`Self::with_loaders`]).
+    #[cfg(test)]
+    fn with_runs<'a>(
+        self,
+        selection: Selection,
+        used: impl IntoIterator<Item = Option<&'a VulkanUse>>,
+    ) -> Self;
+
+    /// Adds how the driver was chosen and the loaders counted over the runs.
+    fn with_loaders(self, selection: Selection, loaders: &LoadersUsed) -> Self;
 }
 
-impl Provenance {
-    pub fn of(
+impl FromHost for Provenance {
+    fn of(
         device: Option<&DeviceInfo>,
         loader: Option<&str>,
         validation_layer: Option<&str>,
@@ -65,12 +57,9 @@ impl Provenance {
             arch: std::env::consts::ARCH.to_string(),
         }
     }
-}
 
-impl Provenance {
-    /// Adds how the driver was chosen and which loaders the runs, given in order, used
-    /// (`None`: a run made without the preload, which records nothing).
-    pub fn with_runs<'a>(
+    #[cfg(test)]
+    fn with_runs<'a>(
         self,
         selection: Selection,
         used: impl IntoIterator<Item = Option<&'a VulkanUse>>,
@@ -82,8 +71,7 @@ impl Provenance {
         self.with_loaders(selection, &loaders)
     }
 
-    /// Adds how the driver was chosen and the loaders counted over the runs.
-    pub fn with_loaders(mut self, selection: Selection, loaders: &LoadersUsed) -> Self {
+    fn with_loaders(mut self, selection: Selection, loaders: &LoadersUsed) -> Self {
         self.driver_selection = Some(selection.describe().to_string());
         self.loaders_used = loaders.lines();
         self

@@ -972,7 +972,7 @@ reason = "driver quirk"
 
     #[test]
     fn a_results_cell_passes_its_vuid_runs_only_when_allowed_ids_were_all_it_logged() {
-        use crate::report::junit::tests::{cell, counts};
+        use crate::test_fixtures::{cell, counts};
         let allow = Allow {
             vuids: vec!["UNASSIGNED-fp-*".into()],
             driver: None,

@@ -450,8 +450,8 @@ fn list(items: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::junit::tests::{cell, counts, results};
     use crate::support::toml_file::TomlFile;
+    use crate::test_fixtures::{cell, counts, results};
 
     const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
 

@@ -399,7 +399,7 @@ fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::junit::tests::{cell, counts, results};
+    use crate::test_fixtures::{cell, counts, results};
 
     #[test]
     fn relative_links() {

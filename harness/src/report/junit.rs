@@ -364,59 +364,10 @@ fn details(c: &CellResult) -> String {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::results::Counts;
-
-    /// A cell as a results file would hold it.
-    pub(crate) fn cell(
-        case: &str,
-        runtime: &str,
-        verdict: CellVerdict,
-        counts: Counts,
-    ) -> CellResult {
-        let runs = counts.total();
-        CellResult {
-            case: case.into(),
-            runtime: runtime.into(),
-            driver: "lavapipe".into(),
-            layers: vec!["validation".into()],
-            emulation: "none".into(),
-            runs,
-            counts,
-            verdict,
-            vuids: Vec::new(),
-            vuid_counts: Default::default(),
-            vuid_names: Default::default(),
-            signals: Vec::new(),
-            artifacts: Vec::new(),
-            findings: Vec::new(),
-            pass_rate: crate::report::pass_rate(counts),
-            pass_rate_95: crate::report::pass_rate_95(counts),
-            duration_ms: 1234,
-            reason: Some(format!("{verdict} because")),
-            device: Some("llvmpipe".into()),
-            provenance: None,
-            driver_manifest: None,
-            expectation: None,
-            flaky_expected: false,
-            allowed_vuids: Vec::new(),
-            crash_in_layer: None,
-        }
-    }
-
-    pub(crate) fn results(cells: Vec<CellResult>) -> Results {
-        crate::report::results(cells, false)
-    }
-
-    pub(crate) fn counts(pass: u64, crash: u64, vuid: u64) -> Counts {
-        Counts {
-            pass,
-            crash,
-            vuid,
-            ..Counts::default()
-        }
-    }
+    use crate::test_fixtures::{cell, counts, results};
 
     fn parse(xml: &str) -> roxmltree::Document<'_> {
         roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}\n{xml}"))

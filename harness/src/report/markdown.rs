@@ -96,7 +96,7 @@ fn evidence(c: &CellResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::junit::tests::{cell, counts, results};
+    use crate::test_fixtures::{cell, counts, results};
     use crate::verdict::CellVerdict;
 
     #[test]

@@ -219,8 +219,8 @@ fn join_text(a: Option<String>, b: Option<String>) -> Option<String> {
 mod tests {
     use super::*;
     use crate::judge::Baseline;
-    use crate::report::junit::tests::{cell, counts, results};
     use crate::support::toml_file::TomlFile;
+    use crate::test_fixtures::{cell, counts, results};
 
     fn file(cells: Vec<CellResult>) -> String {
         serde_json::to_string_pretty(&results(cells)).unwrap()

@@ -8,7 +8,7 @@ pub(crate) mod markdown;
 mod markup;
 pub mod merge;
 
-use crate::host::provenance::{LoadersUsed, Provenance};
+use crate::host::provenance::{FromHost, LoadersUsed, Provenance};
 use crate::judge::{self, Expectation, Observed};
 use crate::plan::{case_rank, runtime_rank, Cell};
 use crate::results::{CellResult, Counts, Results, SCHEMA};

@@ -153,6 +153,53 @@ pub struct RunBound {
     pids: Option<(PathBuf, u64)>,
     limit: u64,
     nproc: Option<u64>,
+    /// `cgroup.kill` of `dir`, open (Linux 5.14).
+    kill: Option<OwnedFd>,
+    /// `cgroup.events` of `dir`, open: whether anything is left in it.
+    events: Option<OwnedFd>,
+}
+
+/// The cgroup of a worker's last run, emptied, kept for its next run:
+/// making and removing a cgroup cost the kernel more than the rest of what
+/// vkexit does around a short run. Removed when dropped.
+#[derive(Default)]
+pub struct Reuse {
+    held: Option<Held>,
+}
+
+struct Held {
+    dir: PathBuf,
+    dir_fd: OwnedFd,
+    procs: OwnedFd,
+    kill: Option<OwnedFd>,
+    events: OwnedFd,
+    /// `pids.events`' count of hits when the last run ended.
+    hits: u64,
+}
+
+impl Drop for Reuse {
+    fn drop(&mut self) {
+        if let Some(held) = self.held.take() {
+            drop(held.into_bound());
+        }
+    }
+}
+
+impl Held {
+    /// A bound that removes the cgroup when it is dropped.
+    fn into_bound(self) -> RunBound {
+        RunBound {
+            dir: Some(self.dir),
+            dir_fd: Some(self.dir_fd),
+            procs: Some(self.procs),
+            worker: None,
+            pids: None,
+            limit: 0,
+            nproc: None,
+            kill: self.kill,
+            events: Some(self.events),
+        }
+    }
 }
 
 /// What the forked child does before exec; plain data, so that it can be
@@ -171,9 +218,10 @@ thread_local! {
 }
 
 impl RunBound {
-    /// Makes the cgroups of the run `token`. An error is a reason the run
+    /// Makes the cgroups of the run `token`, or takes the emptied one of
+    /// the worker's last run from `reuse`. An error is a reason the run
     /// cannot start.
-    pub fn new(token: &str) -> Result<RunBound, String> {
+    pub fn new(token: &str, reuse: &mut Reuse) -> Result<RunBound, String> {
         let mut guard = invocation();
         // Another vkexit that believed ours gone (another pid namespace on
         // the same cgroup file system) may have removed our empty cgroups.
@@ -184,6 +232,8 @@ impl RunBound {
                 .any(|dir| !dir.exists())
         });
         if gone {
+            // Its cgroups went with the invocation's.
+            drop(reuse.held.take());
             if let Some(old) = guard.take() {
                 old.remove();
             }
@@ -198,8 +248,26 @@ impl RunBound {
             pids: None,
             limit,
             nproc: None,
+            kill: None,
+            events: None,
         };
-        if let Some(parent) = &inv.unified {
+        let held = reuse.held.take();
+        let (held, other) = match held {
+            Some(h) if inv.unified.as_deref() == h.dir.parent() => (Some(h), None),
+            other => (None, other),
+        };
+        // One of another invocation's cgroups: removed, not reused.
+        drop(other);
+        if let Some(held) = held {
+            if inv.pids.as_ref() == inv.unified.as_ref() {
+                bound.pids = Some((held.dir.clone(), held.hits));
+            }
+            bound.dir = Some(held.dir);
+            bound.dir_fd = Some(held.dir_fd);
+            bound.procs = Some(held.procs);
+            bound.kill = held.kill;
+            bound.events = Some(held.events);
+        } else if let Some(parent) = &inv.unified {
             let dir = parent.join(format!("run-{token}"));
             std::fs::create_dir(&dir)
                 .map_err(|e| format!("cannot make the run's cgroup {}: {e}", dir.display()))?;
@@ -217,6 +285,8 @@ impl RunBound {
                 open(&dir.join("cgroup.procs"), libc::O_WRONLY)
                     .map_err(|e| format!("cannot open {}/cgroup.procs: {e}", dir.display()))?,
             );
+            bound.kill = open_write(&dir.join("cgroup.kill")).ok();
+            bound.events = open(&dir.join("cgroup.events"), libc::O_RDONLY).ok();
         }
         if let Some(v1) = inv
             .pids
@@ -247,14 +317,17 @@ impl RunBound {
         }
     }
 
-    /// Kills what is left of the run and removes its cgroups. Returns what
-    /// makes the run's own result untrustworthy: the process limit was hit.
-    pub fn finish(mut self) -> Vec<String> {
+    /// Kills what is left of the run; its cgroup, once empty, goes back to
+    /// `reuse` for the worker's next run, or is removed. Returns what makes
+    /// the run's own result untrustworthy: the process limit was hit.
+    pub fn finish(mut self, reuse: &mut Reuse) -> Vec<String> {
         let mut faults = Vec::new();
-        let hits = self
+        let counts = self
             .pids
             .as_ref()
-            .and_then(|(dir, before)| Some(limit_hits(dir)?.saturating_sub(*before)))
+            .map(|(dir, before)| (limit_hits(dir).unwrap_or(0), *before));
+        let hits = counts
+            .map(|(now, before)| now.saturating_sub(before))
             .filter(|&n| n > 0);
         if let Some(hits) = hits {
             faults.push(format!(
@@ -262,17 +335,63 @@ impl RunBound {
                 self.limit
             ));
         }
+        if self.empty_run_cgroup() {
+            if let (Some(dir), Some(dir_fd), Some(procs), Some(events)) = (
+                self.dir.take(),
+                self.dir_fd.take(),
+                self.procs.take(),
+                self.events.take(),
+            ) {
+                let unified_pids = self.pids.as_ref().is_some_and(|(p, _)| *p == dir);
+                reuse.held = Some(Held {
+                    hits: match unified_pids {
+                        true => counts.map_or(0, |(now, _)| now),
+                        false => 0,
+                    },
+                    dir,
+                    dir_fd,
+                    procs,
+                    kill: self.kill.take(),
+                    events,
+                });
+            }
+        }
         self.kill_and_remove();
         faults
+    }
+
+    /// Kills whatever is left in the run's cgroup until nothing is; false
+    /// where that cannot be told or did not happen within 5 s (the cgroup is
+    /// then removed, not reused).
+    fn empty_run_cgroup(&self) -> bool {
+        let (Some(dir), Some(events)) = (&self.dir, &self.events) else {
+            return false;
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match populated(events) {
+                Some(false) => return true,
+                Some(true) if Instant::now() < deadline => {}
+                _ => return false,
+            }
+            let killed = self.kill.as_ref().is_some_and(|k| write_one(k.as_raw_fd()));
+            if !killed {
+                kill_members(dir);
+            }
+            // Killed processes leave their cgroup as they exit.
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     fn kill_and_remove(&mut self) {
         self.procs = None;
         self.dir_fd = None;
+        self.events = None;
+        let kill = self.kill.take();
         let dir = self.dir.take();
         let worker = self.worker.take();
         if let Some(dir) = &dir {
-            if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+            if !kill.is_some_and(|k| write_one(k.as_raw_fd())) {
                 kill_members(dir);
             }
         }
@@ -283,7 +402,8 @@ impl RunBound {
         let mut worker_left = worker.is_some();
         while (dir_left || worker_left) && Instant::now() < deadline {
             if let Some(dir) = dir.as_ref().filter(|_| dir_left) {
-                dir_left = std::fs::remove_dir(dir).is_err();
+                dir_left =
+                    std::fs::remove_dir(dir).is_err_and(|e| e.kind() != io::ErrorKind::NotFound);
                 if dir_left {
                     kill_members(dir);
                 }
@@ -584,6 +704,8 @@ fn remove_stale(root: &Path) {
                 pids: None,
                 limit: 0,
                 nproc: None,
+                kill: None,
+                events: None,
             };
             stale.kill_and_remove();
         }
@@ -626,6 +748,24 @@ fn kill_members(dir: &Path) -> usize {
         }
     }
     killed
+}
+
+/// Writes "1" to `fd` (`cgroup.kill`); whether it took.
+fn write_one(fd: RawFd) -> bool {
+    // SAFETY: writes one byte from a static buffer to an open descriptor.
+    unsafe { libc::write(fd, b"1".as_ptr().cast(), 1) == 1 }
+}
+
+/// `populated` of an open `cgroup.events`, read again from its start;
+/// `None` where it cannot be read.
+fn populated(events: &OwnedFd) -> Option<bool> {
+    let mut buf = [0u8; 128];
+    // SAFETY: reads into a buffer writable for its length from an open fd.
+    let n = unsafe { libc::pread(events.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    let text = std::str::from_utf8(buf.get(..usize::try_from(n).ok()?)?).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("populated "))
+        .map(|v| v.trim() != "0")
 }
 
 fn open_write(path: &Path) -> io::Result<OwnedFd> {
@@ -793,7 +933,8 @@ mod tests {
 
     fn run_in_cgroups() {
         let token = format!("test-{}", std::process::id());
-        let bound = RunBound::new(&token).unwrap();
+        let mut reuse = Reuse::default();
+        let bound = RunBound::new(&token, &mut reuse).unwrap();
         let spec = crate::run::unix::CommandSpec {
             program: "/bin/cat".into(),
             args: vec!["/proc/self/cgroup".into()],
@@ -823,7 +964,19 @@ mod tests {
                 "{text}"
             );
         }
-        assert!(bound.finish().is_empty());
+        assert!(bound.finish(&mut reuse).is_empty());
+        if unified {
+            // Emptied, it is the next run's.
+            let held = reuse.held.as_ref().expect("the emptied cgroup is kept");
+            assert!(held.dir.ends_with(&run[1..]));
+            assert_eq!(populated(&held.events), Some(false));
+            let again = RunBound::new("other", &mut reuse).unwrap();
+            assert!(again.dir.as_ref().unwrap().ends_with(&run[1..]));
+            assert!(again.finish(&mut reuse).is_empty());
+            let dir = reuse.held.as_ref().unwrap().dir.clone();
+            drop(reuse);
+            assert!(!dir.exists(), "a dropped reuse removes its cgroup");
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ static GROUPS: [AtomicI32; 512] = [const { AtomicI32::new(0) }; 512];
 /// Read end polled by every supervisor; the handler writes one byte.
 static PIPE: OnceLock<(OwnedFd, OwnedFd)> = OnceLock::new();
 
-pub const EXIT_CODE: u8 = 130;
+pub const EXIT_CODE: u8 = vkexit_evidence::exit_code::INTERRUPTED;
 
 /// Installs the handlers once; later calls do nothing.
 pub fn install() -> std::io::Result<()> {

@@ -4,6 +4,7 @@
 
 pub(crate) mod capture;
 pub mod cgroup;
+pub mod cost;
 pub(crate) mod hang;
 pub(crate) mod interrupt;
 pub(crate) mod observed;
@@ -203,15 +204,17 @@ fn run_one(
     let dir = slot.dir().to_path_buf();
     let validation = options.chain.validation.is_some();
     let mut hang: Option<HangReport> = None;
-    let mut spec = None;
+    let mut started = false;
     let outcome = match slot.prepare(validation) {
         Ok(()) => {
-            let made = command_spec(plan, cell, &dir, options);
+            let (made, prepared, cgroups) =
+                slot.command(cell_index, |dir| command_spec(plan, cell, dir, options));
             let mut on_hang = |pgid: libc::pid_t, stdout: &Capture| {
                 hang = Some(crate::run::hang::capture(pgid, &stdout.to_lossy_string()));
             };
-            let outcome = unix::run(&made, &limits(options), &mut on_hang);
-            spec = Some(made);
+            let outcome =
+                unix::run_prepared(made, prepared, cgroups, &limits(options), &mut on_hang);
+            started = true;
             outcome
         }
         Err(e) => unix::Outcome {
@@ -283,6 +286,7 @@ fn run_one(
         slot.clean();
         return record;
     }
+    let spec = started.then(|| slot.last_command().cloned()).flatten();
     let dir = match slot.keep_as(&place) {
         Ok(()) => place,
         // Kept where it is: the next run makes a new slot.
@@ -523,11 +527,11 @@ fn diagnostics_env(
     let mut env: Vec<(String, String)> = vec![
         ("LD_PRELOAD".into(), preload),
         (
-            "VKEXIT_CRASH_FILE".into(),
+            vkexit_evidence::files::CRASH.var.into(),
             dir.join(CRASH_FILE).display().to_string(),
         ),
         (
-            "VKEXIT_TIMELINE_FILE".into(),
+            vkexit_evidence::files::TIMELINE.var.into(),
             dir.join(TIMELINE_FILE).display().to_string(),
         ),
     ];

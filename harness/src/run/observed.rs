@@ -8,8 +8,8 @@ use crate::verdict::RunVerdict;
 use serde::{Deserialize, Serialize};
 
 /// The files the preloaded diagnostics write in a run's directory.
-pub const TIMELINE_FILE: &str = "timeline.jsonl";
-pub const CRASH_FILE: &str = "crash.jsonl";
+pub const TIMELINE_FILE: &str = vkexit_evidence::files::TIMELINE.name;
+pub const CRASH_FILE: &str = vkexit_evidence::files::CRASH.name;
 
 /// How the program under test ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

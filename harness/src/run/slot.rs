@@ -8,7 +8,11 @@
 //! What a run sees is what it saw before: a private directory (0700) holding
 //! an empty `home/` and `xdg-runtime/` and the validation settings file,
 //! whose log lives next to it. The settings file is written once per slot.
+//! An empty crash file an earlier run's preload made stays: it is what the
+//! preload would make, and reads as no crash.
 
+use super::spawn::Prepared;
+use super::unix::CommandSpec;
 use crate::host::validation;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -27,6 +31,18 @@ pub struct Slot {
     /// Set up for a run with or without validation; `None` when it must be
     /// made again.
     ready: Option<bool>,
+    /// The command of the cell last run here, and its directory: the runs of
+    /// one cell in one slot differ only in their token.
+    command: Option<Command>,
+    /// The cgroup of the worker's last run, for its next.
+    cgroups: super::cgroup::Reuse,
+}
+
+struct Command {
+    cell: usize,
+    dir: PathBuf,
+    spec: CommandSpec,
+    prepared: std::io::Result<Prepared>,
 }
 
 impl Slot {
@@ -36,11 +52,47 @@ impl Slot {
             moves_failed: 0,
             dir: artifacts.join(SLOTS_DIR).join(worker.to_string()),
             ready: None,
+            command: None,
+            cgroups: super::cgroup::Reuse::default(),
         }
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The command of a run of `cell` here: `make` gives it for the slot's
+    /// directory, once per cell; and the cgroup the worker's last run left.
+    pub fn command(
+        &mut self,
+        cell: usize,
+        make: impl FnOnce(&Path) -> CommandSpec,
+    ) -> (
+        &CommandSpec,
+        Result<&Prepared, &std::io::Error>,
+        &mut super::cgroup::Reuse,
+    ) {
+        let fresh = self
+            .command
+            .as_ref()
+            .is_some_and(|c| c.cell == cell && c.dir == self.dir);
+        if !fresh {
+            let spec = make(&self.dir);
+            let prepared = super::unix::prepare(&spec);
+            self.command = Some(Command {
+                cell,
+                dir: self.dir.clone(),
+                spec,
+                prepared,
+            });
+        }
+        let c = self.command.as_ref().expect("made above");
+        (&c.spec, c.prepared.as_ref(), &mut self.cgroups)
+    }
+
+    /// The command [`Slot::command`] gave last.
+    pub fn last_command(&self) -> Option<&CommandSpec> {
+        self.command.as_ref().map(|c| &c.spec)
     }
 
     /// Makes the slot ready for a run: made once, reused after.
@@ -99,7 +151,13 @@ impl Slot {
             let path = entry.path();
             let kept = KEPT.iter().any(|k| name == *k);
             let is_dir = entry.file_type()?.is_dir();
+            // The crash report's file, opened by every run's preload and written only when a
+            // process crashes: kept while empty, the next run opens it instead of making it.
+            let empty_crash_file = || {
+                name == super::observed::CRASH_FILE && entry.metadata().is_ok_and(|m| m.len() == 0)
+            };
             match (kept, is_dir) {
+                (false, false) if empty_crash_file() => {}
                 (true, true) => {
                     if std::fs::read_dir(&path)?.next().is_some() {
                         std::fs::remove_dir_all(&path)?;
@@ -161,6 +219,7 @@ mod tests {
         std::fs::create_dir_all(dir.join("home/.cache/mesa")).unwrap();
         std::fs::write(dir.join("home/.cache/mesa/x"), "x").unwrap();
         std::fs::create_dir(dir.join("left")).unwrap();
+        std::fs::write(dir.join(crate::classify::explain::CRASH_FILE), "").unwrap();
         slot.clean();
         slot.prepare(true).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -168,8 +227,21 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, ["home", validation::SETTINGS_FILE, "xdg-runtime"]);
+        let empty_crash_file = crate::classify::explain::CRASH_FILE;
+        assert_eq!(
+            names,
+            [
+                empty_crash_file,
+                "home",
+                validation::SETTINGS_FILE,
+                "xdg-runtime"
+            ]
+        );
         assert_eq!(std::fs::read_dir(dir.join("home")).unwrap().count(), 0);
+        // One that holds a crash goes.
+        std::fs::write(dir.join(crate::classify::explain::CRASH_FILE), "{}\n").unwrap();
+        slot.clean();
+        assert!(!dir.join(crate::classify::explain::CRASH_FILE).exists());
     }
 
     #[test]

@@ -44,42 +44,72 @@ pub struct Spawned {
     pub stderr: OwnedFd,
 }
 
-/// What the child does between clone and exec, all of it prepared.
-struct Prepared {
+/// What the child does between clone and exec, all of it prepared: made once
+/// for the runs of one cell in one run directory (they differ only in the
+/// extra variables of `spawn_prepared`), since copying the environment into C
+/// strings costs more than the rest of a spawn.
+pub struct Prepared {
     program: CString,
     argv: Vec<CString>,
     envp: Vec<CString>,
     cwd: CString,
 }
 
+impl Prepared {
+    /// `spec` as the child will get it, less the variables named in
+    /// `extra`, which each spawn sets; an error names what cannot be passed
+    /// to it (a NUL byte).
+    pub fn new(spec: &CommandSpec, extra: &[&str]) -> io::Result<Prepared> {
+        let extra: Vec<(&str, &str)> = extra.iter().map(|k| (*k, "")).collect();
+        let mut env = environment(spec, &extra);
+        env.truncate(env.len() - extra.len());
+        Ok(Prepared {
+            program: cstring(resolve(&spec.program, &env).as_os_str())?,
+            argv: std::iter::once(spec.program.as_os_str())
+                .chain(spec.args.iter().map(OsString::as_os_str))
+                .map(cstring)
+                .collect::<io::Result<_>>()?,
+            envp: env
+                .iter()
+                .map(|(k, v)| env_entry(k.as_bytes(), v.as_bytes()))
+                .collect::<io::Result<_>>()?,
+            cwd: cstring(spec.cwd.as_os_str())?,
+        })
+    }
+}
+
 /// Starts `spec` with `extra_env` added, in its own process group, inside
 /// the cgroup open at `cgroup` when there is one (else as `setup` says).
+#[cfg(test)]
 pub fn spawn(
     spec: &CommandSpec,
     extra_env: &[(&str, &str)],
     cgroup: Option<RawFd>,
     setup: ChildSetup,
 ) -> io::Result<Spawned> {
-    let env = environment(spec, extra_env);
-    let prepared = Prepared {
-        program: cstring(resolve(&spec.program, &env).as_os_str())?,
-        argv: std::iter::once(spec.program.as_os_str())
-            .chain(spec.args.iter().map(OsString::as_os_str))
-            .map(cstring)
-            .collect::<io::Result<_>>()?,
-        envp: env
-            .iter()
-            .map(|(k, v)| {
-                let mut kv = k.clone();
-                kv.push("=");
-                kv.push(v);
-                cstring(&kv)
-            })
-            .collect::<io::Result<_>>()?,
-        cwd: cstring(spec.cwd.as_os_str())?,
-    };
+    let names: Vec<&str> = extra_env.iter().map(|(k, _)| *k).collect();
+    spawn_prepared(&Prepared::new(spec, &names)?, extra_env, cgroup, setup)
+}
+
+/// As [`spawn`], from a command prepared with the names of `extra_env`.
+pub fn spawn_prepared(
+    prepared: &Prepared,
+    extra_env: &[(&str, &str)],
+    cgroup: Option<RawFd>,
+    setup: ChildSetup,
+) -> io::Result<Spawned> {
+    let extra: Vec<CString> = extra_env
+        .iter()
+        .map(|(k, v)| env_entry(k.as_bytes(), v.as_bytes()))
+        .collect::<io::Result<_>>()?;
     let argv = pointers(&prepared.argv);
-    let envp = pointers(&prepared.envp);
+    let envp: Vec<*const libc::c_char> = prepared
+        .envp
+        .iter()
+        .chain(&extra)
+        .map(|s| s.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
     let stdin = open_null()?;
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
@@ -92,12 +122,12 @@ pub fn spawn(
         status: status_w.as_raw_fd(),
     };
     let pid = match cgroup.and_then(clone_into) {
-        Some(Ok(0)) => child_side(&prepared, &argv, &envp, &child, setup, true),
+        Some(Ok(0)) => child_side(prepared, &argv, &envp, &child, setup, true),
         Some(Ok(pid)) => pid,
         Some(Err(e)) => return Err(e),
         // SAFETY: the child only makes system calls until it execs or exits.
         None => match unsafe { libc::fork() } {
-            0 => child_side(&prepared, &argv, &envp, &child, setup, false),
+            0 => child_side(prepared, &argv, &envp, &child, setup, false),
             -1 => return Err(io::Error::last_os_error()),
             pid => pid,
         },
@@ -250,6 +280,20 @@ fn resolve(program: &Path, env: &[(OsString, OsString)]) -> PathBuf {
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `KEY=VALUE` as one C string, in one allocation.
+fn env_entry(key: &[u8], value: &[u8]) -> io::Result<CString> {
+    let mut kv = Vec::with_capacity(key.len() + value.len() + 2);
+    kv.extend_from_slice(key);
+    kv.push(b'=');
+    kv.extend_from_slice(value);
+    CString::new(kv).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{:?} holds a NUL byte", OsStr::from_bytes(&e.into_vec())),
+        )
+    })
 }
 
 fn cstring(s: &OsStr) -> io::Result<CString> {

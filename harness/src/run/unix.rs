@@ -42,11 +42,17 @@ pub struct Outcome {
     pub pid: Option<libc::pid_t>,
 }
 
-/// Runs `spec` in its own process group and waits for it, within limits.
-/// Every process left in the group afterwards is killed. `on_hang` sees the
-/// group and the output so far when the time limit is hit, before the kill.
-pub fn run(
+/// `spec` made ready for [`run_prepared`], as many times as it runs.
+pub fn prepare(spec: &CommandSpec) -> std::io::Result<super::spawn::Prepared> {
+    super::spawn::Prepared::new(spec, &[super::reaper::TOKEN_VAR])
+}
+
+/// As [`run`], with `spec` prepared by [`prepare`], in the cgroup of the
+/// caller's last run when `cgroups` holds it.
+pub fn run_prepared(
     spec: &CommandSpec,
+    prepared: Result<&super::spawn::Prepared, &std::io::Error>,
+    cgroups: &mut super::cgroup::Reuse,
     limits: &Limits,
     on_hang: &mut dyn FnMut(libc::pid_t, &Capture),
 ) -> Outcome {
@@ -63,13 +69,17 @@ pub fn run(
         return not_started(full);
     }
     let token = super::reaper::new_token();
-    let bound = match super::cgroup::RunBound::new(&token) {
+    let bound = match super::cgroup::RunBound::new(&token, cgroups) {
         Ok(b) => b,
         Err(reason) => return not_started(reason),
     };
     let extra_env = [(super::reaper::TOKEN_VAR, token.as_str())];
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(e) => return not_started(format!("{}: {e}", spec.program.display())),
+    };
     let spawned = super::reaper::spawn(&token, || {
-        super::spawn::spawn(spec, &extra_env, bound.cgroup_fd(), bound.child_setup())
+        super::spawn::spawn_prepared(prepared, &extra_env, bound.cgroup_fd(), bound.child_setup())
             .map(|s| (s.pid, s))
     });
     let child = match spawned {
@@ -92,7 +102,7 @@ pub fn run(
     };
     let termination = watch.supervise(start, limits, on_hang);
     kill_group(pid, libc::SIGKILL);
-    let mut faults = bound.finish();
+    let mut faults = bound.finish(cgroups);
     super::reaper::finished(&token, pid);
     faults.extend(disk_full(&spec.cwd));
     let [stdout, stderr] = watch.captures;
@@ -230,12 +240,18 @@ impl Watch {
         let Some(fd) = self.pipes[i].as_ref().map(|p| p.as_raw_fd()) else {
             return;
         };
-        let mut buf = [0u8; 64 * 1024];
+        // Not zeroed: clearing 64 KiB on every wake-up cost more than the
+        // rest of a short run's supervision.
+        let mut buf = std::mem::MaybeUninit::<[u8; 64 * 1024]>::uninit();
+        let len = std::mem::size_of_val(&buf);
         loop {
-            // SAFETY: `buf` is writable for its length and `fd` is open.
-            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            // SAFETY: `buf` is writable for `len` bytes and `fd` is open.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), len) };
             if n > 0 {
-                self.captures[i].push(&buf[..n as usize]);
+                // SAFETY: read initialised the first `n` bytes.
+                let got =
+                    unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n as usize) };
+                self.captures[i].push(got);
                 continue;
             }
             let err = std::io::Error::last_os_error();

@@ -244,10 +244,11 @@ impl Chain {
         // SAFETY: the caller passes a NUL-terminated name.
         let name_str = unsafe { CStr::from_ptr(name) };
         let next = self.instances.get(instance);
-        // SAFETY: a next layer's GIPA called with its own instance and a valid name.
         let from_next = || {
-            next.as_ref()
-                .and_then(|n| unsafe { (n.get_instance_proc_addr)(instance, name) })
+            next.as_ref().and_then(|n| {
+                // SAFETY: a next layer's GIPA called with its own instance and a valid name.
+                unsafe { (n.get_instance_proc_addr)(instance, name) }
+            })
         };
         match Intercept::find(intercepts, name_str, false) {
             Some(ours) if next.is_none() || ALWAYS_OURS.contains(&name_str) => Some(ours),
@@ -455,9 +456,12 @@ mod tests {
         let (gipa, gdpa) = unsafe { take_device_link(&create_info) }.unwrap();
         assert_eq!(gipa as usize, next_gipa as *const () as usize);
         assert_eq!(gdpa as usize, next_gdpa as *const () as usize);
-        // SAFETY: null create info and a chain without a link are both answered with None.
-        assert!(unsafe { take_device_link(ptr::null()) }.is_none());
-        assert!(unsafe { take_device_link(&vk::DeviceCreateInfo::default()) }.is_none());
+        // SAFETY: null create info is answered with None.
+        let from_null = unsafe { take_device_link(ptr::null()) };
+        assert!(from_null.is_none());
+        // SAFETY: a create info without a link is answered with None.
+        let from_plain = unsafe { take_device_link(&vk::DeviceCreateInfo::default()) };
+        assert!(from_plain.is_none());
     }
 
     unsafe extern "system" fn our_create_instance(

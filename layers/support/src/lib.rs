@@ -14,7 +14,8 @@
 //! - keeps its own per-object state in [`HandleMap`]s keyed by handle value;
 //! - writes evidence with [`EvidenceLog`] and [`Record`]: JSON lines, one `write()` each, no
 //!   buffering, no allocation; or, where records are many, with [`MappedLog`], which copies
-//!   each into a shared mapping of the file (no system call, still crash-safe);
+//!   each into a shared mapping of the file (no system call, still crash-safe). These are
+//!   `vkexit-evidence`'s, re-exported; its modules name each file's events and fields;
 //! - registers exit-time code with [`on_library_load!`] and [`register_exit_handler`].
 //!
 //! A minimal layer:
@@ -53,18 +54,17 @@
 //! dereferences one, because at exit it may point to freed memory.
 
 mod chain;
-mod evidence;
 mod exit;
 mod handles;
 mod intercept;
-mod mapped;
 mod negotiate;
 
 pub use ash_layer::NegotiateLayerInterface;
 pub use chain::{take_device_link, take_instance_link, Chain, NextDevice, NextInstance};
-pub use evidence::{monotonic_ns, thread_id, thread_name, EvidenceLog, Record, RECORD_CAPACITY};
 pub use exit::register_exit_handler;
 pub use handles::HandleMap;
 pub use intercept::{Intercept, Scope, VoidFn};
-pub use mapped::MappedLog;
 pub use negotiate::{negotiate, LOADER_LAYER_INTERFACE_VERSION};
+pub use vkexit_evidence::{
+    monotonic_ns, thread_id, thread_name, EvidenceLog, MappedLog, Record, RECORD_CAPACITY,
+};

@@ -7,7 +7,9 @@ use crate::region;
 use crate::worker::Worker;
 use ash::vk::{self, Handle};
 use std::ffi::c_char;
-use vkexit_layer_support::{intercept, Chain, HandleMap, Intercept, Record};
+use vkexit_evidence::tegra::{field, Event};
+use vkexit_evidence::Record;
+use vkexit_layer_support::{intercept, Chain, HandleMap, Intercept};
 
 static CHAIN: Chain = Chain::new();
 /// The worker of each device that has one.
@@ -48,13 +50,13 @@ unsafe extern "system" fn create_instance(
     let layer = Layer::get();
     // SAFETY: the loader's own arguments, passed on.
     let created = unsafe { CHAIN.create_instance(p_create_info, p_allocator, p_instance) };
-    let mut loaded = Record::new("loaded");
+    let mut loaded = Record::new(Event::Loaded.as_str());
     loaded
-        .str("layer", LAYER_NAME)
-        .str("mode", layer.mode.name());
+        .str(field::LAYER, LAYER_NAME)
+        .str(field::MODE, layer.mode.name());
     match &created {
-        Ok(next) => loaded.hex("instance", next.handle.as_raw()),
-        Err(result) => loaded.str("result", &format!("{result:?}")),
+        Ok(next) => loaded.hex(field::INSTANCE, next.handle.as_raw()),
+        Err(result) => loaded.str(field::RESULT, &format!("{result:?}")),
     };
     layer.write(loaded);
     if let Some(value) = &layer.unknown_mode {
@@ -112,11 +114,11 @@ unsafe extern "system" fn destroy_device(
 ) {
     if let Some(worker) = WORKERS.remove(device) {
         worker.stop();
-        let mut stopped = Record::new("worker-stopped");
+        let mut stopped = Record::new(Event::WorkerStopped.as_str());
         stopped
-            .hex("device", device.as_raw())
-            .str("worker", &worker.name)
-            .i64("worker_tid", worker.tid);
+            .hex(field::DEVICE, device.as_raw())
+            .str(field::WORKER, &worker.name)
+            .i64(field::WORKER_TID, worker.tid);
         Layer::get().write(stopped);
     }
     if let Some(next) = CHAIN.remove_device(device) {
@@ -128,10 +130,10 @@ unsafe extern "system" fn destroy_device(
 fn map_region(layer: &Layer) {
     match region::map() {
         Ok(Some(range)) => {
-            let mut mapped = Record::new("region-mapped");
+            let mut mapped = Record::new(Event::RegionMapped.as_str());
             mapped
-                .hex("start", range.start as u64)
-                .hex("end", range.end as u64);
+                .hex(field::START, range.start as u64)
+                .hex(field::END, range.end as u64);
             layer.write(mapped);
             crate::register_exit_handler_again_if_it_ran();
         }
@@ -146,12 +148,12 @@ fn start_worker(layer: &Layer, device: vk::Device) {
     }
     match Worker::start(layer.worker_sleep, layer.mode == Mode::Racy) {
         Ok(worker) => {
-            let mut started = Record::new("worker-started");
+            let mut started = Record::new(Event::WorkerStarted.as_str());
             started
-                .hex("device", device.as_raw())
-                .str("worker", &worker.name)
-                .i64("worker_tid", worker.tid)
-                .u64("sleep_us", layer.worker_sleep.as_micros() as u64);
+                .hex(field::DEVICE, device.as_raw())
+                .str(field::WORKER, &worker.name)
+                .i64(field::WORKER_TID, worker.tid)
+                .u64(field::SLEEP_US, layer.worker_sleep.as_micros() as u64);
             layer.write(started);
             if let (_, Some(old)) = WORKERS.insert(device, worker) {
                 old.stop();

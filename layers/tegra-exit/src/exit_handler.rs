@@ -4,7 +4,8 @@
 use crate::layer::Layer;
 use crate::mode::Mode;
 use crate::{region, worker};
-use vkexit_layer_support::{monotonic_ns, Record};
+use vkexit_evidence::tegra::{field, Event};
+use vkexit_evidence::{monotonic_ns, Record};
 
 /// How long the deterministic mode waits for a live worker to fault.
 pub const FAULT_WAIT_NS: u64 = 5_000_000_000;
@@ -26,23 +27,23 @@ pub extern "C" fn run() {
         return;
     }
     let live = worker::live();
-    let mut start = Record::new("exit-handler-start");
-    start.u64("live_workers", live as u64);
+    let mut start = Record::new(Event::ExitHandlerStart.as_str());
+    start.u64(field::LIVE_WORKERS, live as u64);
     layer.write(start);
 
     if let Some(range) = region::unmap() {
-        let mut unmapped = Record::new("region-unmapped");
+        let mut unmapped = Record::new(Event::RegionUnmapped.as_str());
         unmapped
-            .hex("start", range.start as u64)
-            .hex("end", range.end as u64);
+            .hex(field::START, range.start as u64)
+            .hex(field::END, range.end as u64);
         layer.write(unmapped);
     }
 
     if live > 0 && layer.mode == Mode::Deterministic {
-        layer.write(Record::new("waiting-for-fault"));
+        layer.write(Record::new(Event::WaitingForFault.as_str()));
         wait_while_workers_live();
     }
-    layer.write(Record::new("exit-handler-end"));
+    layer.write(Record::new(Event::ExitHandlerEnd.as_str()));
 }
 
 /// Sleeps in short steps until no worker is live (each faults, killing the process, when it

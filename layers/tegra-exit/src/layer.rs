@@ -3,7 +3,8 @@
 use crate::mode::{Mode, ModeChoice};
 use std::sync::OnceLock;
 use std::time::Duration;
-use vkexit_layer_support::{EvidenceLog, Record};
+use vkexit_evidence::tegra::{field, Event};
+use vkexit_evidence::{files, EvidenceLog, Record};
 
 /// The layer's name, as in its manifest.
 pub const LAYER_NAME: &str = "VK_LAYER_VKEXIT_tegra_exit";
@@ -11,7 +12,7 @@ pub const LAYER_NAME: &str = "VK_LAYER_VKEXIT_tegra_exit";
 /// Selects the mode: `deterministic` (default), `racy` or `off`.
 pub const MODE_VAR: &str = "VKEXIT_TEGRA_MODE";
 /// Names the evidence file (JSON lines, appended).
-pub const LOG_VAR: &str = "VKEXIT_TEGRA_LOG";
+pub const LOG_VAR: &str = files::TEGRA.var;
 /// Overrides the workers' sleep between rounds, in microseconds (for tuning the racy mode).
 pub const SLEEP_VAR: &str = "VKEXIT_TEGRA_WORKER_SLEEP_US";
 
@@ -24,11 +25,13 @@ pub const RACY_SLEEP: Duration = Duration::from_millis(15);
 
 /// Settings and evidence file, for the life of the loaded library.
 pub struct Layer {
+    /// How the emulated driver thread meets exit (`VKEXIT_TEGRA_MODE`).
     pub mode: Mode,
     /// A `VKEXIT_TEGRA_MODE` value that was not understood (the mode fell back to deterministic).
     pub unknown_mode: Option<String>,
     /// A `VKEXIT_TEGRA_WORKER_SLEEP_US` value that was not understood.
     pub bad_sleep: Option<String>,
+    /// The worker's sleep between rounds.
     pub worker_sleep: Duration,
     log: Option<EvidenceLog>,
 }
@@ -79,8 +82,10 @@ impl Layer {
 
     /// Records a `warning` with `message`.
     pub fn warn(&self, message: &str) {
-        let mut record = Record::new("warning");
-        record.str("layer", LAYER_NAME).str("message", message);
+        let mut record = Record::new(Event::Warning.as_str());
+        record
+            .str(field::LAYER, LAYER_NAME)
+            .str(field::MESSAGE, message);
         self.write(record);
     }
 }

@@ -16,7 +16,9 @@ pub enum Mode {
 /// The parsed mode, and the unknown value that fell back to the default, if any.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModeChoice {
+    /// The mode in force.
     pub mode: Mode,
+    /// The value that was not understood, when the mode fell back.
     pub unknown: Option<String>,
 }
 

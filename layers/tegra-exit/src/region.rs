@@ -90,11 +90,14 @@ static MAPPING: Mutex<()> = Mutex::new(());
 /// A mapped range, `[start, end)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Range {
+    /// The first address.
     pub start: usize,
+    /// One past the last address.
     pub end: usize,
 }
 
 impl Range {
+    /// Whether `address` lies in the range.
     pub fn contains(&self, address: usize) -> bool {
         (self.start..self.end).contains(&address)
     }

@@ -43,7 +43,7 @@ impl Worker {
         LIVE.fetch_add(1, Ordering::AcqRel);
         let spawned = thread::Builder::new().name(name.clone()).spawn(move || {
             *report.0.lock().unwrap_or_else(PoisonError::into_inner) =
-                Some(vkexit_layer_support::thread_id());
+                Some(vkexit_evidence::thread_id());
             report.1.notify_one();
             drop(report);
             if randomize_phase {
@@ -109,7 +109,7 @@ fn random_below(limit: Duration) -> Duration {
     let random = if got == 8 {
         u64::from_ne_bytes(bytes)
     } else {
-        vkexit_layer_support::monotonic_ns().wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        vkexit_evidence::monotonic_ns().wrapping_mul(0x9e37_79b9_7f4a_7c15)
     };
     let limit_ns = limit.as_nanos().max(1) as u64;
     Duration::from_nanos(random % limit_ns)
@@ -133,7 +133,7 @@ mod tests {
         let (addr, pc) = unsafe { ((*info).si_addr() as usize, fault_pc(context)) };
         let range = FAULT_START.load(Ordering::SeqCst)..FAULT_END.load(Ordering::SeqCst);
         let mut name = [0u8; 16];
-        let name = vkexit_layer_support::thread_name(&mut name);
+        let name = vkexit_evidence::thread_name(&mut name);
         let verdict: &[u8] = match (range.contains(&addr), range.contains(&pc)) {
             (true, true) => b"fault addr and pc in region on ",
             _ => b"fault outside the region on ",

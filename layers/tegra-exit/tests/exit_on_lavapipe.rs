@@ -7,85 +7,31 @@
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use vkexit_testkit::{built, under_test, Launch};
 
 const LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
-const VALIDATION: &str = "VK_LAYER_KHRONOS_validation";
-const VALIDATION_MANIFESTS: &str = "/usr/share/vulkan/explicit_layer.d";
-const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What the tests need from the machine and the build, found once per test.
 struct Setup {
-    icd: PathBuf,
     layer_lib: PathBuf,
     clean_exit: PathBuf,
     buffer_kept: PathBuf,
     mock: PathBuf,
-    refrt: PathBuf,
 }
 
 fn setup() -> Setup {
-    let arch = std::env::consts::ARCH;
-    let icd = PathBuf::from(format!("/usr/share/vulkan/icd.d/lvp_icd.{arch}.json"));
-    assert!(
-        icd.is_file(),
-        "lavapipe is not installed ({} is missing): run ci/setup.sh or `apt-get install mesa-vulkan-drivers`",
-        icd.display()
-    );
-    let validation = Path::new(VALIDATION_MANIFESTS).join("VkLayer_khronos_validation.json");
-    assert!(
-        validation.is_file(),
-        "the Khronos validation layer is not installed ({} is missing): run ci/setup.sh or `apt-get install vulkan-validationlayers`",
-        validation.display()
-    );
+    vkexit_testkit::vulkan::require_vulkan();
     Setup {
-        icd,
-        layer_lib: layer_library(),
+        // The layer as `cargo test` built it for this test run, so the processes always load
+        // the code under test.
+        layer_lib: under_test("libVkLayer_vkexit_tegra_exit.so", "vkexit-layer-tegra-exit"),
         clean_exit: built("clean-exit"),
         buffer_kept: built("buffer-kept-at-exit"),
         mock: built("mock"),
-        refrt: built("libvkexit_refrt.so"),
     }
-}
-
-/// The layer as `cargo test` built it for this test run (the cdylib next to the rlib the test
-/// links), so the processes always load the code under test.
-fn layer_library() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    let deps = exe.parent().expect("target/<profile>/deps");
-    let library = deps.join("libVkLayer_vkexit_tegra_exit.so");
-    assert!(
-        library.is_file(),
-        "{} is missing: run `cargo test -p vkexit-layer-tegra-exit`, which builds it",
-        library.display()
-    );
-    library
-}
-
-/// A built program or library of another crate: from this test's own profile directory, else
-/// from `target/release`.
-fn built(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let release_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release");
-    let candidates = [profile_dir.join(name), release_dir.join(name)];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-            "{name} is not built (looked at {} and {}): run `cargo build --release --workspace`",
-            candidates[0].display(),
-            candidates[1].display()
-        )
-        })
 }
 
 /// How a run is set up.
@@ -133,13 +79,7 @@ impl Run {
                 self.output
             )
         });
-        let mut counts = BTreeMap::new();
-        for id in log.split("[ ").skip(1).filter_map(|s| s.split(" ]").next()) {
-            if id.starts_with("VUID-") || id.starts_with("UNASSIGNED-") {
-                *counts.entry(id.to_owned()).or_default() += 1;
-            }
-        }
-        counts
+        vkexit_testkit::vulkan::vuids(log)
     }
 
     fn describe(&self) -> String {
@@ -152,129 +92,27 @@ impl Run {
     }
 }
 
+/// Runs `plan` on lavapipe under validation, with the tegra layer below it (next to the driver,
+/// as vkexit enables it) unless the plan has no mode.
 fn run(setup: &Setup, plan: Plan<'_>) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let layer_dir = dir.path().join("layers");
-    std::fs::create_dir(&layer_dir).unwrap();
-    write_manifest(&layer_dir, &setup.layer_lib);
-    let runtime_dir = dir.path().join("xdg-runtime");
-    std::fs::create_dir(&runtime_dir).unwrap();
-    std::fs::set_permissions(
-        &runtime_dir,
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )
-    .unwrap();
-    let validation_log = dir.path().join("validation.log");
-    let settings = dir.path().join("vk_layer_settings.txt");
-    std::fs::write(
-        &settings,
-        format!(
-            "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n\
-             khronos_validation.log_filename = {}\n\
-             khronos_validation.report_flags = error,warn\n",
-            validation_log.display()
-        ),
-    )
-    .unwrap();
-    let evidence = dir.path().join("tegra.jsonl");
-    let layers = match plan.mode {
-        Some(_) => format!("{VALIDATION}:{LAYER}"),
-        None => VALIDATION.to_owned(),
-    };
-
-    let mut command = Command::new(plan.program);
-    command
+    let mut launch = Launch::new(plan.program)
         .args(plan.args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir.path())
-        .env("XDG_RUNTIME_DIR", &runtime_dir)
-        .env("VK_ICD_FILENAMES", &setup.icd)
-        .env("VK_DRIVER_FILES", &setup.icd)
-        .env(
-            "VK_LAYER_PATH",
-            format!("{}:{VALIDATION_MANIFESTS}", layer_dir.display()),
-        )
-        .env("VK_INSTANCE_LAYERS", layers)
-        .env("VK_LAYER_SETTINGS_PATH", &settings)
-        .env("VKEXIT_REFRT_LIB", &setup.refrt)
-        .env("VKEXIT_TEGRA_LOG", &evidence)
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(dir.path().join("stdout.txt").pipe())
-        .stderr(dir.path().join("stderr.txt").pipe());
+        .refrt()
+        .validation();
+    let evidence = launch.dir().join("tegra.jsonl");
+    launch = launch.env("VKEXIT_TEGRA_LOG", &evidence);
     if let Some(mode) = plan.mode {
-        command.env("VKEXIT_TEGRA_MODE", mode);
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("VkLayer_vkexit_tegra_exit.json");
+        launch = launch
+            .layer(LAYER, &manifest, &setup.layer_lib)
+            .env("VKEXIT_TEGRA_MODE", mode);
     }
-    // SAFETY: setrlimit is async-signal-safe; no core dumps of crashing runs.
-    unsafe {
-        command.pre_exec(|| {
-            let none = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::setrlimit(libc::RLIMIT_CORE, &none);
-            Ok(())
-        })
-    };
-    let mut child = command
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", plan.program.display()));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > RUN_TIMEOUT {
-            let _ = child.kill();
-            panic!(
-                "{} {:?} still ran after {RUN_TIMEOUT:?}",
-                plan.program.display(),
-                plan.args
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-
-    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
-    let records = read("tegra.jsonl")
-        .lines()
-        .map(|line| {
-            serde_json::from_str(line).unwrap_or_else(|e| panic!("bad record {line:?}: {e}"))
-        })
-        .collect();
+    let ran = launch.run();
     Run {
-        status,
-        records,
-        validation_log: std::fs::read_to_string(&validation_log).ok(),
-        output: format!(
-            "--- stdout\n{}--- stderr\n{}",
-            read("stdout.txt"),
-            read("stderr.txt")
-        ),
-    }
-}
-
-/// The committed manifest, with the library path made absolute, as vkexit does at run time.
-fn write_manifest(dir: &Path, library: &Path) {
-    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("VkLayer_vkexit_tegra_exit.json");
-    let mut manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(committed).unwrap()).unwrap();
-    manifest["layer"]["library_path"] = Value::from(library.to_str().unwrap());
-    std::fs::write(
-        dir.join("VkLayer_vkexit_tegra_exit.json"),
-        manifest.to_string(),
-    )
-    .unwrap();
-}
-
-trait Pipe {
-    fn pipe(&self) -> Stdio;
-}
-
-impl Pipe for PathBuf {
-    fn pipe(&self) -> Stdio {
-        Stdio::from(std::fs::File::create(self).unwrap())
+        status: ran.status,
+        records: ran.json_lines("tegra.jsonl").unwrap_or_default(),
+        validation_log: ran.read("validation.log"),
+        output: format!("--- stdout\n{}--- stderr\n{}", ran.stdout, ran.stderr),
     }
 }
 

@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use vkexit_layer_support::{thread_id, thread_name};
+use vkexit_evidence::{thread_id, thread_name};
 
 use crate::lifetimes::ThreadName;
 

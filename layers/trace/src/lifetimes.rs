@@ -25,11 +25,14 @@ pub const DEFAULT_DEAD_CAPACITY: usize = 1 << 14;
 /// One object: its type and handle value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
+    /// The object's type.
     pub ty: ObjectType,
+    /// Its handle's value.
     pub handle: Handle,
 }
 
 impl Key {
+    /// The key of the object of type `ty` with handle `handle`.
     pub const fn new(ty: ObjectType, handle: Handle) -> Self {
         Key { ty, handle }
     }
@@ -38,8 +41,11 @@ impl Key {
 /// Where and when an object was created, repeated in its `alive` records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Origin {
+    /// The creating thread's name.
     pub thread: ThreadName,
+    /// The creating thread's kernel id.
     pub tid: i64,
+    /// When, in nanoseconds of the monotonic clock.
     pub t_ns: u64,
 }
 
@@ -63,6 +69,7 @@ impl ThreadName {
         }
     }
 
+    /// The name's bytes.
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
@@ -109,9 +116,11 @@ type KeySet = HashSet<Key, BuildHasherDefault<KeyHasher>>;
 /// A live object.
 #[derive(Clone, Debug)]
 pub struct Live {
+    /// The object it was created from (a device's instance, a buffer's device), if tracked.
     pub parent: Option<Key>,
     /// The call that created it.
     pub call: &'static str,
+    /// Where and when it was created.
     pub origin: Origin,
     instance: Option<Handle>,
     device: Option<Handle>,
@@ -124,9 +133,17 @@ pub struct Live {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Death {
     /// Destroyed by `call` (for a pool's children, with the pool).
-    Destroyed { call: &'static str },
+    Destroyed {
+        /// The destroying call.
+        call: &'static str,
+    },
     /// Never destroyed itself; `ancestor`, its device or instance, was, by `call`.
-    Orphaned { ancestor: Key, call: &'static str },
+    Orphaned {
+        /// The device or instance destroyed.
+        ancestor: Key,
+        /// The call that destroyed it.
+        call: &'static str,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -156,10 +173,12 @@ impl Default for Lifetimes {
 }
 
 impl Lifetimes {
+    /// An empty set, keeping [`DEFAULT_DEAD_CAPACITY`] tombstones.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// An empty set, keeping `dead_capacity` tombstones of ordinary objects.
     pub fn with_dead_capacity(dead_capacity: usize) -> Self {
         Lifetimes {
             live: KeyMap::default(),
@@ -171,10 +190,12 @@ impl Lifetimes {
         }
     }
 
+    /// How many objects are alive.
     pub fn live_count(&self) -> usize {
         self.live.len()
     }
 
+    /// The live object with this key, if any.
     pub fn live(&self, key: Key) -> Option<&Live> {
         self.live.get(&key)
     }

@@ -1,6 +1,8 @@
 //! The Vulkan object types the layer tracks, named as the specification names them.
 
 /// An object type whose create and destroy calls the layer records.
+// Each variant is the Vulkan handle type of the same name (`Buffer` is `VkBuffer`).
+#[allow(missing_docs)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ObjectType {
     Instance,

@@ -27,13 +27,14 @@ macro_rules! create_one {
             let Some(next) = dispatch::device_for_create($call, device) else {
                 return UNKNOWN_DEVICE;
             };
+            let create = next.fns.fp_v1_0().$field;
             // SAFETY: the application's own call, forwarded unchanged.
-            let result =
-                unsafe { (next.fns.fp_v1_0().$field)(device, p_info, p_allocator, p_object) };
+            let result = unsafe { create(device, p_info, p_allocator, p_object) };
             if result == vk::Result::SUCCESS {
                 if let Some(tracer) = tracer() {
                     // SAFETY: on success the next layer wrote the new handle to p_object.
-                    let key = Key::new(ObjectType::$ty, unsafe { *p_object }.as_raw());
+                    let handle = unsafe { *p_object };
+                    let key = Key::new(ObjectType::$ty, handle.as_raw());
                     tracer.created($call, &[key], Some(device_key(device)));
                 }
             }

@@ -1,39 +1,25 @@
 //! The records the layer writes, one JSON object per line. Each becomes an evidence record of
-//! `vkexit-layer-support`, which starts it with `ev`, `t_ns`, `pid`, `tid` and `thread`;
-//! README.md lists the schema.
+//! `vkexit-evidence`, which starts it with `ev`, `t_ns`, `pid`, `tid` and `thread`; the events
+//! and fields are that crate's `trace` schema, which the harness reads with; README.md lists
+//! them.
 
 use std::fmt::Write;
+use vkexit_evidence::trace::{field, Event};
+
+pub use vkexit_evidence::trace::When;
 
 /// A trace line. Trace records are a few hundred bytes (the longest, `dead-handle`, names two
 /// handles and two calls); a 1 KiB line is a quarter of the cost of the general 4 KiB one to
 /// set up on every tracked call.
-pub type Line = vkexit_layer_support::Record<LINE_CAPACITY>;
+pub type Line = vkexit_evidence::Record<LINE_CAPACITY>;
+/// The bytes of one trace line; a field that does not fit is left out and the line marked
+/// `truncated`.
 pub const LINE_CAPACITY: usize = 1024;
 
 use crate::lifetimes::{Death, Key, Origin};
 
+/// The layer's name, as the loader knows it and as `loaded` records give it.
 pub const LAYER_NAME: &str = "VK_LAYER_VKEXIT_trace";
-
-/// When objects were found still alive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum When {
-    /// In the layer's exit handler: what the driver's own exit handler would find.
-    Exit,
-    /// At `vkDestroyInstance`, of that instance.
-    DestroyInstance,
-    /// At `vkDestroyDevice`, of that device.
-    DestroyDevice,
-}
-
-impl When {
-    pub const fn name(self) -> &'static str {
-        match self {
-            When::Exit => "exit",
-            When::DestroyInstance => "destroy-instance",
-            When::DestroyDevice => "destroy-device",
-        }
-    }
-}
 
 /// One line of the trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,62 +27,87 @@ pub enum Record {
     /// The layer sits in an instance being created: the first record of each instance.
     /// `exit_handler_t_ns` is when its exit handler was registered (at library load).
     Loaded {
+        /// The layer's version, its crate's.
         version: &'static str,
+        /// When the exit handler was registered, CLOCK_MONOTONIC nanoseconds.
         exit_handler_t_ns: u64,
     },
+    /// An object was created.
     Create {
+        /// The object created.
         key: Key,
+        /// The object it was created from (its instance, device or pool); `None` for an
+        /// instance.
         parent: Option<Key>,
+        /// The Vulkan call that created it, `vkCreateBuffer`.
         call: &'static str,
     },
+    /// An object was destroyed (or freed, or destroyed with its pool).
     Destroy {
+        /// The object destroyed.
         key: Key,
+        /// The object it was created from (its instance, device or pool); `None` for an
+        /// instance.
         parent: Option<Key>,
+        /// The Vulkan call that destroyed it.
         call: &'static str,
     },
     /// `call` passed `key`, which is no longer alive.
     DeadHandle {
+        /// The Vulkan call that passed the dead handle.
         call: &'static str,
+        /// The dead object.
         key: Key,
+        /// How it died: destroyed itself, or with its device or instance.
         death: Death,
     },
+    /// The layer's exit handler begins.
     ExitHandlerStart {
+        /// Objects still alive: what the driver's own exit handler would find.
         live: usize,
     },
+    /// The layer's exit handler returns, after its `Alive` records.
     ExitHandlerEnd,
+    /// An object not destroyed in time: written as `alive`, or as `orphaned` when `when` is
+    /// `DestroyDevice`.
     Alive {
+        /// When it was found alive: at exit, at `vkDestroyInstance` or at `vkDestroyDevice`.
         when: When,
+        /// The object alive.
         key: Key,
+        /// The object it was created from (its instance, device or pool); `None` for an
+        /// instance.
         parent: Option<Key>,
         /// The call that created it.
         call: &'static str,
+        /// The thread that created it, and when.
         origin: Origin,
     },
 }
 
 impl Record {
-    /// The value of `ev`.
-    pub const fn ev(&self) -> &'static str {
+    /// The event: what `ev` says.
+    pub const fn ev(&self) -> Event {
         match self {
-            Record::Loaded { .. } => "loaded",
-            Record::Create { .. } => "create",
-            Record::Destroy { .. } => "destroy",
-            Record::DeadHandle { .. } => "dead-handle",
-            Record::ExitHandlerStart { .. } => "exit-handler-start",
-            Record::ExitHandlerEnd => "exit-handler-end",
+            Record::Loaded { .. } => Event::Loaded,
+            Record::Create { .. } => Event::Create,
+            Record::Destroy { .. } => Event::Destroy,
+            Record::DeadHandle { .. } => Event::DeadHandle,
+            Record::ExitHandlerStart { .. } => Event::ExitHandlerStart,
+            Record::ExitHandlerEnd => Event::ExitHandlerEnd,
             // Objects a destroyed device leaves behind get their own event: readers of `alive`
             // know only `exit` and `destroy-instance`.
             Record::Alive {
                 when: When::DestroyDevice,
                 ..
-            } => "orphaned",
-            Record::Alive { .. } => "alive",
+            } => Event::Orphaned,
+            Record::Alive { .. } => Event::Alive,
         }
     }
 
     /// The evidence line: stamped now, on the calling thread, then this record's fields.
     pub fn line(&self) -> Line {
-        let mut line = Line::start(self.ev());
+        let mut line = Line::start(self.ev().as_str());
         self.fill(&mut line);
         line
     }
@@ -109,31 +120,31 @@ impl Record {
                 version,
                 exit_handler_t_ns,
             } => {
-                line.str("layer", LAYER_NAME)
-                    .str("version", version)
-                    .u64("exit_handler_t_ns", *exit_handler_t_ns);
+                line.str(field::LAYER, LAYER_NAME)
+                    .str(field::VERSION, version)
+                    .u64(field::EXIT_HANDLER_T_NS, *exit_handler_t_ns);
             }
             Record::Create { key, parent, call } | Record::Destroy { key, parent, call } => {
-                object(line, *key, *parent).str("call", call);
+                object(line, *key, *parent).str(field::CALL, call);
             }
             Record::DeadHandle { call, key, death } => {
-                line.str("call", call)
-                    .str("type", key.ty.name())
-                    .hex("handle", key.handle)
-                    .str("message", &message(call, *key, *death));
+                line.str(field::CALL, call)
+                    .str(field::TYPE, key.ty.name())
+                    .hex(field::HANDLE, key.handle)
+                    .str(field::MESSAGE, &message(call, *key, *death));
                 match death {
                     Death::Destroyed { call } => {
-                        line.str("destroyed_by", call);
+                        line.str(field::DESTROYED_BY, call);
                     }
                     Death::Orphaned { ancestor, call } => {
-                        line.str("destroyed_by", call)
-                            .str("ancestor_type", ancestor.ty.name())
-                            .hex("ancestor", ancestor.handle);
+                        line.str(field::DESTROYED_BY, call)
+                            .str(field::ANCESTOR_TYPE, ancestor.ty.name())
+                            .hex(field::ANCESTOR, ancestor.handle);
                     }
                 }
             }
             Record::ExitHandlerStart { live } => {
-                line.u64("live", *live as u64);
+                line.u64(field::LIVE, *live as u64);
             }
             Record::ExitHandlerEnd => {}
             Record::Alive {
@@ -143,12 +154,12 @@ impl Record {
                 call,
                 origin,
             } => {
-                line.str("when", when.name());
+                line.str(field::WHEN, when.as_str());
                 object(line, *key, *parent)
-                    .str("call", call)
-                    .bytes_str("created_thread", origin.thread.as_bytes())
-                    .i64("created_tid", origin.tid)
-                    .u64("created_t_ns", origin.t_ns);
+                    .str(field::CALL, call)
+                    .bytes_str(field::CREATED_THREAD, origin.thread.as_bytes())
+                    .i64(field::CREATED_TID, origin.tid)
+                    .u64(field::CREATED_T_NS, origin.t_ns);
             }
         }
     }
@@ -180,10 +191,13 @@ pub fn message(call: &str, key: Key, death: Death) -> String {
 }
 
 fn object(line: &mut Line, key: Key, parent: Option<Key>) -> &mut Line {
-    line.str("type", key.ty.name()).hex("handle", key.handle);
+    line.str(field::TYPE, key.ty.name())
+        .hex(field::HANDLE, key.handle);
     match parent {
-        Some(p) => line.hex("parent", p.handle).str("parent_type", p.ty.name()),
-        None => line.hex("parent", 0),
+        Some(p) => line
+            .hex(field::PARENT, p.handle)
+            .str(field::PARENT_TYPE, p.ty.name()),
+        None => line.hex(field::PARENT, 0),
     }
 }
 

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
-use vkexit_layer_support::{monotonic_ns, MappedLog};
+use vkexit_evidence::{files, monotonic_ns, MappedLog};
 
 use crate::identity::this_thread;
 
@@ -14,7 +14,7 @@ use crate::lifetimes::{Key, Lifetimes, Origin};
 use crate::record::{Line, Record, LAYER_NAME};
 
 /// Names the trace file; unset or empty, the layer is a pure pass-through and writes nothing.
-pub const TRACE_FILE_VAR: &str = "VKEXIT_TRACE_FILE";
+pub const TRACE_FILE_VAR: &str = files::TRACE.var;
 
 pub struct Tracer {
     log: MappedLog,
@@ -136,7 +136,7 @@ impl Tracer {
     fn write(&self, records: &[Record]) {
         for record in records {
             // Nowhere to report a failed write to: the application's stderr is its own.
-            let mut line = Line::start(record.ev());
+            let mut line = Line::start(record.ev().as_str());
             record.fill(&mut line);
             let _ = self.log.write(&mut line);
         }

@@ -2,10 +2,156 @@
 //! real validation layer below the trace layer. Each traced run is repeated with validation
 //! alone, to prove the trace layer adds no message id and does not change how the program ends.
 
-mod common;
-
-use common::{traced_and_compared, Layers, Outcome, Run, SIGSEGV, TRACE_LAYER};
 use serde_json::Value;
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use vkexit_testkit::{under_test, Launch};
+
+const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
+const SIGSEGV: i32 = 11;
+
+/// Which layers a run enables, from the application down; validation always.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layers {
+    TraceAndValidation,
+    /// The trace layer without `VKEXIT_TRACE_FILE`.
+    TraceWithoutFileAndValidation,
+    ValidationOnly,
+}
+
+/// What a run left behind.
+struct Outcome {
+    dir: tempfile::TempDir,
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+    trace_path: PathBuf,
+    /// The trace, one JSON object per line (empty without a trace file).
+    trace: Vec<Value>,
+    /// Message ids in the validation log, with their counts.
+    vuids: BTreeMap<String, usize>,
+}
+
+/// Runs `program` (a name in the build directory) with `args` on lavapipe under validation,
+/// the trace layer above it (its committed manifest pointing at the library under test) as
+/// `layers` says.
+fn run(program: &str, args: &[&str], layers: Layers, env: &[(&str, &str)]) -> Outcome {
+    let mut launch = Launch::built(program).args(args).refrt();
+    let trace_path = launch.dir().join("trace.jsonl");
+    if layers != Layers::ValidationOnly {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("VkLayer_vkexit_trace.json");
+        let library = under_test("libVkLayer_vkexit_trace.so", "vkexit-layer-trace");
+        launch = launch.layer(TRACE_LAYER, &manifest, &library);
+    }
+    if layers == Layers::TraceAndValidation {
+        launch = launch.env("VKEXIT_TRACE_FILE", &trace_path);
+    }
+    for (key, value) in env {
+        launch = launch.env(key, value);
+    }
+    let ran = launch.validation().run();
+    // The layer creates its log when it loads: proof that validation was active.
+    let vuids = ran.vuids();
+    Outcome {
+        trace: vkexit_testkit::launch::json_lines(&trace_path).unwrap_or_default(),
+        trace_path,
+        vuids,
+        status: ran.status,
+        stdout: ran.stdout,
+        stderr: ran.stderr,
+        dir: ran.dir,
+    }
+}
+
+impl Outcome {
+    fn signal(&self) -> Option<i32> {
+        self.status.signal()
+    }
+
+    /// What to print when an assertion fails.
+    fn explain(&self) -> String {
+        let trace: Vec<String> = self.trace.iter().map(Value::to_string).collect();
+        format!(
+            "status {:?}\nvuids {:?}\nstdout:\n{}\nstderr:\n{}\ntrace:\n{}",
+            self.status,
+            self.vuids,
+            self.stdout,
+            self.stderr,
+            trace.join("\n")
+        )
+    }
+
+    fn records(&self, ev: &str) -> Vec<&Value> {
+        self.trace.iter().filter(|r| r["ev"] == ev).collect()
+    }
+
+    /// `alive` records of `when`.
+    fn alive(&self, when: &str) -> Vec<&Value> {
+        self.records("alive")
+            .into_iter()
+            .filter(|r| r["when"] == when)
+            .collect()
+    }
+
+    /// The types of `records`, sorted.
+    fn types(records: &[&Value]) -> Vec<String> {
+        let mut types: Vec<String> = records
+            .iter()
+            .map(|r| r["type"].as_str().unwrap().to_string())
+            .collect();
+        types.sort();
+        types
+    }
+
+    /// The handle of the only created object of type `ty`.
+    fn created_handle(&self, ty: &str) -> String {
+        let created: Vec<&Value> = self
+            .records("create")
+            .into_iter()
+            .filter(|r| r["type"] == ty)
+            .collect();
+        assert_eq!(created.len(), 1, "one {ty}\n{}", self.explain());
+        created[0]["handle"].as_str().unwrap().to_string()
+    }
+
+    /// Index of the first record matching `pred`.
+    fn position(&self, pred: impl Fn(&Value) -> bool) -> Option<usize> {
+        self.trace.iter().position(pred)
+    }
+
+    /// Asserts that the trace layer added no message id: each id and count seen here is also
+    /// seen in `without`, the same program run with validation alone.
+    fn adds_no_vuid_to(&self, without: &Outcome) {
+        for (id, &count) in &self.vuids {
+            let before = without.vuids.get(id).copied().unwrap_or(0);
+            assert!(
+                count <= before,
+                "{id} ×{count} with the trace layer, ×{before} without\nwith:\n{}\nwithout:\n{}",
+                self.explain(),
+                without.explain()
+            );
+        }
+    }
+}
+
+/// Runs `program args` with the trace layer and validation, then with validation alone, and
+/// checks that the trace layer added no message id. Returns the traced run.
+fn traced_and_compared(program: &str, args: &[&str]) -> Outcome {
+    let traced = run(program, args, Layers::TraceAndValidation, &[]);
+    let plain = run(program, args, Layers::ValidationOnly, &[]);
+    traced.adds_no_vuid_to(&plain);
+    assert_eq!(
+        traced.status.code(),
+        plain.status.code(),
+        "the trace layer changed how the program ended\nwith:\n{}\nwithout:\n{}",
+        traced.explain(),
+        plain.explain()
+    );
+    assert_eq!(traced.signal(), plain.signal());
+    traced
+}
 
 fn refrt(policy: &str) -> String {
     format!("refrt:{policy}")
@@ -223,10 +369,10 @@ fn mock_vuid_orphans_the_buffer_its_device_still_had() {
 
 #[test]
 fn without_a_trace_file_the_layer_loads_and_writes_nothing() {
-    let run = Run::new(Layers::TraceAndValidation).without_trace_file();
-    let outcome = run.command(
-        common::built("mock"),
+    let outcome = run(
+        "mock",
         &["--keep-vulkan"],
+        Layers::TraceWithoutFileAndValidation,
         &[("VK_LOADER_DEBUG", "layer")],
     );
     assert_eq!(outcome.status.code(), Some(0), "{}", outcome.explain());
@@ -236,7 +382,7 @@ fn without_a_trace_file_the_layer_loads_and_writes_nothing() {
         outcome.explain()
     );
     assert!(!outcome.trace_path.exists());
-    let files: Vec<_> = std::fs::read_dir(run.dir())
+    let files: Vec<_> = std::fs::read_dir(outcome.dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();

@@ -6,6 +6,7 @@ use vkexit_fixtures::{ArgCursor, Parsed, UsageError};
 
 use super::signals::Signal;
 
+/// The mock's usage text (`mock --help`), which also says the order options take effect in.
 pub const USAGE: &str = "\
 usage: mock [OPTIONS]
 
@@ -64,9 +65,13 @@ pub enum VulkanPlan {
     /// application debug messenger that swallows every message; `disable_validation` turns every
     /// check of the validation layer off from the application's side.
     Create {
+        /// Leave instance and device alive at exit (`--keep-vulkan`).
         keep: bool,
+        /// Buffers still alive when the device is destroyed (`--vuid`, `--vuids N`).
         live_buffers: u32,
+        /// Install a messenger that swallows every message (`--silent-messenger`).
         silent_messenger: bool,
+        /// Turn validation off from the application (`--disable-validation`).
         disable_validation: bool,
     },
 }
@@ -75,20 +80,34 @@ pub enum VulkanPlan {
 /// to stay a fast run.
 pub const MAX_LIVE_BUFFERS: u32 = 100_000;
 
+/// What one mock run does, as its command line asked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MockOptions {
+    /// What Vulkan objects it makes and leaves.
     pub vulkan: VulkanPlan,
+    /// The physical device to use (`--device`).
     pub device: u32,
+    /// A runtime spec, accepted so the harness can pass one; the mock loads none.
     pub runtime: Option<String>,
+    /// Raise this signal (`--signal NAME`).
     pub signal: Option<Signal>,
+    /// Exit with this code (`--exit-code N`).
     pub exit_code: Option<u8>,
+    /// Never exit (`--hang`).
     pub hang: bool,
+    /// Hang in an exit handler (`--hang-at-exit`).
     pub hang_at_exit: bool,
+    /// Write this many bytes of output (`--flood BYTES`).
     pub flood: Option<u64>,
+    /// Leave a grandchild holding stdout/stderr for this many seconds (`--grandchild-holds-pipes`).
     pub grandchild_holds_pipes: Option<u64>,
+    /// Crash in an exit handler (`--crash-at-exit`).
     pub crash_at_exit: bool,
+    /// Crash at exit with this probability (`--crash-probability P`).
     pub crash_probability: Option<f64>,
+    /// Call the loader with a VkDevice that is none at exit (`--invalid-device-at-exit`).
     pub invalid_device_at_exit: bool,
+    /// Write nothing to stdout or stderr (`--quiet`).
     pub quiet: bool,
     /// A crashing copy of mock to start (and ignore) after the Vulkan teardown.
     pub crashing_child: Option<CrashingChild>,
@@ -131,6 +150,7 @@ impl CrashingChild {
 }
 
 impl MockOptions {
+    /// Parses the arguments after the program's name.
     pub fn parse(
         args: impl IntoIterator<Item = String>,
     ) -> Result<Parsed<MockOptions>, UsageError> {

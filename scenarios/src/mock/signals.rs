@@ -8,7 +8,9 @@ use libc::c_int;
 /// A signal, by number and by its conventional name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Signal {
+    /// The signal's number.
     pub number: c_int,
+    /// Its name, `SIGSEGV`.
     pub name: &'static str,
 }
 
@@ -46,6 +48,7 @@ const SIGNALS: &[(&str, c_int)] = &[
 ];
 
 impl Signal {
+    /// SIGSEGV, the crash most exit bugs end in.
     pub const SEGV: Signal = Signal {
         number: libc::SIGSEGV,
         name: "SIGSEGV",

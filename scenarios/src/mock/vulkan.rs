@@ -16,6 +16,7 @@ pub const VUID_DESTROY_DEVICE_WITH_CHILD: &str = "VUID-vkDestroyDevice-device-00
 static SWALLOWED: AtomicU64 = AtomicU64::new(0);
 static SWALLOWED_ERRORS: AtomicU64 = AtomicU64::new(0);
 
+/// The mock's Vulkan objects: an instance, perhaps a device and buffers, and its messenger.
 pub struct MockVulkan {
     // Dropping the entry unloads the Vulkan loader, so it lives exactly as long as the objects.
     _entry: ash::Entry,

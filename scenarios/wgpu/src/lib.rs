@@ -11,6 +11,7 @@ use std::pin::pin;
 use std::process;
 use std::task::{Context, Poll, Waker};
 
+/// The size of the storage buffer every wgpu scenario works on.
 pub const BUFFER_SIZE: u64 = 1 << 20;
 
 /// Writes `vkexit-step: <message>` as one line.
@@ -22,6 +23,7 @@ pub fn step(message: std::fmt::Arguments<'_>) {
         .write_all(format!("vkexit-step: {message}\n").as_bytes());
 }
 
+/// Writes a step line, with `format!`'s arguments.
 #[macro_export]
 macro_rules! step {
     ($($arg:tt)*) => {
@@ -31,9 +33,13 @@ macro_rules! step {
 
 /// An instance, the adapter it found, and a device with its queue.
 pub struct Gpu {
+    /// The wgpu instance (Vulkan backend only).
     pub instance: wgpu::Instance,
+    /// The adapter it chose.
     pub adapter: wgpu::Adapter,
+    /// The device.
     pub device: wgpu::Device,
+    /// The device's queue.
     pub queue: wgpu::Queue,
 }
 

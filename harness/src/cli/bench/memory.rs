@@ -27,12 +27,13 @@ pub fn peak_rss_mb(work: &Path, driver: &str, runs: u32) -> Result<f64> {
         .stderr(Stdio::null())
         .status()
         .map_err(|e| Error::io("cannot start", &exe, e))?;
-    let text = std::fs::read_to_string(&report).unwrap_or_default();
-    let kb: f64 = text.trim().parse().map_err(|_| {
-        Error::Bench(format!(
-            "the peak-memory run of {runs} runs reported nothing ({status})"
-        ))
-    })?;
+    let kb = Report::read(&report)
+        .ok_or_else(|| {
+            Error::Bench(format!(
+                "the peak-memory run of {runs} runs reported nothing ({status})"
+            ))
+        })?
+        .rss_kb;
     let _ = std::fs::remove_dir_all(&artifacts);
     Ok(kb / 1024.0)
 }
@@ -84,7 +85,36 @@ pub fn startup_ms(work: &Path, driver: &str) -> Result<f64> {
     Ok(times[2])
 }
 
-/// In the child: `vkexit run RUN_ARGS`, then its own peak RSS in kB written to `out`.
+/// What a child vkexit (`bench --rss-child`) reports of itself once its `vkexit run` ended.
+#[derive(Debug, Clone, Copy)]
+pub struct Report {
+    /// Its peak resident set.
+    pub rss_kb: f64,
+    /// Its own CPU time, every thread (user + system).
+    pub self_cpu_ms: f64,
+    /// The CPU time of the runs it waited for.
+    pub children_cpu_ms: f64,
+}
+
+impl Report {
+    /// `KEY VALUE` lines, as [`child`] writes them.
+    pub fn read(path: &Path) -> Option<Report> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let value = |key: &str| -> Option<f64> {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+                .and_then(|v| v.trim().parse().ok())
+        };
+        Some(Report {
+            rss_kb: value("rss_kb")?,
+            self_cpu_ms: value("self_cpu_ms")?,
+            children_cpu_ms: value("children_cpu_ms")?,
+        })
+    }
+}
+
+/// In the child: `vkexit run RUN_ARGS`, then its own peak RSS in kB and its CPU time and
+/// its runs' written to `out`.
 pub fn child(out: &Path, run_args: &[OsString]) -> Result<bool> {
     let argv = ["vkexit".into(), "run".into()]
         .into_iter()
@@ -104,6 +134,11 @@ pub fn child(out: &Path, run_args: &[OsString]) -> Result<bool> {
         libc::getrusage(libc::RUSAGE_SELF, &mut usage);
         usage.ru_maxrss
     };
-    std::fs::write(out, format!("{kb}\n")).map_err(|e| Error::io("cannot write", out, e))?;
+    let text = format!(
+        "rss_kb {kb}\nself_cpu_ms {}\nchildren_cpu_ms {}\n",
+        crate::run::cost::self_cpu_ms(),
+        crate::run::cost::children_cpu_ms()
+    );
+    std::fs::write(out, text).map_err(|e| Error::io("cannot write", out, e))?;
     Ok(green)
 }

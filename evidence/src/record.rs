@@ -1,6 +1,8 @@
 //! Append-only JSON-lines evidence, written so that a crash loses nothing already recorded.
 //!
-//! Every record is built in a fixed buffer on the stack and written with one `write()` to a file
+//! Async-signal-safe and allocation-free, except where a function says otherwise
+//! ([`EvidenceLog::open`], [`EvidenceLog::from_env`]): the crash handler and exit handlers
+//! build and write records. Every record is built in a fixed buffer on the stack and written with one `write()` to a file
 //! opened with `O_APPEND`: no allocation, no lock, no buffering. That makes [`Record`] and
 //! [`EvidenceLog::write`] usable from exit handlers, and keeps records whole when several
 //! threads or processes append to the same file.
@@ -14,12 +16,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
+use crate::field;
+
 /// The most bytes one record can hold, newline included. Fields that do not fit are left out
 /// and the record ends with `"truncated":true`.
 pub const RECORD_CAPACITY: usize = 4096;
 
 /// Room kept at the end of every record for `,"truncated":true}` and the newline.
 const TAIL: usize = 20;
+const _: () = assert!(TAIL >= ",\"".len() + field::TRUNCATED.len() + "\":true}\n".len());
 
 /// An evidence file, open for appending.
 #[derive(Debug)]
@@ -115,7 +120,8 @@ pub struct Record<const N: usize = RECORD_CAPACITY> {
 }
 
 impl Record {
-    /// A record of event `ev`, stamped now with the calling thread's identity.
+    /// A record of event `ev` (an `Event`'s `as_str()`), stamped now with the calling thread's
+    /// identity.
     #[inline]
     pub fn new(ev: &str) -> Self {
         Self::start(ev)
@@ -133,15 +139,17 @@ impl<const N: usize> Record<N> {
             len: 0,
             truncated: false,
         };
-        record.push(b"{\"ev\":");
+        record.push(b"{\"");
+        record.push(field::EV.as_bytes());
+        record.push(b"\":");
         record.push_json_str(ev.as_bytes());
         let now = monotonic_ns();
         let me = identity(now);
         record
-            .u64("t_ns", now)
-            .i64("pid", me.pid.into())
-            .i64("tid", me.tid)
-            .bytes_str("thread", &me.name[..usize::from(me.name_len)]);
+            .u64(field::T_NS, now)
+            .i64(field::PID, me.pid.into())
+            .i64(field::TID, me.tid)
+            .bytes_str(field::THREAD, &me.name[..usize::from(me.name_len)]);
         record
     }
 
@@ -216,7 +224,9 @@ impl<const N: usize> Record<N> {
     pub(crate) fn finish_line(&mut self) -> &[u8] {
         self.len = self.len.min(N - TAIL);
         if self.truncated {
-            self.push_unchecked(b",\"truncated\":true");
+            self.push_unchecked(b",\"");
+            self.push_unchecked(field::TRUNCATED.as_bytes());
+            self.push_unchecked(b"\":true");
         }
         self.push_unchecked(b"}\n");
         self.written()

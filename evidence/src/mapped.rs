@@ -21,7 +21,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::evidence::{fork_generation, open_append, open_from_env, write_all, Record};
+use crate::record::{fork_generation, open_append, open_from_env, write_all, Record};
 
 /// How much of the file a process takes at a time.
 pub const CHUNK: u64 = 256 * 1024;

@@ -1,15 +1,13 @@
-//! What the integration tests share: the built binaries, a private working
-//! directory per test, and the results file read back as JSON.
-
-#![allow(dead_code)]
+//! `vkexit` itself, run in a sandbox directory of its own, and the results file it writes.
 
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// `target/release` (or debug): vkexit, the scenarios and refrt side by side.
+/// The build directory, checked to hold vkexit and what its runs start: the mock, the
+/// scenarios and refrt.
 pub fn bin_dir() -> PathBuf {
-    let vkexit = assert_cmd::cargo::cargo_bin("vkexit");
+    let vkexit = vkexit_program();
     let dir = vkexit
         .parent()
         .expect("vkexit has a directory")
@@ -24,34 +22,51 @@ pub fn bin_dir() -> PathBuf {
     dir
 }
 
+/// The vkexit binary cargo built for the harness's tests.
+pub fn vkexit_program() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("vkexit")
+}
+
+/// The mock scenario program.
 pub fn mock() -> PathBuf {
     bin_dir().join("mock")
 }
 
+/// A private working directory for vkexit commands.
 pub struct Sandbox {
+    /// The directory, removed when the sandbox is dropped.
     pub dir: tempfile::TempDir,
 }
 
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Sandbox {
+    /// A fresh, empty sandbox.
     pub fn new() -> Self {
         Sandbox {
-            dir: tempfile::tempdir().expect("temp dir"),
+            dir: tempfile::tempdir().expect("a temporary directory"),
         }
     }
 
+    /// The sandbox's directory.
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    /// vkexit, working in the sandbox, with lavapipe's runtime dir set.
+    /// vkexit, working in the sandbox, with a runtime directory of its own for lavapipe.
     pub fn vkexit(&self) -> Command {
         let xdg = self.path().join("xdg");
-        std::fs::create_dir_all(&xdg).unwrap();
-        let mut cmd = Command::cargo_bin("vkexit").unwrap();
+        std::fs::create_dir_all(&xdg).expect("the sandbox's runtime directory");
+        let mut cmd = Command::new(vkexit_program());
         cmd.current_dir(self.path()).env("XDG_RUNTIME_DIR", &xdg);
         cmd
     }
 
+    /// Where [`Sandbox::run`] has vkexit write its results.
     pub fn results(&self) -> PathBuf {
         self.path().join("r.json")
     }
@@ -62,8 +77,8 @@ impl Sandbox {
         serde_json::from_str(&text).expect("results are JSON")
     }
 
-    /// `vkexit run --driver lavapipe --json r.json ARGS`; returns the exit
-    /// code and the results.
+    /// `vkexit run --driver lavapipe --json r.json ARGS`; returns the exit code and the
+    /// results.
     pub fn run(&self, args: &[&str]) -> (i32, Value) {
         let out = self
             .vkexit()
@@ -71,7 +86,7 @@ impl Sandbox {
             .arg(self.results())
             .args(args)
             .output()
-            .unwrap();
+            .expect("vkexit starts");
         let code = out.status.code().expect("vkexit exits normally");
         let text = std::fs::read_to_string(self.results()).unwrap_or_else(|e| {
             panic!(
@@ -90,28 +105,20 @@ impl Sandbox {
         let mut args: Vec<&str> = vec!["--runs", &runs];
         args.extend_from_slice(vkexit_args);
         args.push("--");
-        args.push(mock.to_str().unwrap());
+        args.push(mock.to_str().expect("a UTF-8 path"));
         args.extend_from_slice(mock_args);
         self.run(&args)
     }
-}
 
-/// The library of lavapipe's installed ICD manifest.
-pub fn lavapipe_library() -> String {
-    let dir = std::path::Path::new("/usr/share/vulkan/icd.d");
-    let manifest = std::fs::read_dir(dir)
-        .expect("the ICD manifests of mesa-vulkan-drivers")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("lvp_icd")
-        })
-        .expect("lavapipe is installed (apt-get install mesa-vulkan-drivers)");
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
-    json["ICD"]["library_path"].as_str().unwrap().to_string()
+    /// `vkexit run --driver lavapipe --runs N [ARGS] -- PROGRAM`: its only cell.
+    pub fn cell(&self, runs: u32, args: &[&str], program: &str) -> Value {
+        let runs = runs.to_string();
+        let mut all = vec!["--runs", runs.as_str()];
+        all.extend_from_slice(args);
+        all.extend(["--", program]);
+        let (_, r) = self.run(&all);
+        only_cell(&r).clone()
+    }
 }
 
 /// The only cell of a results file.
@@ -121,23 +128,30 @@ pub fn only_cell(results: &Value) -> &Value {
     &cells[0]
 }
 
+/// How many runs of `cell` were judged `verdict`.
 pub fn count(cell: &Value, verdict: &str) -> u64 {
     cell["counts"][verdict].as_u64().expect("a count")
 }
 
+/// Asserts that all `runs` runs of `cell` were judged `verdict`.
+pub fn assert_all(cell: &Value, verdict: &str, runs: u64) {
+    assert_eq!(count(cell, verdict), runs, "{cell:#}");
+}
+
+/// A JSON array of strings.
 pub fn strings(v: &Value) -> Vec<String> {
     v.as_array()
         .expect("an array")
         .iter()
-        .map(|s| s.as_str().unwrap().to_string())
+        .map(|s| s.as_str().expect("a string").to_string())
         .collect()
 }
 
-/// Mock processes whose command line holds every one of `words` (vkexit's
-/// own command line may hold them too, so only programs named `mock` count).
+/// Mock processes whose command line holds every one of `words` (vkexit's own command line
+/// may hold them too, so only programs named `mock` count).
 pub fn mock_processes_with(words: &[&str]) -> Vec<u32> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };

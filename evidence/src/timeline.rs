@@ -1,0 +1,372 @@
+//! `timeline.jsonl`, from the preloaded library: when the program's `main` started and
+//! returned, who called `exit`, every exit handler registered and run, the loader's
+//! finalization, `dlopen`/`dlclose`, and the Vulkan loader and drivers the process loaded.
+//! Fields that name an object or a symbol are `null` when it is unknown.
+
+crate::wire_names! {
+    /// The events of the exit timeline.
+    pub enum Event {
+        /// The library's constructor ran: the first record of each process.
+        PreloadLoaded = "preload-loaded",
+        /// The program's `main` is called (through `__libc_start_main`).
+        MainStart = "main-start",
+        /// `main` returned: glibc calls `exit` next, with its status.
+        MainReturned = "main-returned",
+        /// The program called `exit` itself, from `caller`.
+        ExitCalled = "exit-called",
+        /// An exit handler was registered: an `atexit` function, or a C++ static destructor
+        /// (unless `VKEXIT_TIMELINE_HANDLERS=atexit`, which records those in runs).
+        HandlerRegistered = "handler-registered",
+        /// A run of C++ static destructors of one object, registered one after another and
+        /// not timed one by one (written when the run ends).
+        HandlersRegistered = "handlers-registered",
+        /// A wrapped exit handler begins; a `handler-start` without its `handler-end` is the
+        /// handler the process died in.
+        HandlerStart = "handler-start",
+        /// A wrapped exit handler returned.
+        HandlerEnd = "handler-end",
+        /// The loader's finalization (`.fini_array`, `__attribute__((destructor))`).
+        DlFiniStart = "dl-fini-start",
+        /// The loader's finalization returned: the exit's last step that the library sees.
+        DlFiniEnd = "dl-fini-end",
+        /// A `dlopen` call returned (or, unobserved, was handed to glibc).
+        Dlopen = "dlopen",
+        /// A `dlclose` call returned.
+        Dlclose = "dlclose",
+        /// A Vulkan loader or driver is in the process.
+        VulkanObject = "vulkan-object",
+    }
+}
+
+crate::wire_names! {
+    /// How an exit handler was registered: the `kind` of `handler-registered`.
+    pub enum HandlerKind {
+        /// `atexit(f)`: a function called with no argument.
+        Atexit = "atexit",
+        /// `__cxa_atexit`: a C++ static destructor.
+        CxaAtexit = "cxa-atexit",
+    }
+}
+
+crate::wire_names! {
+    /// What a `vulkan-object` is: its `role`.
+    pub enum Role {
+        /// `libvulkan.so*`.
+        Loader = "loader",
+        /// A library that exports a Vulkan driver's entry points.
+        Driver = "driver",
+    }
+}
+
+/// The fields of timeline records, after the stamp ([`crate::field`]).
+pub mod field {
+    /// `preload-loaded`: the program's file.
+    pub const PROGRAM: &str = "program";
+    /// `preload-loaded`: the crash handler was installed.
+    pub const CRASH_REPORT: &str = "crash_report";
+    /// `main-start`: the number of arguments `main` got.
+    pub const ARGC: &str = "argc";
+    /// `main-returned`, `exit-called`: the exit status given.
+    pub const STATUS: &str = "status";
+    /// `exit-called`, `dlopen`, `vulkan-object`: the file of the object whose code made the
+    /// call (`vulkan-object`: that loaded it); `null` when unknown.
+    pub const CALLER: &str = "caller";
+    /// `exit-called`: the return address of the call to `exit`, `"0x…"`.
+    pub const CALLER_ADDRESS: &str = "caller_address";
+    /// `handler-*`: the handler's number, from 1 in each process.
+    pub const ID: &str = "id";
+    /// `handler-registered`, `handlers-registered`: a [`super::HandlerKind`].
+    pub const KIND: &str = "kind";
+    /// `handler-registered`, `handlers-registered`: the object that registered it.
+    pub const REGISTRANT: &str = "registrant";
+    /// `handler-registered`: the handler's address, `"0x…"`.
+    pub const FUNCTION: &str = "function";
+    /// `handler-registered`: the handler's symbol, atexit handlers only; `null` when unknown.
+    pub const SYMBOL: &str = "symbol";
+    /// `handler-registered`: the file of the object holding the handler; `null` when unknown.
+    pub const FUNCTION_OBJECT: &str = "function_object";
+    /// `handler-registered`: the handler's offset in `function_object`, `"0x…"`, for
+    /// `addr2line`; absent when the object is unknown.
+    pub const FUNCTION_OFFSET: &str = "function_offset";
+    /// `handler-registered`: the object a C++ static destructor destroys, `"0x…"`;
+    /// `__cxa_atexit` only.
+    pub const ARG: &str = "arg";
+    /// `handler-registered`, `handlers-registered`: whether the handler runs through the
+    /// library's wrapper (timed) or as registered.
+    pub const WRAPPED: &str = "wrapped";
+    /// `handlers-registered`: the first id of the run.
+    pub const FIRST_ID: &str = "first_id";
+    /// `handlers-registered`: the last id of the run.
+    pub const LAST_ID: &str = "last_id";
+    /// `handlers-registered`: how many handlers the run holds (`last_id - first_id + 1`).
+    pub const COUNT: &str = "count";
+    /// `handlers-registered`: when the run's first handler was registered, CLOCK_MONOTONIC
+    /// nanoseconds.
+    pub const FIRST_T_NS: &str = "first_t_ns";
+    /// `dlopen`, `dlclose`, `vulkan-object`: the file, as given to `dlopen` or as the loader
+    /// knows it.
+    pub const PATH: &str = "path";
+    /// `dlopen`: the `RTLD_*` flags given, `"0x…"`.
+    pub const MODE: &str = "mode";
+    /// `dlopen`, `dlclose`: the handle, `"0x…"`; `null` from a `dlopen` that failed or was
+    /// not observed.
+    pub const HANDLE: &str = "handle";
+    /// `dlopen`: whether it returned a handle; `null` when not observed.
+    pub const OK: &str = "ok";
+    /// `dlopen`: whether the call was seen from inside (`false`: handed to glibc as it is,
+    /// when the library opened depends on the caller's own link map, and written before it).
+    pub const OBSERVED: &str = "observed";
+    /// `dlopen`, `dlclose`: when the call began, CLOCK_MONOTONIC nanoseconds; the record's
+    /// `t_ns` is when it returned.
+    pub const CALL_NS: &str = "call_ns";
+    /// `dlclose`: what it returned, 0 for success.
+    pub const RESULT: &str = "result";
+    /// `vulkan-object`: a [`super::Role`].
+    pub const ROLE: &str = "role";
+}
+
+#[cfg(feature = "serde")]
+pub use read::*;
+
+#[cfg(feature = "serde")]
+mod read {
+    use super::Event;
+    use serde::Deserialize;
+    use serde_json::{from_value, Value};
+
+    /// A timeline record, read.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum Entry {
+        /// A `preload-loaded` record: a process of the run started with the library.
+        PreloadLoaded(PreloadLoaded),
+        /// A `main-start` record.
+        MainStart(MainStart),
+        /// A `main-returned` record.
+        MainReturned(Status),
+        /// An `exit-called` record.
+        ExitCalled(ExitCalled),
+        /// A `handler-registered` record.
+        HandlerRegistered(HandlerRegistered),
+        /// A `handlers-registered` record: C++ static destructors, not timed one by one.
+        HandlersRegistered(HandlersRegistered),
+        /// A `handler-start` record.
+        HandlerStart(Handler),
+        /// A `handler-end` record.
+        HandlerEnd(Handler),
+        /// A `dl-fini-start` record.
+        DlFiniStart,
+        /// A `dl-fini-end` record.
+        DlFiniEnd,
+        /// A `dlopen` record.
+        Dlopen(Dlopen),
+        /// A `dlclose` record.
+        Dlclose(Dlclose),
+        /// A `vulkan-object` record.
+        VulkanObject(VulkanObject),
+    }
+
+    /// A `preload-loaded` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct PreloadLoaded {
+        /// The program's file; `None` when it could not be read.
+        pub program: Option<String>,
+        /// Whether the library installed its crash handler in this process, so a crash
+        /// leaves a `crash` record.
+        pub crash_report: bool,
+    }
+
+    /// A `main-start` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct MainStart {
+        /// The number of arguments `main` got.
+        pub argc: i64,
+    }
+
+    /// `main-returned`.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct Status {
+        /// What `main` returned: the exit status glibc passes on to `exit`.
+        pub status: i64,
+    }
+
+    /// An `exit-called` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct ExitCalled {
+        /// The status given to `exit`.
+        pub status: i64,
+        /// The file of the object whose code called `exit`; `None` when unknown.
+        pub caller: Option<String>,
+        /// The return address of the call, `"0x…"`.
+        pub caller_address: String,
+    }
+
+    /// A `handler-registered` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct HandlerRegistered {
+        /// The handler's number, from 1 in each process; its `handler-start` and
+        /// `handler-end` carry the same.
+        pub id: u64,
+        /// A [`super::HandlerKind`].
+        pub kind: String,
+        /// The file of the object that registered it; `None` when unknown.
+        pub registrant: Option<String>,
+        /// The handler's address, `"0x…"`.
+        pub function: String,
+        /// The handler's symbol; `atexit` handlers only, `None` when unknown.
+        pub symbol: Option<String>,
+        /// The file of the object holding the handler; `None` when unknown.
+        pub function_object: Option<String>,
+        /// The handler's offset in `function_object`, `"0x…"`; `None` when it is unknown.
+        pub function_offset: Option<String>,
+        /// The object a C++ static destructor destroys, `"0x…"`; `None` for `atexit`.
+        pub arg: Option<String>,
+        /// Whether it runs through the library's wrapper, timed by `handler-start` and
+        /// `handler-end`; `false`: it runs as registered, unseen.
+        pub wrapped: bool,
+    }
+
+    /// A `handlers-registered` record: a run of C++ static destructors of one object.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct HandlersRegistered {
+        /// The first handler's id.
+        pub first_id: u64,
+        /// The last handler's id.
+        pub last_id: u64,
+        /// How many handlers the run holds.
+        pub count: u64,
+        /// A [`super::HandlerKind`] (`cxa-atexit`).
+        pub kind: String,
+        /// When the first was registered, CLOCK_MONOTONIC nanoseconds; the record's `t_ns`
+        /// is when the run ended.
+        pub first_t_ns: u64,
+        /// Whether they run through the library's wrapper (`false`: not timed).
+        pub wrapped: bool,
+        /// The file of the object that registered them; `None` when unknown.
+        pub registrant: Option<String>,
+    }
+
+    /// `handler-start`, `handler-end`.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct Handler {
+        /// The id of the handler's `handler-registered` record.
+        pub id: u64,
+    }
+
+    /// A `dlopen` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct Dlopen {
+        /// The file asked for; `None`: the program itself (`dlopen(NULL, …)`).
+        pub path: Option<String>,
+        /// The `RTLD_*` flags given, `"0x…"`.
+        pub mode: String,
+        /// The handle returned, `"0x…"`; `None` when it failed or was not observed.
+        pub handle: Option<String>,
+        /// Whether it returned a handle; `None` when not observed.
+        pub ok: Option<bool>,
+        /// Whether the call was seen from inside (`false`: handed to glibc as it is, the
+        /// record written before the call).
+        pub observed: bool,
+        /// When the call began, CLOCK_MONOTONIC nanoseconds; `None` when not observed.
+        pub call_ns: Option<u64>,
+        /// The file of the object that called `dlopen`; `None` when unknown.
+        pub caller: Option<String>,
+    }
+
+    /// A `dlclose` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct Dlclose {
+        /// The file of the object closed, as the loader knows it.
+        pub path: String,
+        /// The handle closed, `"0x…"`.
+        pub handle: String,
+        /// What `dlclose` returned, 0 for success.
+        pub result: i64,
+        /// When the call began, CLOCK_MONOTONIC nanoseconds; the object's finalizers ran
+        /// between it and the record's `t_ns`.
+        pub call_ns: u64,
+    }
+
+    /// A `vulkan-object` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct VulkanObject {
+        /// A [`super::Role`].
+        pub role: String,
+        /// The object's file, as loaded.
+        pub path: String,
+        /// The file of the object whose `dlopen` loaded it; `None` when it was found among the
+        /// loaded objects instead (linked at start, or loaded unobserved).
+        pub caller: Option<String>,
+    }
+
+    impl HandlerRegistered {
+        /// Its `kind`, when it is one this version knows.
+        pub fn kind(&self) -> Option<super::HandlerKind> {
+            super::HandlerKind::from_wire(&self.kind)
+        }
+    }
+
+    impl VulkanObject {
+        /// Its `role`, when it is one this version knows.
+        pub fn role(&self) -> Option<super::Role> {
+            super::Role::from_wire(&self.role)
+        }
+    }
+
+    impl crate::read::Entry for Entry {
+        type Event = Event;
+
+        fn event_of(ev: &str) -> Option<Event> {
+            Event::from_wire(ev)
+        }
+
+        fn wire_name(event: Event) -> &'static str {
+            event.as_str()
+        }
+
+        fn parse(event: Event, record: Value) -> serde_json::Result<Self> {
+            Ok(match event {
+                Event::PreloadLoaded => Entry::PreloadLoaded(from_value(record)?),
+                Event::MainStart => Entry::MainStart(from_value(record)?),
+                Event::MainReturned => Entry::MainReturned(from_value(record)?),
+                Event::ExitCalled => Entry::ExitCalled(from_value(record)?),
+                Event::HandlerRegistered => Entry::HandlerRegistered(from_value(record)?),
+                Event::HandlersRegistered => Entry::HandlersRegistered(from_value(record)?),
+                Event::HandlerStart => Entry::HandlerStart(from_value(record)?),
+                Event::HandlerEnd => Entry::HandlerEnd(from_value(record)?),
+                Event::DlFiniStart => Entry::DlFiniStart,
+                Event::DlFiniEnd => Entry::DlFiniEnd,
+                Event::Dlopen => Entry::Dlopen(from_value(record)?),
+                Event::Dlclose => Entry::Dlclose(from_value(record)?),
+                Event::VulkanObject => Entry::VulkanObject(from_value(record)?),
+            })
+        }
+
+        fn event(&self) -> Event {
+            match self {
+                Entry::PreloadLoaded(_) => Event::PreloadLoaded,
+                Entry::MainStart(_) => Event::MainStart,
+                Entry::MainReturned(_) => Event::MainReturned,
+                Entry::ExitCalled(_) => Event::ExitCalled,
+                Entry::HandlerRegistered(_) => Event::HandlerRegistered,
+                Entry::HandlersRegistered(_) => Event::HandlersRegistered,
+                Entry::HandlerStart(_) => Event::HandlerStart,
+                Entry::HandlerEnd(_) => Event::HandlerEnd,
+                Entry::DlFiniStart => Event::DlFiniStart,
+                Entry::DlFiniEnd => Event::DlFiniEnd,
+                Entry::Dlopen(_) => Event::Dlopen,
+                Entry::Dlclose(_) => Event::Dlclose,
+                Entry::VulkanObject(_) => Event::VulkanObject,
+            }
+        }
+    }
+}

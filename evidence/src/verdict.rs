@@ -1,0 +1,117 @@
+//! Verdicts: what one run did, and what a cell of runs means for the gate.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The class of one run. Order of precedence is decided in `classify`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunVerdict {
+    /// Exited 0 with every layer asked for active, and nothing found: no validation message,
+    /// no call on a destroyed handle, no leak (when leaks count).
+    Pass,
+    /// The main process, or any other process of its tree, was killed by a signal.
+    Crash,
+    /// The main process exited with a nonzero status, and no process crashed.
+    Exit,
+    /// Exited 0, but the validation layer logged messages, or the trace layer saw calls on
+    /// destroyed handles.
+    Vuid,
+    /// Still running at the time limit (`--timeout`): vkexit killed its process group.
+    Timeout,
+    /// The run could not be judged: it did not start or was interrupted, a layer asked for
+    /// was not active, or its evidence could not be read. Never a pass.
+    Error,
+    /// Objects alive when the driver's exit handlers would run (only with
+    /// `--fail-on-leak`): the root cause of the Jetson crash.
+    Leak,
+}
+
+impl RunVerdict {
+    /// Every run verdict, in declaration order (the order of a cell's `counts`).
+    pub const ALL: [RunVerdict; 7] = [
+        RunVerdict::Pass,
+        RunVerdict::Crash,
+        RunVerdict::Exit,
+        RunVerdict::Vuid,
+        RunVerdict::Timeout,
+        RunVerdict::Error,
+        RunVerdict::Leak,
+    ];
+
+    /// Whether the run passed: only `pass` does.
+    pub fn is_success(self) -> bool {
+        self == RunVerdict::Pass
+    }
+
+    /// Its name in results, baselines and reports, `vuid`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunVerdict::Pass => "pass",
+            RunVerdict::Crash => "crash",
+            RunVerdict::Exit => "exit",
+            RunVerdict::Vuid => "vuid",
+            RunVerdict::Timeout => "timeout",
+            RunVerdict::Error => "error",
+            RunVerdict::Leak => "leak",
+        }
+    }
+}
+
+impl fmt::Display for RunVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The verdict of a cell (case × runtime × driver × layers × emulation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CellVerdict {
+    /// Every run passed.
+    Pass,
+    /// No run passed (and none was in error), and this failure is not one the baseline
+    /// expects.
+    Fail,
+    /// Some runs passed and some failed.
+    Flaky,
+    /// Every run failed, as the baseline expects (its verdicts, VUIDs and signals).
+    ExpectedFail,
+    /// Every run passed, but the baseline expects it to fail: the baseline is out of date.
+    UnexpectedPass,
+    /// A run could not be judged, no run finished, or the cell could not run (a driver that
+    /// could not be probed): never green.
+    Error,
+    /// Not run, as `reason` says: its driver or real runtime is not installed here, the
+    /// driver shows no device, or the runtime lacks an operation the case needs.
+    Skipped,
+}
+
+impl CellVerdict {
+    /// Whether the gate is green for this cell.
+    pub fn is_success(self) -> bool {
+        matches!(
+            self,
+            CellVerdict::Pass | CellVerdict::ExpectedFail | CellVerdict::Skipped
+        )
+    }
+
+    /// Its name in results, baselines and reports, `expected-fail`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CellVerdict::Pass => "pass",
+            CellVerdict::Fail => "fail",
+            CellVerdict::Flaky => "flaky",
+            CellVerdict::ExpectedFail => "expected-fail",
+            CellVerdict::UnexpectedPass => "unexpected-pass",
+            CellVerdict::Error => "error",
+            CellVerdict::Skipped => "skipped",
+        }
+    }
+}
+
+impl fmt::Display for CellVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

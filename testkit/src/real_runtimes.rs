@@ -1,0 +1,79 @@
+//! The real-runtimes matrix (`ci/matrix/real-runtimes.toml`), judged by its baseline
+//! (`ci/baselines/real-runtimes-ext.toml`), as CI runs it: from the workspace's root, which its
+//! program paths are relative to.
+
+use crate::vkexit::Sandbox;
+use serde_json::Value;
+
+/// The matrix, relative to the workspace.
+pub const MATRIX: &str = "ci/matrix/real-runtimes.toml";
+/// The baseline that judges it, relative to the workspace.
+pub const BASELINE: &str = "ci/baselines/real-runtimes-ext.toml";
+
+/// The names of the matrix's cases that `keep` keeps, in the matrix's order.
+pub fn cases(keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let path = crate::workspace().join(MATRIX);
+    let matrix = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    matrix
+        .lines()
+        .filter_map(|l| l.strip_prefix("name = \"")?.strip_suffix('"'))
+        .filter(|name| keep(name))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs `cases` of the matrix once each on lavapipe against the baseline, and asserts that
+/// they make `cells` cells, that the baseline file judged every one, and that the gate is
+/// green. Returns the results.
+pub fn assert_green(cases: &[String], cells: usize) -> Value {
+    let sb = Sandbox::new();
+    let mut cmd = sb.vkexit();
+    cmd.current_dir(crate::workspace()).args([
+        "run",
+        "--config",
+        MATRIX,
+        "--baseline",
+        BASELINE,
+        "--driver",
+        "lavapipe",
+        "--runs",
+        "1",
+    ]);
+    for case in cases {
+        cmd.args(["--case", case]);
+    }
+    let out = cmd
+        .arg("--json")
+        .arg(sb.results())
+        .arg("--artifacts")
+        .arg(sb.path().join("artifacts"))
+        .output()
+        .expect("vkexit starts");
+    let r = sb.read_results();
+    let judged = r["cells"].as_array().expect("cells");
+    assert_eq!(judged.len(), cells, "{} cases: {r:#}", cases.len());
+    for c in judged {
+        let source = c["expectation"].as_str().unwrap_or_default();
+        assert!(
+            source.starts_with(&format!("{BASELINE}:")),
+            "every cell is judged by the baseline file: {c:#}"
+        );
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    r
+}
+
+/// `vkexit run --driver lavapipe --runs N --emulate MODE [--trace] -- PROGRAM`: its only cell.
+pub fn cell(runs: u32, emulate: &str, trace: bool, program: &str) -> Value {
+    let mut args = vec!["--emulate", emulate];
+    if trace {
+        args.push("--trace");
+    }
+    Sandbox::new().cell(runs, &args, program)
+}
