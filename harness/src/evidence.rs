@@ -17,19 +17,19 @@ const MAX_FINDINGS: usize = 64;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceSummary {
     /// The layer wrote its `loaded` record: it sat in the call chain.
-    pub loaded: bool,
-    pub creates: u64,
-    pub destroys: u64,
+    pub(crate) loaded: bool,
+    pub(crate) creates: u64,
+    pub(crate) destroys: u64,
     /// Objects alive when the layer's exit handler ran, by type.
-    pub alive_at_exit: BTreeMap<String, u64>,
+    pub(crate) alive_at_exit: BTreeMap<String, u64>,
     /// Objects still alive at vkDestroyInstance, by type.
-    pub alive_at_destroy_instance: BTreeMap<String, u64>,
+    pub(crate) alive_at_destroy_instance: BTreeMap<String, u64>,
     /// Children still alive when their device was destroyed, by type.
     #[serde(default)]
-    pub orphaned_at_destroy_device: BTreeMap<String, u64>,
-    pub dead_handle_calls: u64,
+    pub(crate) orphaned_at_destroy_device: BTreeMap<String, u64>,
+    pub(crate) dead_handle_calls: u64,
     /// Sentences a person reads: "VkDevice 0x… alive at exit (created on thread main)".
-    pub findings: Vec<String>,
+    pub(crate) findings: Vec<String>,
     pub bad_lines: u64,
 }
 
@@ -92,13 +92,13 @@ impl TraceSummary {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TegraSummary {
-    pub loaded: bool,
-    pub mode: String,
-    pub workers_started: u64,
-    pub workers_stopped: u64,
+    pub(crate) loaded: bool,
+    pub(crate) mode: String,
+    pub(crate) workers_started: u64,
+    pub(crate) workers_stopped: u64,
     /// Workers alive when the exit handler unmapped the region.
-    pub live_at_unmap: Option<u64>,
-    pub findings: Vec<String>,
+    pub(crate) live_at_unmap: Option<u64>,
+    pub(crate) findings: Vec<String>,
     pub bad_lines: u64,
 }
 
@@ -135,31 +135,31 @@ const MAX_CRASHED_PROCESSES: usize = 64;
 /// One process of a run's tree that took a crash signal: its first `crash`
 /// record, and whether the signal ended it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcessCrash {
-    pub pid: i64,
-    pub ppid: i64,
+pub(crate) struct ProcessCrash {
+    pub(crate) pid: i64,
+    pub(crate) ppid: i64,
     /// The process's arguments joined by spaces (empty from an older handler).
-    pub cmdline: String,
-    pub signal: String,
-    pub thread: String,
-    pub pc: String,
+    pub(crate) cmdline: String,
+    pub(crate) signal: String,
+    pub(crate) thread: String,
+    pub(crate) pc: String,
     /// The file of the process's maps that held the pc, `unmapped`, `[anonymous]`, …
-    pub pc_mapping: String,
+    pub(crate) pc_mapping: String,
     /// The object whose code brought the crash about: the pc's, or, when the
     /// pc is in the C or C++ runtime (`abort`, `raise`, a failed assertion),
     /// the first object of the backtrace outside it. A layer that aborts is
     /// known by this, not by its pc.
     #[serde(default)]
-    pub culprit: String,
+    pub(crate) culprit: String,
     /// The signal ended the process: its default action was taken, at once or
     /// after a program handler gave up on the fault. A crash the program's own
     /// handler survived (a JIT's guard page, a death-test's parent) is not fatal.
-    pub fatal: bool,
+    pub(crate) fatal: bool,
 }
 
 impl ProcessCrash {
     /// `process 1234 (mock --signal SIGSEGV)`, for sentences.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.cmdline.as_str() {
             "" => format!("process {}", self.pid),
             cmdline => format!("process {} ({})", self.pid, cut(cmdline, 160)),
@@ -192,12 +192,12 @@ fn cut(text: &str, max: usize) -> String {
 
 /// What `crash.jsonl` says about the processes of one run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CrashSummary {
+pub(crate) struct CrashSummary {
     /// In the order of their first crash record.
-    pub processes: Vec<ProcessCrash>,
+    pub(crate) processes: Vec<ProcessCrash>,
     /// Crashed processes beyond the ones kept.
-    pub more: u64,
-    pub bad_lines: u64,
+    pub(crate) more: u64,
+    pub(crate) bad_lines: u64,
 }
 
 impl CrashSummary {
@@ -267,14 +267,17 @@ impl CrashSummary {
     }
 
     /// The processes other than `main_pid` that died of a crash signal.
-    pub fn fatal_besides(&self, main_pid: Option<i64>) -> impl Iterator<Item = &ProcessCrash> {
+    pub(crate) fn fatal_besides(
+        &self,
+        main_pid: Option<i64>,
+    ) -> impl Iterator<Item = &ProcessCrash> {
         self.processes
             .iter()
             .filter(move |p| p.fatal && Some(p.pid) != main_pid)
     }
 
     /// The main process's crash, when it wrote one.
-    pub fn of(&self, pid: Option<i64>) -> Option<&ProcessCrash> {
+    pub(crate) fn of(&self, pid: Option<i64>) -> Option<&ProcessCrash> {
         self.processes.iter().find(|p| Some(p.pid) == pid)
     }
 }
@@ -285,7 +288,7 @@ pub fn read_trace(reader: impl Read) -> std::io::Result<TraceSummary> {
     Ok(summary)
 }
 
-pub fn read_crashes(reader: impl Read) -> std::io::Result<CrashSummary> {
+pub(crate) fn read_crashes(reader: impl Read) -> std::io::Result<CrashSummary> {
     let mut summary = CrashSummary::default();
     summary.bad_lines = read::records(reader, |stamp, record| summary.add(stamp, record))?;
     Ok(summary)

@@ -23,10 +23,10 @@ const MAX_RECORDS: usize = 200_000;
 const MAX_RANGED_HANDLERS: u64 = 1_000_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    pub t_ns: u64,
-    pub source: &'static str,
-    pub text: String,
+pub(crate) struct Event {
+    pub(crate) t_ns: u64,
+    pub(crate) source: &'static str,
+    pub(crate) text: String,
     /// C++ static destructors come by the thousand: consecutive events of
     /// one group (what happened, registrant) are shown as one line.
     group: Option<Group>,
@@ -109,7 +109,7 @@ fn short(path: &str) -> &str {
 /// A run's evidence, read from its directory.
 #[derive(Debug, Default)]
 pub struct Story {
-    pub events: Vec<Event>,
+    pub(crate) events: Vec<Event>,
     handlers: BTreeMap<HandlerKey, Handler>,
     /// The exit handler that started last, in time, per process.
     last_started: BTreeMap<i64, u64>,

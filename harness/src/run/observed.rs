@@ -8,8 +8,8 @@ use crate::verdict::RunVerdict;
 use serde::{Deserialize, Serialize};
 
 /// The files the preloaded diagnostics write in a run's directory.
-pub const TIMELINE_FILE: &str = vkexit_evidence::files::TIMELINE.name;
-pub const CRASH_FILE: &str = vkexit_evidence::files::CRASH.name;
+pub(crate) const TIMELINE_FILE: &str = vkexit_evidence::files::TIMELINE.name;
+pub(crate) const CRASH_FILE: &str = vkexit_evidence::files::CRASH.name;
 
 /// How the program under test ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,26 +65,26 @@ pub struct RunEvidence {
 #[derive(Debug, Clone, Default)]
 pub struct ProcessTree {
     /// The process vkexit started; `None` when none was.
-    pub main_pid: Option<i64>,
+    pub(crate) main_pid: Option<i64>,
     /// `crash.jsonl`: every process of the run writes its crashes there.
-    pub crashes: CrashSummary,
+    pub(crate) crashes: CrashSummary,
     /// The program crashes children on purpose (death tests): their crashes
     /// are findings, not failures.
-    pub children_may_crash: bool,
+    pub(crate) children_may_crash: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Classification {
     pub verdict: RunVerdict,
     /// One line a person can read: why this verdict.
-    pub reason: String,
-    pub signal: Option<String>,
+    pub(crate) reason: String,
+    pub(crate) signal: Option<String>,
     pub vuids: Vec<String>,
     /// What the vkexit layers saw, as sentences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub findings: Vec<String>,
+    pub(crate) findings: Vec<String>,
     /// The layer whose library held the pc of the crash that failed the run
     /// (`validation`, `trace`, or another layer's file name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub crash_layer: Option<String>,
+    pub(crate) crash_layer: Option<String>,
 }
