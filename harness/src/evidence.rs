@@ -14,11 +14,15 @@ use vkexit_evidence::{crash, tegra, trace};
 /// still counted by type.
 const MAX_FINDINGS: usize = 64;
 
+/// What VK_LAYER_VKEXIT_trace saw of the run's Vulkan objects, summed from `trace.jsonl`
+/// (present only when the run asked for the trace layer).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceSummary {
     /// The layer wrote its `loaded` record: it sat in the call chain.
     pub(crate) loaded: bool,
+    /// `create` records: objects the program created, all types together.
     pub(crate) creates: u64,
+    /// `destroy` records: objects the program destroyed, all types together.
     pub(crate) destroys: u64,
     /// Objects alive when the layer's exit handler ran, by type.
     pub(crate) alive_at_exit: BTreeMap<String, u64>,
@@ -27,13 +31,18 @@ pub struct TraceSummary {
     /// Children still alive when their device was destroyed, by type.
     #[serde(default)]
     pub(crate) orphaned_at_destroy_device: BTreeMap<String, u64>,
+    /// Calls made on a handle that was already destroyed (`dead-handle` records).
     pub(crate) dead_handle_calls: u64,
     /// Sentences a person reads: "VkDevice 0x… alive at exit (created on thread main)".
     pub(crate) findings: Vec<String>,
+    /// Lines that were not a trace record (cut by a crash, not JSON, or a known event
+    /// missing what it promises): counted and skipped.
     pub bad_lines: u64,
 }
 
 impl TraceSummary {
+    /// Some Vulkan object was still alive when the layer's exit handler ran: what
+    /// `fail_on_leak` (the matrix key, `--fail-on-leak`) fails a run for.
     pub fn leaked(&self) -> bool {
         !self.alive_at_exit.is_empty()
     }
@@ -90,15 +99,24 @@ impl TraceSummary {
     }
 }
 
+/// What VK_LAYER_VKEXIT_tegra_exit, the emulated driver, did in the run, summed from
+/// `tegra.jsonl` (present only when the run asked for emulation).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TegraSummary {
+    /// The layer wrote its `loaded` record: it sat in the call chain.
     pub(crate) loaded: bool,
+    /// The emulation mode its `loaded` record named; empty when it wrote none.
     pub(crate) mode: String,
+    /// Device worker threads the emulated driver started.
     pub(crate) workers_started: u64,
+    /// Device worker threads the emulated driver stopped.
     pub(crate) workers_stopped: u64,
     /// Workers alive when the exit handler unmapped the region.
     pub(crate) live_at_unmap: Option<u64>,
+    /// Sentences a person reads: what the emulated driver's exit did wrong.
     pub(crate) findings: Vec<String>,
+    /// Lines that were not a tegra-exit record (cut by a crash, not JSON, or a known
+    /// event missing what it promises): counted and skipped.
     pub bad_lines: u64,
 }
 
@@ -282,18 +300,21 @@ impl CrashSummary {
     }
 }
 
+/// Sums up a `trace.jsonl`; fails only when reading fails, never on what a line holds.
 pub fn read_trace(reader: impl Read) -> std::io::Result<TraceSummary> {
     let mut summary = TraceSummary::default();
     summary.bad_lines = read::records(reader, |_, record| summary.add(record))?;
     Ok(summary)
 }
 
+/// Sums up a `crash.jsonl`, every process's crashes; fails only when reading fails.
 pub(crate) fn read_crashes(reader: impl Read) -> std::io::Result<CrashSummary> {
     let mut summary = CrashSummary::default();
     summary.bad_lines = read::records(reader, |stamp, record| summary.add(stamp, record))?;
     Ok(summary)
 }
 
+/// Sums up a `tegra.jsonl`; fails only when reading fails, never on what a line holds.
 pub fn read_tegra(reader: impl Read) -> std::io::Result<TegraSummary> {
     let mut summary = TegraSummary::default();
     summary.bad_lines = read::records(reader, |_, record| summary.add(record))?;

@@ -5,10 +5,14 @@ use crate::support::errors::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// One Vulkan driver, as its ICD manifest describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Driver {
+    /// The short stable name (`lavapipe`, `radv`, …) a matrix's `drivers` and `--driver` use.
     pub(crate) name: String,
+    /// The ICD manifest (`*_icd.json`) it was read from.
     pub(crate) manifest: PathBuf,
+    /// The manifest's `ICD.library_path`, as written there (a file name or a path).
     pub library: String,
 }
 

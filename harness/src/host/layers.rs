@@ -19,9 +19,13 @@ use crate::host::validation::{self, ValidationLayer};
 use crate::support::errors::{Error, Result};
 use std::path::{Path, PathBuf};
 
+/// vkexit's trace layer: Vulkan object lifetimes, as `VK_INSTANCE_LAYERS` names it.
 pub(crate) const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
+/// vkexit's tegra-exit layer, the emulated driver exit (`--emulate`, `emulation`).
 pub(crate) const TEGRA_LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
+/// The trace layer's records (`trace.jsonl`) in a run's directory.
 pub const TRACE_FILE: &str = vkexit_evidence::files::TRACE.name;
+/// The tegra-exit layer's records (`tegra.jsonl`) in a run's directory.
 pub const TEGRA_FILE: &str = vkexit_evidence::files::TEGRA.name;
 /// The validation layer in a cell's layers label: `validation`, or `validation@VERSION` for a
 /// layer build a matrix names by its manifest.

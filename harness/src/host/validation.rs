@@ -16,15 +16,23 @@ use crate::support::errors::{Error, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
+/// The Khronos validation layer's name in layer manifests and in `VK_INSTANCE_LAYERS`.
 pub const LAYER_NAME: &str = "VK_LAYER_KHRONOS_validation";
+/// The layer settings file vkexit writes in each run's directory.
 pub(crate) const SETTINGS_FILE: &str = "vk_layer_settings.txt";
+/// Where the layer logs its messages, in each run's directory.
 pub(crate) const LOG_FILE: &str = "validation.log";
 
+/// An installed validation layer, as its manifest describes it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ValidationLayer {
+    /// The layer manifest (`VkLayer_khronos_validation.json`) it was read from.
     pub(crate) manifest: PathBuf,
+    /// The manifest's `api_version` ("1.3.239"); empty when it has none.
     pub(crate) api_version: String,
+    /// The manifest's `implementation_version`; empty when it has none.
     pub(crate) implementation_version: String,
+    /// The layer's library, resolved from the manifest's `library_path`; it exists.
     pub library: PathBuf,
     /// Named by a matrix's `[[layers]]` set (`validation_manifest`), not found where the loader
     /// looks: runs find it through `VK_LAYER_PATH`, and its cells carry its version in their

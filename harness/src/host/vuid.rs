@@ -25,24 +25,34 @@ use std::sync::OnceLock;
 /// Lines longer than this are cut: the id sits at the start of its line.
 const MAX_LINE: usize = 64 * 1024;
 
+/// How severe the layer said a message is, most severe first (the order is used).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Severity {
+    /// `Validation Error` (1.4.3xx) or `(ERROR /` (1.3.2xx), and any line that says neither.
     Error,
+    /// `Validation Warning` or `(WARN /`.
     Warning,
+    /// `Performance Warning` or `/ PERF)`.
     Performance,
+    /// `Validation Information` or `(INFO /`; such messages are not counted.
     Info,
 }
 
+/// How one message id showed in a log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VuidStat {
+    /// Messages with this id.
     pub(crate) count: u64,
+    /// The most severe of them.
     pub(crate) severity: Severity,
 }
 
 /// Every message id a log holds, with how often and how severe.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VuidReport {
+    /// Each bracketed `VUID-…` or `UNASSIGNED-…` id the log holds, as the layer wrote it;
+    /// information messages are left out.
     pub ids: BTreeMap<String, VuidStat>,
     /// The log ended in the middle of a line (the process died while writing).
     pub cut_mid_line: bool,

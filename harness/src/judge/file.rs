@@ -53,33 +53,47 @@ use toml::Spanned;
 /// Which cells an entry is about; `None` matches any value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Pattern {
+    /// `case`: a `*` pattern of the case name.
     pub(crate) case: Option<String>,
+    /// `runtime`: a `*` pattern of the runtime (`refrt:never`, `ggml`, …).
     pub(crate) runtime: Option<String>,
+    /// `driver`: a `*` pattern of the driver's short name or its ICD manifest path.
     pub(crate) driver: Option<String>,
+    /// `layers`: the cell's layers joined by "+", or "none".
     pub(crate) layers: Option<String>,
+    /// `emulation`: none, tegra or tegra-racy.
     pub(crate) emulation: Option<String>,
-    /// The validation layer versions the entry is about.
+    /// `layer_versions`: the validation layer versions the entry is about.
     pub(crate) layer_versions: Option<VersionRange>,
 }
 
 /// What an entry says about its cells.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Expect {
+    /// `expect = "pass"`.
     Pass,
+    /// `expect = "fail"`.
     Fail {
-        /// How runs may fail; `None` (left out of the file) allows any failure.
+        /// `run_verdicts`: how runs may fail; `None` (left out) allows any failure.
         run_verdicts: Option<Vec<RunVerdict>>,
+        /// `vuids`: each seen in some run (under any of its names).
         vuids: Vec<String>,
+        /// `signals`: each seen in some run (`SIGSEGV`, …).
         signals: Vec<String>,
     },
+    /// `flaky = true`.
     Flaky,
 }
 
 /// One `[[expect]]` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
+    /// The cells it is about: its `case`, `runtime`, `driver`, `layers`, `emulation` and
+    /// `layer_versions` keys.
     pub(crate) pattern: Pattern,
+    /// `expect` (with `run_verdicts`, `vuids`, `signals`) or `flaky`.
     pub(crate) expect: Expect,
+    /// `reason`: why the cells do what they do, shown with their verdict.
     pub(crate) reason: String,
     /// "FILE:LINE" of the entry.
     pub(crate) source: String,
@@ -89,11 +103,17 @@ pub(crate) struct Entry {
 /// it applies to, before they are judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Allow {
+    /// `allow_vuids`: the ids removed (under any of their names).
     pub(crate) vuids: Vec<String>,
+    /// `driver`: a `*` pattern of the driver's short name or manifest path; `None`: any.
     pub(crate) driver: Option<String>,
+    /// `layer_version`: a `*` pattern of the validation layer's version; `None`: any.
     pub(crate) layer_version: Option<String>,
+    /// `layer_versions`: the validation layer versions it applies to; `None`: any.
     pub(crate) layer_versions: Option<VersionRange>,
+    /// `reason`: why the ids are not the program's fault.
     pub(crate) reason: String,
+    /// "FILE:LINE" of the entry.
     pub(crate) source: String,
 }
 
@@ -101,7 +121,9 @@ pub(crate) struct Allow {
 /// written `FROM..TO`; either end may be left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct VersionRange {
+    /// The first version in the range; `None`: no lower end.
     pub(crate) from: Option<[u32; 3]>,
+    /// The first version past the range; `None`: no upper end.
     pub(crate) to: Option<[u32; 3]>,
 }
 
@@ -171,8 +193,11 @@ fn in_versions(range: &Option<VersionRange>, layer_version: Option<&str>) -> boo
 /// One baseline file, checked.
 #[derive(Debug, Clone, Default)]
 pub struct BaselineFile {
+    /// Where it was read from (`--baseline`), for messages and `source`.
     pub(crate) path: PathBuf,
+    /// Its `[[expect]]` entries, in file order.
     pub(crate) entries: Vec<Entry>,
+    /// Its `[[allow]]` entries, in file order.
     pub(crate) allows: Vec<Allow>,
 }
 
@@ -502,6 +527,8 @@ impl BaselineFile {
         BaselineFile::parse(&TomlFile::read(path, "cannot read the baseline file")?)
     }
 
+    /// Checks a baseline file's text; an error names the file, line and column and what
+    /// was expected there.
     pub fn parse(file: &TomlFile) -> Result<BaselineFile> {
         let raw: RawFile = file.parse()?;
         let mut allows = Vec::new();

@@ -38,7 +38,7 @@
 //! with validation only. A driver the file names that is not installed
 //! gives `skipped` cells with the reason; of several entries that name the
 //! same driver (a manifest path and its short name), the first one found is
-//! used. Command-line flags change the file as [`Matrix::apply`] says.
+//! used. Command-line flags change what the file says (`Matrix::apply`).
 
 use crate::host::layers::{self, Emulation};
 use crate::host::validation;
@@ -51,7 +51,9 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
+/// Runs per cell when neither `runs` nor `--runs` says.
 pub(crate) const DEFAULT_RUNS: u32 = 5;
+/// Seconds before a run counts as hung when neither `timeout` nor `--timeout` says.
 pub(crate) const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
 
 // The largest numbers a matrix file or the command line may give. Past them
@@ -103,11 +105,14 @@ fn find_program(program: &Path, path: Option<&std::ffi::OsStr>) -> std::result::
 /// One set of layers every run of its cells gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LayerSet {
+    /// `validation`: VK_LAYER_KHRONOS_validation is enabled (default true).
     pub(crate) validation: bool,
+    /// `trace`: VK_LAYER_VKEXIT_trace is enabled (default false).
     pub(crate) trace: bool,
+    /// `emulation`: the emulated driver exit, if any (default none).
     pub(crate) emulation: Emulation,
-    /// The validation layer build to use (an absolute manifest path), instead of the one the
-    /// loader would find; only with `validation`.
+    /// `validation_manifest`: the validation layer build to use (an absolute manifest path),
+    /// instead of the one the loader would find; only with `validation`.
     pub(crate) validation_manifest: Option<PathBuf>,
 }
 
@@ -125,11 +130,13 @@ impl Default for LayerSet {
 /// A program run as one case, by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct External {
+    /// `name`: the case name its cells and results carry.
     pub(crate) name: String,
+    /// `argv`: the program and its arguments, run as given.
     pub(crate) argv: Vec<OsString>,
-    /// Added to the environment of its runs, after the matrix's own.
+    /// `env`: added to the environment of its runs, after the matrix's own.
     pub(crate) env: Vec<(String, String)>,
-    /// Its runs start in their own private directory, not in the caller's.
+    /// `private_cwd`: its runs start in their own private directory, not in the caller's.
     pub(crate) private_cwd: bool,
 }
 
@@ -155,25 +162,33 @@ impl External {
     }
 }
 
+/// A matrix file, checked: the cells of one job and how they are run. Its keys are those
+/// of the module's example; every one may be left out.
 #[derive(Debug, Clone, Default)]
 pub struct Matrix {
-    /// Built-in cases; empty: every one, unless there are external cases.
+    /// `cases`: built-in cases; empty: every one, unless there are external cases.
     pub(crate) cases: Vec<String>,
+    /// `[[external]]`: programs run as cases, in file order.
     pub(crate) externals: Vec<External>,
-    /// Empty: every refrt policy.
+    /// `runtimes`: empty means every refrt policy.
     pub(crate) runtimes: Vec<String>,
-    /// Empty: every driver that shows a device.
+    /// `drivers`: short names or ICD manifest paths; empty means every driver that shows
+    /// a device.
     pub(crate) drivers: Vec<String>,
     /// The drivers come from a file: one that is not installed gives skipped
     /// cells. Named on the command line, it is an error (likely a typo).
     pub(crate) skip_absent_drivers: bool,
-    /// Empty: one set, validation only.
+    /// `[[layers]]`: one set per table; empty means one set, validation only.
     pub(crate) layer_sets: Vec<LayerSet>,
+    /// `runs`: runs per cell; absent: [`DEFAULT_RUNS`].
     pub(crate) runs: Option<u32>,
+    /// `timeout`: seconds before a run counts as hung; absent: [`DEFAULT_TIMEOUT_SECS`].
     pub(crate) timeout: Option<f64>,
+    /// `jobs`: runs at once; absent: one per CPU.
     pub(crate) jobs: Option<u32>,
-    /// Added to the environment of vkexit and of every run.
+    /// `[env]`: added to the environment of vkexit and of every run.
     pub(crate) env: Vec<(String, String)>,
+    /// `fail_on_leak`: Vulkan objects alive at exit (seen by the trace layer) fail a run.
     pub(crate) fail_on_leak: bool,
 }
 
@@ -203,6 +218,8 @@ impl Matrix {
         Matrix::parse(&TomlFile::read(path, "cannot read the matrix file")?)
     }
 
+    /// Checks a matrix file's text; an error names the file, line and column and what was
+    /// expected there.
     pub fn parse(file: &TomlFile) -> Result<Matrix> {
         let raw: RawMatrix = file.parse()?;
         raw.check(file)

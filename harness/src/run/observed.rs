@@ -7,29 +7,37 @@ use crate::host::vuid::VuidReport;
 use crate::verdict::RunVerdict;
 use serde::{Deserialize, Serialize};
 
-/// The files the preloaded diagnostics write in a run's directory.
+/// The exit timeline the preloaded library writes in a run's directory.
 pub(crate) const TIMELINE_FILE: &str = vkexit_evidence::files::TIMELINE.name;
+/// The crash reports every process of the run writes in its directory.
 pub(crate) const CRASH_FILE: &str = vkexit_evidence::files::CRASH.name;
 
 /// How the program under test ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Termination {
+    /// It exited by itself.
     Exited {
+        /// Its exit status (0 to 255).
         code: i32,
     },
+    /// A signal ended it.
     Signaled {
+        /// The signal's number (11 for SIGSEGV).
         signal: i32,
+        /// The kernel wrote a core file for it.
         core_dumped: bool,
     },
     /// Killed by the harness after the time limit.
     TimedOut {
+        /// The time limit it ran past, in milliseconds.
         after_ms: u64,
     },
     /// vkexit was interrupted (Ctrl-C, SIGTERM) and stopped the program.
     Interrupted,
     /// The program could not be started at all.
     NotStarted {
+        /// Why not, for the run's reason ("cannot execute …: No such file or directory").
         reason: String,
     },
 }
@@ -37,6 +45,7 @@ pub enum Termination {
 /// What the validation layer left in the run directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Validation {
+    /// The run's layers left validation out (`validation = false`, `--no-validation`).
     NotRequested,
     /// Requested, and the layer proved it was active by creating its log.
     Active(VuidReport),
@@ -47,9 +56,12 @@ pub enum Validation {
     Unreadable(String),
 }
 
+/// Everything one run left behind that its verdict depends on: the classifier's whole input.
 #[derive(Debug, Clone)]
 pub struct RunEvidence {
+    /// How the program ended.
     pub termination: Termination,
+    /// What the validation layer logged (`validation.log`), if it was asked for.
     pub validation: Validation,
     /// The trace layer's summary, when the trace layer was asked for.
     pub trace: Option<TraceSummary>,
@@ -73,12 +85,18 @@ pub struct ProcessTree {
     pub(crate) children_may_crash: bool,
 }
 
+/// What one run came to, kept with its evidence and counted into its cell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Classification {
+    /// Pass, or how the run failed; what the program itself showed (crash, exit, timeout)
+    /// comes before what the layers found.
     pub verdict: RunVerdict,
     /// One line a person can read: why this verdict.
     pub(crate) reason: String,
+    /// The name of the signal that ended the program (`SIGSEGV`); `None` when none did.
     pub(crate) signal: Option<String>,
+    /// The message ids the run's validation log holds, and `VKEXIT-trace-dead-handle` for
+    /// calls on destroyed handles, as the layer named them; an allow-list may remove some.
     pub vuids: Vec<String>,
     /// What the vkexit layers saw, as sentences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

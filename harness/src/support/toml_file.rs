@@ -7,12 +7,17 @@ use serde::de::DeserializeOwned;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+/// A TOML file's name and whole text, read once, so that errors can point into it.
 pub struct TomlFile {
+    /// The path as the user gave it (`--config`, `--baseline`): errors name it so.
     pub path: PathBuf,
+    /// The whole file, as UTF-8; byte offsets into it locate errors.
     pub text: String,
 }
 
 impl TomlFile {
+    /// Reads the file; `context` says what it is for in the error ("cannot read the
+    /// matrix file").
     pub(crate) fn read(path: &Path, context: &'static str) -> Result<TomlFile> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(context, path, e))?;
         Ok(TomlFile {
@@ -41,6 +46,7 @@ impl TomlFile {
         }
     }
 
+    /// "FILE:LINE:COLUMN: message" at the start of a parsed value's span.
     pub(crate) fn error(&self, span: &Range<usize>, message: impl std::fmt::Display) -> Error {
         self.error_at(span.start, message)
     }
