@@ -1,9 +1,9 @@
 //! Judging: the one place that decides a cell's verdict. A cell's
 //! expectation is the first entry of the baseline files (`--baseline`, see
-//! [`file`]) that matches it, else the built-in baseline ([`builtin`]); the
+//! `file`) that matches it, else the built-in baseline (`builtin`); the
 //! allow-lists that apply take their ids out of its runs; then its runs,
-//! summed, are held to the expectation ([`evaluate`]), and flaky-expected
-//! cells keep the gate green ([`green`]).
+//! summed, are held to the expectation (`evaluate`), and flaky-expected
+//! cells keep the gate green (`green`).
 
 pub(crate) mod builtin;
 pub(crate) mod file;
