@@ -37,7 +37,8 @@ pub enum Termination {
     Interrupted,
     /// The program could not be started at all.
     NotStarted {
-        /// Why not, for the run's reason ("cannot execute …: No such file or directory").
+        /// Why not (the run directory could not be made, the program could not be spawned);
+        /// the run's reason says it.
         reason: String,
     },
 }
