@@ -14,26 +14,35 @@ use vkexit_evidence::{crash, tegra, trace};
 /// still counted by type.
 const MAX_FINDINGS: usize = 64;
 
+/// What VK_LAYER_VKEXIT_trace saw of the run's Vulkan objects, summed from `trace.jsonl`
+/// (present only when the run asked for the trace layer).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceSummary {
     /// The layer wrote its `loaded` record: it sat in the call chain.
-    pub loaded: bool,
-    pub creates: u64,
-    pub destroys: u64,
+    pub(crate) loaded: bool,
+    /// `create` records: objects the program created, all types together.
+    pub(crate) creates: u64,
+    /// `destroy` records: objects the program destroyed, all types together.
+    pub(crate) destroys: u64,
     /// Objects alive when the layer's exit handler ran, by type.
-    pub alive_at_exit: BTreeMap<String, u64>,
+    pub(crate) alive_at_exit: BTreeMap<String, u64>,
     /// Objects still alive at vkDestroyInstance, by type.
-    pub alive_at_destroy_instance: BTreeMap<String, u64>,
+    pub(crate) alive_at_destroy_instance: BTreeMap<String, u64>,
     /// Children still alive when their device was destroyed, by type.
     #[serde(default)]
-    pub orphaned_at_destroy_device: BTreeMap<String, u64>,
-    pub dead_handle_calls: u64,
+    pub(crate) orphaned_at_destroy_device: BTreeMap<String, u64>,
+    /// Calls made on a handle that was already destroyed (`dead-handle` records).
+    pub(crate) dead_handle_calls: u64,
     /// Sentences a person reads: "VkDevice 0x… alive at exit (created on thread main)".
-    pub findings: Vec<String>,
+    pub(crate) findings: Vec<String>,
+    /// Lines that were not a trace record (cut by a crash, not JSON, or a known event
+    /// missing what it promises): counted and skipped.
     pub bad_lines: u64,
 }
 
 impl TraceSummary {
+    /// Some Vulkan object was still alive when the layer's exit handler ran: what
+    /// `fail_on_leak` (the matrix key, `--fail-on-leak`) fails a run for.
     pub fn leaked(&self) -> bool {
         !self.alive_at_exit.is_empty()
     }
@@ -90,15 +99,24 @@ impl TraceSummary {
     }
 }
 
+/// What VK_LAYER_VKEXIT_tegra_exit, the emulated driver, did in the run, summed from
+/// `tegra.jsonl` (present only when the run asked for emulation).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TegraSummary {
-    pub loaded: bool,
-    pub mode: String,
-    pub workers_started: u64,
-    pub workers_stopped: u64,
+    /// The layer wrote its `loaded` record: it sat in the call chain.
+    pub(crate) loaded: bool,
+    /// The emulation mode its `loaded` record named; empty when it wrote none.
+    pub(crate) mode: String,
+    /// Device worker threads the emulated driver started.
+    pub(crate) workers_started: u64,
+    /// Device worker threads the emulated driver stopped.
+    pub(crate) workers_stopped: u64,
     /// Workers alive when the exit handler unmapped the region.
-    pub live_at_unmap: Option<u64>,
-    pub findings: Vec<String>,
+    pub(crate) live_at_unmap: Option<u64>,
+    /// Sentences a person reads: what the emulated driver's exit did wrong.
+    pub(crate) findings: Vec<String>,
+    /// Lines that were not a tegra-exit record (cut by a crash, not JSON, or a known
+    /// event missing what it promises): counted and skipped.
     pub bad_lines: u64,
 }
 
@@ -135,31 +153,31 @@ const MAX_CRASHED_PROCESSES: usize = 64;
 /// One process of a run's tree that took a crash signal: its first `crash`
 /// record, and whether the signal ended it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcessCrash {
-    pub pid: i64,
-    pub ppid: i64,
+pub(crate) struct ProcessCrash {
+    pub(crate) pid: i64,
+    pub(crate) ppid: i64,
     /// The process's arguments joined by spaces (empty from an older handler).
-    pub cmdline: String,
-    pub signal: String,
-    pub thread: String,
-    pub pc: String,
+    pub(crate) cmdline: String,
+    pub(crate) signal: String,
+    pub(crate) thread: String,
+    pub(crate) pc: String,
     /// The file of the process's maps that held the pc, `unmapped`, `[anonymous]`, …
-    pub pc_mapping: String,
+    pub(crate) pc_mapping: String,
     /// The object whose code brought the crash about: the pc's, or, when the
     /// pc is in the C or C++ runtime (`abort`, `raise`, a failed assertion),
     /// the first object of the backtrace outside it. A layer that aborts is
     /// known by this, not by its pc.
     #[serde(default)]
-    pub culprit: String,
+    pub(crate) culprit: String,
     /// The signal ended the process: its default action was taken, at once or
     /// after a program handler gave up on the fault. A crash the program's own
     /// handler survived (a JIT's guard page, a death-test's parent) is not fatal.
-    pub fatal: bool,
+    pub(crate) fatal: bool,
 }
 
 impl ProcessCrash {
     /// `process 1234 (mock --signal SIGSEGV)`, for sentences.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.cmdline.as_str() {
             "" => format!("process {}", self.pid),
             cmdline => format!("process {} ({})", self.pid, cut(cmdline, 160)),
@@ -192,12 +210,12 @@ fn cut(text: &str, max: usize) -> String {
 
 /// What `crash.jsonl` says about the processes of one run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CrashSummary {
+pub(crate) struct CrashSummary {
     /// In the order of their first crash record.
-    pub processes: Vec<ProcessCrash>,
+    pub(crate) processes: Vec<ProcessCrash>,
     /// Crashed processes beyond the ones kept.
-    pub more: u64,
-    pub bad_lines: u64,
+    pub(crate) more: u64,
+    pub(crate) bad_lines: u64,
 }
 
 impl CrashSummary {
@@ -267,30 +285,36 @@ impl CrashSummary {
     }
 
     /// The processes other than `main_pid` that died of a crash signal.
-    pub fn fatal_besides(&self, main_pid: Option<i64>) -> impl Iterator<Item = &ProcessCrash> {
+    pub(crate) fn fatal_besides(
+        &self,
+        main_pid: Option<i64>,
+    ) -> impl Iterator<Item = &ProcessCrash> {
         self.processes
             .iter()
             .filter(move |p| p.fatal && Some(p.pid) != main_pid)
     }
 
     /// The main process's crash, when it wrote one.
-    pub fn of(&self, pid: Option<i64>) -> Option<&ProcessCrash> {
+    pub(crate) fn of(&self, pid: Option<i64>) -> Option<&ProcessCrash> {
         self.processes.iter().find(|p| Some(p.pid) == pid)
     }
 }
 
+/// Sums up a `trace.jsonl`; fails only when reading fails, never on what a line holds.
 pub fn read_trace(reader: impl Read) -> std::io::Result<TraceSummary> {
     let mut summary = TraceSummary::default();
     summary.bad_lines = read::records(reader, |_, record| summary.add(record))?;
     Ok(summary)
 }
 
-pub fn read_crashes(reader: impl Read) -> std::io::Result<CrashSummary> {
+/// Sums up a `crash.jsonl`, every process's crashes; fails only when reading fails.
+pub(crate) fn read_crashes(reader: impl Read) -> std::io::Result<CrashSummary> {
     let mut summary = CrashSummary::default();
     summary.bad_lines = read::records(reader, |stamp, record| summary.add(stamp, record))?;
     Ok(summary)
 }
 
+/// Sums up a `tegra.jsonl`; fails only when reading fails, never on what a line holds.
 pub fn read_tegra(reader: impl Read) -> std::io::Result<TegraSummary> {
     let mut summary = TegraSummary::default();
     summary.bad_lines = read::records(reader, |_, record| summary.add(record))?;

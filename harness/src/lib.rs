@@ -29,7 +29,7 @@ pub(crate) mod host;
 pub mod judge;
 pub mod plan;
 pub(crate) mod report;
-pub mod results;
+pub(crate) mod results;
 pub mod run;
 pub(crate) mod support;
 #[cfg(test)]

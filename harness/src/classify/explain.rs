@@ -12,7 +12,9 @@ use vkexit_evidence::read::{self, Stamp};
 use vkexit_evidence::timeline::HandlerKind;
 use vkexit_evidence::{crash, files, tegra, timeline, trace};
 
+/// The exit timeline (`timeline.jsonl`) the preloaded library writes in a run's directory.
 pub const TIMELINE_FILE: &str = files::TIMELINE.name;
+/// The crash reports (`crash.jsonl`) every process of a run writes in its directory.
 pub const CRASH_FILE: &str = files::CRASH.name;
 
 /// At most this many records are read from one file.
@@ -22,11 +24,15 @@ const MAX_RECORDS: usize = 200_000;
 /// record may claim any range, and a failing run's summary must stay quick.
 const MAX_RANGED_HANDLERS: u64 = 1_000_000;
 
+/// One line of the story.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    pub t_ns: u64,
-    pub source: &'static str,
-    pub text: String,
+pub(crate) struct Event {
+    /// CLOCK_MONOTONIC, in nanoseconds, as the writer stamped it.
+    pub(crate) t_ns: u64,
+    /// The file it comes from, shortened: `exit`, `trace`, `tegra` or `crash`.
+    pub(crate) source: &'static str,
+    /// What happened, as a sentence.
+    pub(crate) text: String,
     /// C++ static destructors come by the thousand: consecutive events of
     /// one group (what happened, registrant) are shown as one line.
     group: Option<Group>,
@@ -109,7 +115,7 @@ fn short(path: &str) -> &str {
 /// A run's evidence, read from its directory.
 #[derive(Debug, Default)]
 pub struct Story {
-    pub events: Vec<Event>,
+    pub(crate) events: Vec<Event>,
     handlers: BTreeMap<HandlerKey, Handler>,
     /// The exit handler that started last, in time, per process.
     last_started: BTreeMap<i64, u64>,
@@ -123,6 +129,8 @@ pub struct Story {
 }
 
 impl Story {
+    /// Reads the evidence files a run directory holds; a missing file or a bad line is
+    /// left out, never an error.
     pub fn read(dir: &Path) -> Story {
         let mut story = Story::default();
         story.read_file::<timeline::Entry>(dir, files::TIMELINE, Story::add_timeline);
@@ -410,6 +418,8 @@ impl Story {
         lines
     }
 
+    /// The whole story, one event a line with its time since the first event, then the
+    /// exit handlers a crash cut off: what `vkexit explain RUN_DIR` prints.
     pub fn render(&self) -> String {
         let Some(first) = self.events.first() else {
             return "no timeline, trace, driver or crash evidence in this run directory\n".into();

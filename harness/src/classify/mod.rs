@@ -4,7 +4,7 @@
 pub mod explain;
 
 pub use crate::run::observed::{Classification, ProcessTree, RunEvidence, Termination, Validation};
-pub use crate::support::util::signal_name;
+pub(crate) use crate::support::util::signal_name;
 
 use crate::evidence::ProcessCrash;
 use crate::verdict::RunVerdict;
@@ -12,13 +12,13 @@ use crate::verdict::RunVerdict;
 /// The id under which a call on an already destroyed handle, seen by the
 /// trace layer, is reported among the VUIDs: it is API misuse the
 /// validation layer cannot report once the parent is gone.
-pub const DEAD_HANDLE_ID: &str = "VKEXIT-trace-dead-handle";
+pub(crate) const DEAD_HANDLE_ID: &str = "VKEXIT-trace-dead-handle";
 
 /// The layer a library belongs to, by its file name: vkexit's names for the
 /// layers it enables, the file name for any other layer (`libVkLayer_*`).
 /// The tegra-exit layer stands in for the driver: a fault of its emulated
 /// driver is the emulation working, the application's crash, not a layer's.
-pub fn layer_of(mapping: &str) -> Option<String> {
+pub(crate) fn layer_of(mapping: &str) -> Option<String> {
     let file = mapping.rsplit('/').next().unwrap_or(mapping);
     let stem = file.split(".so").next().unwrap_or(file);
     match stem {
@@ -31,7 +31,7 @@ pub fn layer_of(mapping: &str) -> Option<String> {
 }
 
 /// `the validation layer` or `the layer libVkLayer_x.so`, for sentences.
-pub fn layer_phrase(layer: &str) -> String {
+pub(crate) fn layer_phrase(layer: &str) -> String {
     match layer {
         "validation" | "trace" => format!("the {layer} layer"),
         other => format!("the layer {other}"),
@@ -39,7 +39,7 @@ pub fn layer_phrase(layer: &str) -> String {
 }
 
 /// What the run stage calls on each run it finishes.
-pub const EXAMINE: crate::run::Examine = crate::run::Examine {
+pub(crate) const EXAMINE: crate::run::Examine = crate::run::Examine {
     classify,
     story: |dir| explain::Story::read(dir).summary(),
 };

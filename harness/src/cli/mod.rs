@@ -73,6 +73,9 @@ enum Command {
     ProbeLoader { path: PathBuf },
 }
 
+/// Parses the command line and runs the command. Exits 0 when the gate is green (or the
+/// command did its work), 1 when red, 2 on any error (said on stderr: a bad flag or file,
+/// a file that cannot be read or written), 130 when interrupted.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {

@@ -5,16 +5,20 @@ use crate::support::errors::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// One Vulkan driver, as its ICD manifest describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Driver {
-    pub name: String,
-    pub manifest: PathBuf,
+    /// The short stable name (`lavapipe`, `radv`, …) a matrix's `drivers` and `--driver` use.
+    pub(crate) name: String,
+    /// The ICD manifest (`*_icd.json`) it was read from.
+    pub(crate) manifest: PathBuf,
+    /// The manifest's `ICD.library_path`, as written there (a file name or a path).
     pub library: String,
 }
 
 /// The manifest directories the loader reads, in its order, when neither
 /// `VK_DRIVER_FILES` nor `VK_ICD_FILENAMES` is set.
-pub fn icd_search_dirs() -> Vec<PathBuf> {
+pub(crate) fn icd_search_dirs() -> Vec<PathBuf> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let env_dirs = |var: &str, default: &str| -> Vec<PathBuf> {
         let value = std::env::var(var).unwrap_or_default();
@@ -46,7 +50,7 @@ pub fn icd_search_dirs() -> Vec<PathBuf> {
 
 /// Every driver the loader would see, as (manifest, problem) pairs for the
 /// manifests that could not be read.
-pub fn discover() -> (Vec<Driver>, Vec<(PathBuf, String)>) {
+pub(crate) fn discover() -> (Vec<Driver>, Vec<(PathBuf, String)>) {
     let explicit = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()));
@@ -105,7 +109,7 @@ pub fn read_manifest(path: &Path) -> Result<Driver, String> {
 }
 
 /// The short stable name of a driver, from its library's file name.
-pub fn short_name(library: &str) -> String {
+pub(crate) fn short_name(library: &str) -> String {
     let file = Path::new(library)
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
@@ -140,7 +144,7 @@ pub fn short_name(library: &str) -> String {
 
 /// Picks drivers by short name or manifest path; an unknown name is an error
 /// that lists the drivers found.
-pub fn select(all: &[Driver], wanted: &[String]) -> Result<Vec<Driver>> {
+pub(crate) fn select(all: &[Driver], wanted: &[String]) -> Result<Vec<Driver>> {
     let mut chosen: Vec<Driver> = Vec::new();
     for want in wanted {
         let as_path = Path::new(want);
@@ -169,11 +173,11 @@ pub fn select(all: &[Driver], wanted: &[String]) -> Result<Vec<Driver>> {
 }
 
 /// The loader that first reads `VK_LOADER_DRIVERS_SELECT` and `VK_ADD_DRIVER_FILES`.
-pub const LOADER_SELECT_SINCE: [u32; 3] = [1, 3, 234];
+pub(crate) const LOADER_SELECT_SINCE: [u32; 3] = [1, 3, 234];
 
 /// Every variable through which a loader (or a program) can be told which drivers to use:
 /// a run gets the ones its [`Selection`] sets, and none of the caller's.
-pub const SELECTION_VARIABLES: [&str; 5] = [
+pub(crate) const SELECTION_VARIABLES: [&str; 5] = [
     "VK_DRIVER_FILES",
     "VK_ICD_FILENAMES",
     "VK_ADD_DRIVER_FILES",
@@ -184,7 +188,7 @@ pub const SELECTION_VARIABLES: [&str; 5] = [
 /// How a run's driver is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Selection {
+pub(crate) enum Selection {
     /// `VK_LOADER_DRIVERS_SELECT` names a copy of the manifest that `VK_ADD_DRIVER_FILES`
     /// adds. Only a loader reads these, so a program that opens drivers itself when told of
     /// one (ncnn reads `VK_ICD_FILENAMES`) stays on the loader, and under its layers.
@@ -196,7 +200,7 @@ pub enum Selection {
 impl Selection {
     /// The selection for a loader of `version` ("1.3.239"); an unknown version gets the
     /// loader's own selection, which every current loader reads.
-    pub fn for_loader(version: Option<&str>) -> Selection {
+    pub(crate) fn for_loader(version: Option<&str>) -> Selection {
         match version.and_then(parse_version) {
             Some(v) if v < LOADER_SELECT_SINCE => Selection::DriverFiles,
             _ => Selection::LoaderSelect,
@@ -204,7 +208,7 @@ impl Selection {
     }
 
     /// What the provenance says of it.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Selection::LoaderSelect => "VK_LOADER_DRIVERS_SELECT + VK_ADD_DRIVER_FILES",
             Selection::DriverFiles => {
@@ -215,7 +219,7 @@ impl Selection {
 }
 
 /// "1.3.239" → [1, 3, 239].
-pub fn parse_version(text: &str) -> Option<[u32; 3]> {
+pub(crate) fn parse_version(text: &str) -> Option<[u32; 3]> {
     let mut parts = text.trim().split('.').map(|p| p.parse::<u32>().ok());
     let version = [parts.next()??, parts.next()??, parts.next()??];
     parts.next().is_none().then_some(version)
@@ -224,7 +228,7 @@ pub fn parse_version(text: &str) -> Option<[u32; 3]> {
 /// The file name of `driver`'s manifest copy: unique to its manifest path, free of glob
 /// characters, since `VK_LOADER_DRIVERS_SELECT` is a glob over manifest *file names* and two
 /// installed manifests may share one (`nvidia_icd.json` in /usr/share and in /etc).
-pub fn selected_manifest_name(driver: &Driver) -> String {
+pub(crate) fn selected_manifest_name(driver: &Driver) -> String {
     let name: String = driver
         .name
         .chars()
@@ -250,7 +254,7 @@ pub fn selected_manifest_name(driver: &Driver) -> String {
 /// Writes the copy of `driver`'s manifest that [`Selection::LoaderSelect`] names, into
 /// `dir`, and returns its path. A relative `library_path` is made absolute: the loader takes
 /// it relative to the manifest, and the copy lives elsewhere.
-pub fn write_selected_manifest(driver: &Driver, dir: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn write_selected_manifest(driver: &Driver, dir: &Path) -> std::io::Result<PathBuf> {
     let invalid = |why: String| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -278,7 +282,7 @@ pub fn write_selected_manifest(driver: &Driver, dir: &Path) -> std::io::Result<P
 
 /// The variables that choose `driver` for a run. `copies` is where
 /// [`write_selected_manifest`] put the copy.
-pub fn selection_env(
+pub(crate) fn selection_env(
     driver: &Driver,
     selection: Selection,
     copies: &Path,

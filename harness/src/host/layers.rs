@@ -19,16 +19,20 @@ use crate::host::validation::{self, ValidationLayer};
 use crate::support::errors::{Error, Result};
 use std::path::{Path, PathBuf};
 
-pub const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
-pub const TEGRA_LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
+/// vkexit's trace layer: Vulkan object lifetimes, as `VK_INSTANCE_LAYERS` names it.
+pub(crate) const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
+/// vkexit's tegra-exit layer, the emulated driver exit (`--emulate`, `emulation`).
+pub(crate) const TEGRA_LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
+/// The trace layer's records (`trace.jsonl`) in a run's directory.
 pub const TRACE_FILE: &str = vkexit_evidence::files::TRACE.name;
+/// The tegra-exit layer's records (`tegra.jsonl`) in a run's directory.
 pub const TEGRA_FILE: &str = vkexit_evidence::files::TEGRA.name;
 /// The validation layer in a cell's layers label: `validation`, or `validation@VERSION` for a
 /// layer build a matrix names by its manifest.
 const VALIDATION: &str = "validation";
 
 /// Whether a name of a cell's layers label is the validation layer, whichever build.
-pub fn is_validation(name: &str) -> bool {
+pub(crate) fn is_validation(name: &str) -> bool {
     name == VALIDATION
         || name
             .strip_prefix(VALIDATION)
@@ -37,7 +41,7 @@ pub fn is_validation(name: &str) -> bool {
 
 /// How the Tegra driver's exit behaviour is emulated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Emulation {
+pub(crate) enum Emulation {
     None,
     /// The exit handler waits for the worker's fault: the crash is certain.
     Tegra,
@@ -46,7 +50,7 @@ pub enum Emulation {
 }
 
 impl Emulation {
-    pub fn parse(s: &str) -> Result<Self> {
+    pub(crate) fn parse(s: &str) -> Result<Self> {
         match s {
             "none" => Ok(Emulation::None),
             "tegra" => Ok(Emulation::Tegra),
@@ -59,7 +63,7 @@ impl Emulation {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Emulation::None => "none",
             Emulation::Tegra => "tegra",
@@ -79,16 +83,16 @@ impl Emulation {
 /// What a run's chain holds; `manifests` is where vkexit's own layer
 /// manifests were written, when it has any.
 #[derive(Debug, Clone)]
-pub struct Chain {
-    pub trace: bool,
-    pub validation: Option<ValidationLayer>,
-    pub emulation: Emulation,
-    pub manifests: Option<PathBuf>,
+pub(crate) struct Chain {
+    pub(crate) trace: bool,
+    pub(crate) validation: Option<ValidationLayer>,
+    pub(crate) emulation: Emulation,
+    pub(crate) manifests: Option<PathBuf>,
 }
 
 impl Chain {
     /// The layer names recorded in the results, in chain order.
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         let mut names = Vec::new();
         if self.trace {
             names.push("trace".to_string());
@@ -117,7 +121,7 @@ impl Chain {
 
     /// Writes the manifests of vkexit's own layers into `dir`, pointing at
     /// the libraries in `library_dir`.
-    pub fn write_manifests(&mut self, dir: &Path, library_dir: &Path) -> Result<()> {
+    pub(crate) fn write_manifests(&mut self, dir: &Path, library_dir: &Path) -> Result<()> {
         let mut wanted = Vec::new();
         if self.trace {
             wanted.push((
@@ -164,7 +168,7 @@ impl Chain {
     }
 
     /// The variables that build this chain for one run directory.
-    pub fn env(&self, run_dir: &Path) -> Vec<(String, String)> {
+    pub(crate) fn env(&self, run_dir: &Path) -> Vec<(String, String)> {
         let mut env = Vec::new();
         let layers = self.instance_layers();
         if !layers.is_empty() {
@@ -213,7 +217,7 @@ impl Chain {
 
 /// Variables a run never inherits: they would change which layers load,
 /// what they report, or where the diagnostics write.
-pub fn is_inherited_layer_setting(key: &str) -> bool {
+pub(crate) fn is_inherited_layer_setting(key: &str) -> bool {
     matches!(
         key,
         "VK_INSTANCE_LAYERS"

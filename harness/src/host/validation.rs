@@ -16,25 +16,33 @@ use crate::support::errors::{Error, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
+/// The Khronos validation layer's name in layer manifests and in `VK_INSTANCE_LAYERS`.
 pub const LAYER_NAME: &str = "VK_LAYER_KHRONOS_validation";
-pub const SETTINGS_FILE: &str = "vk_layer_settings.txt";
-pub const LOG_FILE: &str = "validation.log";
+/// The layer settings file vkexit writes in each run's directory.
+pub(crate) const SETTINGS_FILE: &str = "vk_layer_settings.txt";
+/// Where the layer logs its messages, in each run's directory.
+pub(crate) const LOG_FILE: &str = "validation.log";
 
+/// An installed validation layer, as its manifest describes it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ValidationLayer {
-    pub manifest: PathBuf,
-    pub api_version: String,
-    pub implementation_version: String,
+    /// The layer manifest (`VkLayer_khronos_validation.json`) it was read from.
+    pub(crate) manifest: PathBuf,
+    /// The manifest's `api_version` ("1.3.239"); empty when it has none.
+    pub(crate) api_version: String,
+    /// The manifest's `implementation_version`; empty when it has none.
+    pub(crate) implementation_version: String,
+    /// The layer's library, resolved from the manifest's `library_path`; it exists.
     pub library: PathBuf,
     /// Named by a matrix's `[[layers]]` set (`validation_manifest`), not found where the loader
     /// looks: runs find it through `VK_LAYER_PATH`, and its cells carry its version in their
     /// layers label, so that two builds side by side are two columns.
     #[serde(skip)]
-    pub pinned: bool,
+    pub(crate) pinned: bool,
 }
 
 /// The explicit-layer directories the loader reads, in its order.
-pub fn layer_search_dirs() -> Vec<PathBuf> {
+pub(crate) fn layer_search_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = match std::env::var("VK_LAYER_PATH") {
         Ok(v) if !v.is_empty() => v.split(':').map(PathBuf::from).collect(),
         _ => crate::host::drivers::icd_search_dirs()
@@ -55,7 +63,7 @@ pub fn layer_search_dirs() -> Vec<PathBuf> {
 
 /// Finds the validation layer the loader would load, and checks that its
 /// library is really there.
-pub fn find_layer() -> Result<ValidationLayer> {
+pub(crate) fn find_layer() -> Result<ValidationLayer> {
     let dirs = layer_search_dirs();
     for dir in &dirs {
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -125,7 +133,7 @@ pub fn read_layer_manifest(path: &Path) -> Result<Option<ValidationLayer>> {
 
 /// The validation layer of a manifest a matrix names, to be used instead of the one the loader
 /// would find. The path is made absolute: runs start in their own directories.
-pub fn pinned_layer(manifest: &Path) -> std::result::Result<ValidationLayer, String> {
+pub(crate) fn pinned_layer(manifest: &Path) -> std::result::Result<ValidationLayer, String> {
     let manifest =
         std::path::absolute(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
     if !manifest.is_file() {
@@ -185,7 +193,7 @@ fn library_dirs() -> Vec<PathBuf> {
 }
 
 /// The settings file content for one run, logging to `log`.
-pub fn settings_text(log: &Path) -> String {
+pub(crate) fn settings_text(log: &Path) -> String {
     format!(
         "# written by vkexit for one run\n\
          khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n\
@@ -198,7 +206,7 @@ pub fn settings_text(log: &Path) -> String {
 
 /// Variables a user may have set that would change what the layer reports;
 /// each run starts without them.
-pub fn is_stray_setting(key: &str) -> bool {
+pub(crate) fn is_stray_setting(key: &str) -> bool {
     key.starts_with("VK_KHRONOS_VALIDATION_")
         || (key.starts_with("VK_LAYER_") && key != "VK_LAYER_PATH")
 }
@@ -206,7 +214,7 @@ pub fn is_stray_setting(key: &str) -> bool {
 /// The variables that point the layer at this run's settings file and lift
 /// its duplicate-message limit (read from the environment by layers from
 /// 1.3.296 on; older ones take the limit from the file).
-pub fn settings_env(run_dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn settings_env(run_dir: &Path) -> Vec<(String, String)> {
     vec![
         (
             "VK_LAYER_SETTINGS_PATH".into(),

@@ -25,35 +25,46 @@ use std::sync::OnceLock;
 /// Lines longer than this are cut: the id sits at the start of its line.
 const MAX_LINE: usize = 64 * 1024;
 
+/// How severe the layer said a message is, most severe first (the order is used).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Severity {
+pub(crate) enum Severity {
+    /// `Validation Error` (1.4.3xx) or `(ERROR /` (1.3.2xx), and any line that says neither.
     Error,
+    /// `Validation Warning` or `(WARN /`.
     Warning,
+    /// `Performance Warning` or `/ PERF)`.
     Performance,
+    /// `Validation Information` or `(INFO /`; such messages are not counted.
     Info,
 }
 
+/// How one message id showed in a log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VuidStat {
-    pub count: u64,
-    pub severity: Severity,
+    /// Messages with this id.
+    pub(crate) count: u64,
+    /// The most severe of them.
+    pub(crate) severity: Severity,
 }
 
 /// Every message id a log holds, with how often and how severe.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VuidReport {
+    /// Each bracketed `VUID-…` or `UNASSIGNED-…` id the log holds, as the layer wrote it;
+    /// information messages are left out.
     pub ids: BTreeMap<String, VuidStat>,
     /// The log ended in the middle of a line (the process died while writing).
     pub cut_mid_line: bool,
     /// The checks the layer's status message says are disabled (empty for
     /// `None.`); `None` when the log holds no status message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disabled_checks: Option<Vec<String>>,
+    pub(crate) disabled_checks: Option<Vec<String>>,
 }
 
 /// The id of the layer's status message at `vkCreateInstance`.
-pub const STATUS_MESSAGE: &str = "UNASSIGNED-khronos-validation-createinstance-status-message";
+pub(crate) const STATUS_MESSAGE: &str =
+    "UNASSIGNED-khronos-validation-createinstance-status-message";
 
 /// Where a scan is: outside the layer's status message, or inside it and in which form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,21 +118,22 @@ fn status_form(line: &str) -> Option<Status> {
 }
 
 impl VuidReport {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
 
-    pub fn total(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn total(&self) -> u64 {
         self.ids.values().map(|s| s.count).sum()
     }
 
-    pub fn names(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
         self.ids.keys().map(String::as_str)
     }
 
     /// The checks disabled while the layer reported a clean run: what an
     /// application turned off itself (vkexit's settings disable none).
-    pub fn disabled(&self) -> &[String] {
+    pub(crate) fn disabled(&self) -> &[String] {
         self.disabled_checks.as_deref().unwrap_or_default()
     }
 
@@ -246,24 +258,25 @@ pub fn scan(mut reader: impl Read) -> std::io::Result<VuidReport> {
     Ok(report)
 }
 
-pub fn scan_str(text: &str) -> VuidReport {
+#[cfg(test)]
+pub(crate) fn scan_str(text: &str) -> VuidReport {
     scan(text.as_bytes()).expect("reading from memory cannot fail")
 }
 
 /// A check the validation layer reports under a new id since a version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Renamed {
-    pub old: &'static str,
-    pub current: &'static str,
+pub(crate) struct Renamed {
+    pub(crate) old: &'static str,
+    pub(crate) current: &'static str,
     /// The first layer version that logs `current`.
-    pub since: &'static str,
+    pub(crate) since: &'static str,
 }
 
 /// Every rename of a check vkexit's baselines, docs and tests name. The
 /// others they name kept their ids through layer 1.4.3xx:
 /// `VUID-vkDestroyInstance-instance-00629`, `VUID-vkDestroyBuffer-buffer-00922`,
 /// `VUID-vkDestroyEvent-event-01145`, `VUID-vkFreeMemory-memory-00677`.
-pub const RENAMED: [Renamed; 1] = [Renamed {
+pub(crate) const RENAMED: [Renamed; 1] = [Renamed {
     // The spec split "all child objects destroyed" into 05137 when VulkanSC
     // made some children impossible to destroy; the object tracker followed.
     old: "VUID-vkDestroyDevice-device-00378",
@@ -272,7 +285,7 @@ pub const RENAMED: [Renamed; 1] = [Renamed {
 }];
 
 /// The name the newest layer gives the check this id names.
-pub fn current_name(id: &str) -> &str {
+pub(crate) fn current_name(id: &str) -> &str {
     RENAMED
         .iter()
         .find(|r| r.old == id)
@@ -296,13 +309,15 @@ pub fn names(id: &str) -> impl Iterator<Item = &str> {
 /// Whether a pattern from a baseline or an allow-list (`*` allowed) names the
 /// check a layer logged as `id`, under any of the check's names: a baseline
 /// written under one layer holds under another.
-pub fn matches(pattern: &str, id: &str) -> bool {
+pub(crate) fn matches(pattern: &str, id: &str) -> bool {
     names(id).any(|name| glob::matches(pattern, name))
 }
 
 /// The logged ids that a newer layer names differently, each with its
 /// current name: a results file's `vuid_names`.
-pub fn renamed_ids<'a>(ids: impl IntoIterator<Item = &'a String>) -> BTreeMap<String, String> {
+pub(crate) fn renamed_ids<'a>(
+    ids: impl IntoIterator<Item = &'a String>,
+) -> BTreeMap<String, String> {
     ids.into_iter()
         .filter(|id| current_name(id) != id.as_str())
         .map(|id| (id.clone(), current_name(id).to_string()))

@@ -52,62 +52,84 @@ use toml::Spanned;
 
 /// Which cells an entry is about; `None` matches any value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Pattern {
-    pub case: Option<String>,
-    pub runtime: Option<String>,
-    pub driver: Option<String>,
-    pub layers: Option<String>,
-    pub emulation: Option<String>,
-    /// The validation layer versions the entry is about.
-    pub layer_versions: Option<VersionRange>,
+pub(crate) struct Pattern {
+    /// `case`: a `*` pattern of the case name.
+    pub(crate) case: Option<String>,
+    /// `runtime`: a `*` pattern of the runtime (`refrt:never`, `ggml`, …).
+    pub(crate) runtime: Option<String>,
+    /// `driver`: a `*` pattern of the driver's short name or its ICD manifest path.
+    pub(crate) driver: Option<String>,
+    /// `layers`: the cell's layers joined by "+", or "none".
+    pub(crate) layers: Option<String>,
+    /// `emulation`: none, tegra or tegra-racy.
+    pub(crate) emulation: Option<String>,
+    /// `layer_versions`: the validation layer versions the entry is about.
+    pub(crate) layer_versions: Option<VersionRange>,
 }
 
 /// What an entry says about its cells.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Expect {
+pub(crate) enum Expect {
+    /// `expect = "pass"`.
     Pass,
+    /// `expect = "fail"`.
     Fail {
-        /// How runs may fail; `None` (left out of the file) allows any failure.
+        /// `run_verdicts`: how runs may fail; `None` (left out) allows any failure.
         run_verdicts: Option<Vec<RunVerdict>>,
+        /// `vuids`: each seen in some run (under any of its names).
         vuids: Vec<String>,
+        /// `signals`: each seen in some run (`SIGSEGV`, …).
         signals: Vec<String>,
     },
+    /// `flaky = true`.
     Flaky,
 }
 
 /// One `[[expect]]` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub pattern: Pattern,
-    pub expect: Expect,
-    pub reason: String,
+pub(crate) struct Entry {
+    /// The cells it is about: its `case`, `runtime`, `driver`, `layers`, `emulation` and
+    /// `layer_versions` keys.
+    pub(crate) pattern: Pattern,
+    /// `expect` (with `run_verdicts`, `vuids`, `signals`) or `flaky`.
+    pub(crate) expect: Expect,
+    /// `reason`: why the cells do what they do, shown with their verdict.
+    pub(crate) reason: String,
     /// "FILE:LINE" of the entry.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 /// One `[[allow]]` entry: message ids removed from every run of the cells
 /// it applies to, before they are judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Allow {
-    pub vuids: Vec<String>,
-    pub driver: Option<String>,
-    pub layer_version: Option<String>,
-    pub layer_versions: Option<VersionRange>,
-    pub reason: String,
-    pub source: String,
+pub(crate) struct Allow {
+    /// `allow_vuids`: the ids removed (under any of their names).
+    pub(crate) vuids: Vec<String>,
+    /// `driver`: a `*` pattern of the driver's short name or manifest path; `None`: any.
+    pub(crate) driver: Option<String>,
+    /// `layer_version`: a `*` pattern of the validation layer's version; `None`: any.
+    pub(crate) layer_version: Option<String>,
+    /// `layer_versions`: the validation layer versions it applies to; `None`: any.
+    pub(crate) layer_versions: Option<VersionRange>,
+    /// `reason`: why the ids are not the program's fault.
+    pub(crate) reason: String,
+    /// "FILE:LINE" of the entry.
+    pub(crate) source: String,
 }
 
 /// Validation layer versions from `from` (included) to `to` (not included),
 /// written `FROM..TO`; either end may be left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VersionRange {
-    pub from: Option<[u32; 3]>,
-    pub to: Option<[u32; 3]>,
+pub(crate) struct VersionRange {
+    /// The first version in the range; `None`: no lower end.
+    pub(crate) from: Option<[u32; 3]>,
+    /// The first version past the range; `None`: no upper end.
+    pub(crate) to: Option<[u32; 3]>,
 }
 
 impl VersionRange {
     /// Parses `1.4.300..`, `..1.3.268` or `1.4.0..1.4.400`.
-    pub fn parse(text: &str) -> Result<VersionRange, String> {
+    pub(crate) fn parse(text: &str) -> Result<VersionRange, String> {
         let bad = |why: &str| {
             format!(
                 "`{text}`: {why}; expected FROM..TO (FROM included, TO not, either may be left out), e.g. \"1.4.300..\", \"..1.3.268\" or \"1.4.0..1.4.400\""
@@ -133,7 +155,7 @@ impl VersionRange {
 
     /// Whether a layer of this version (`1.3.239`) is in the range; a
     /// version that cannot be read is in none.
-    pub fn contains(&self, version: &str) -> bool {
+    pub(crate) fn contains(&self, version: &str) -> bool {
         let Some(v) = parse_version(version) else {
             return false;
         };
@@ -171,33 +193,36 @@ fn in_versions(range: &Option<VersionRange>, layer_version: Option<&str>) -> boo
 /// One baseline file, checked.
 #[derive(Debug, Clone, Default)]
 pub struct BaselineFile {
-    pub path: PathBuf,
-    pub entries: Vec<Entry>,
-    pub allows: Vec<Allow>,
+    /// Where it was read from (`--baseline`), for messages and `source`.
+    pub(crate) path: PathBuf,
+    /// Its `[[expect]]` entries, in file order.
+    pub(crate) entries: Vec<Entry>,
+    /// Its `[[allow]]` entries, in file order.
+    pub(crate) allows: Vec<Allow>,
 }
 
 /// The baseline files of a run, in the order given.
 #[derive(Debug, Clone, Default)]
-pub struct Baseline {
-    pub files: Vec<BaselineFile>,
+pub(crate) struct Baseline {
+    pub(crate) files: Vec<BaselineFile>,
 }
 
 /// What patterns are matched against: a cell's identity and its driver's
 /// manifest.
 #[derive(Debug, Clone, Copy)]
-pub struct Subject<'a> {
-    pub case: &'a str,
-    pub runtime: &'a str,
-    pub driver: &'a str,
-    pub manifest: Option<&'a str>,
-    pub layers: &'a [String],
-    pub emulation: &'a str,
+pub(crate) struct Subject<'a> {
+    pub(crate) case: &'a str,
+    pub(crate) runtime: &'a str,
+    pub(crate) driver: &'a str,
+    pub(crate) manifest: Option<&'a str>,
+    pub(crate) layers: &'a [String],
+    pub(crate) emulation: &'a str,
     /// The validation layer's version, when the runs use it.
-    pub layer_version: Option<&'a str>,
+    pub(crate) layer_version: Option<&'a str>,
 }
 
 impl<'a> Subject<'a> {
-    pub fn of_cell(cell: &'a Cell) -> Subject<'a> {
+    pub(crate) fn of_cell(cell: &'a Cell) -> Subject<'a> {
         Subject {
             case: &cell.case,
             runtime: &cell.runtime,
@@ -209,7 +234,7 @@ impl<'a> Subject<'a> {
         }
     }
 
-    pub fn of_result(cell: &'a CellResult) -> Subject<'a> {
+    pub(crate) fn of_result(cell: &'a CellResult) -> Subject<'a> {
         Subject {
             case: &cell.case,
             runtime: &cell.runtime,
@@ -223,7 +248,7 @@ impl<'a> Subject<'a> {
 }
 
 /// A cell's layers as a baseline writes them: "trace+validation", or "none".
-pub fn layers_text(layers: &[String]) -> String {
+pub(crate) fn layers_text(layers: &[String]) -> String {
     match layers.is_empty() {
         true => "none".to_string(),
         false => layers.join("+"),
@@ -246,7 +271,7 @@ fn matches_driver(pattern: &Option<String>, subject: &Subject) -> bool {
 }
 
 impl Pattern {
-    pub fn matches(&self, s: &Subject) -> bool {
+    pub(crate) fn matches(&self, s: &Subject) -> bool {
         matches(&self.case, s.case)
             && matches(&self.runtime, s.runtime)
             && matches_driver(&self.driver, s)
@@ -257,7 +282,7 @@ impl Pattern {
 
     /// Whether every key is given and none is a pattern: the entry is about
     /// one cell (under any layer version: one keyed by versions is not).
-    pub fn is_exact(&self) -> bool {
+    pub(crate) fn is_exact(&self) -> bool {
         self.layer_versions.is_none()
             && [
                 &self.case,
@@ -272,7 +297,7 @@ impl Pattern {
 }
 
 impl Entry {
-    pub fn expectation(&self) -> Expectation {
+    pub(crate) fn expectation(&self) -> Expectation {
         let outcome = match &self.expect {
             Expect::Pass => Outcome::Pass,
             Expect::Flaky => Outcome::Flaky,
@@ -296,7 +321,7 @@ impl Entry {
 
 /// The run verdicts a failure may have; `error` is never expected, since a
 /// run that could not be judged says nothing about the cell.
-pub const FAILING: [RunVerdict; 5] = [
+pub(crate) const FAILING: [RunVerdict; 5] = [
     RunVerdict::Crash,
     RunVerdict::Exit,
     RunVerdict::Vuid,
@@ -305,7 +330,7 @@ pub const FAILING: [RunVerdict; 5] = [
 ];
 
 impl Allow {
-    pub fn applies(&self, s: &Subject, layer_version: Option<&str>) -> bool {
+    pub(crate) fn applies(&self, s: &Subject, layer_version: Option<&str>) -> bool {
         matches_driver(&self.driver, s)
             && match &self.layer_version {
                 None => true,
@@ -314,13 +339,13 @@ impl Allow {
             && in_versions(&self.layer_versions, layer_version)
     }
 
-    pub fn allows(&self, id: &str) -> bool {
+    pub(crate) fn allows(&self, id: &str) -> bool {
         self.vuids.iter().any(|p| crate::host::vuid::matches(p, id))
     }
 }
 
 impl Baseline {
-    pub fn read(paths: &[PathBuf]) -> Result<Baseline> {
+    pub(crate) fn read(paths: &[PathBuf]) -> Result<Baseline> {
         let files = paths
             .iter()
             .map(|p| BaselineFile::read(p))
@@ -329,7 +354,7 @@ impl Baseline {
     }
 
     /// The first entry that matches the cell, else the built-in expectation.
-    pub fn judge(&self, s: &Subject, builtin: Option<Expectation>) -> Option<Expectation> {
+    pub(crate) fn judge(&self, s: &Subject, builtin: Option<Expectation>) -> Option<Expectation> {
         self.files
             .iter()
             .flat_map(|f| &f.entries)
@@ -339,7 +364,7 @@ impl Baseline {
     }
 
     /// Every allow-list that applies to the cell.
-    pub fn allowed(&self, s: &Subject, layer_version: Option<&str>) -> Vec<&Allow> {
+    pub(crate) fn allowed(&self, s: &Subject, layer_version: Option<&str>) -> Vec<&Allow> {
         self.files
             .iter()
             .flat_map(|f| f.allowed(s, layer_version))
@@ -351,7 +376,10 @@ impl Baseline {
 /// taken. A results file keeps ids per cell, not per run: when every id of the cell is allowed,
 /// its `vuid` runs had allowed ids only and pass; when some stay, its runs cannot be told apart
 /// and keep their verdicts (a run judged from its own directory is exact: [`apply_allow`]).
-pub fn allow_in_cell(cell: &CellResult, allows: &[&Allow]) -> (super::Observed, Vec<String>) {
+pub(crate) fn allow_in_cell(
+    cell: &CellResult,
+    allows: &[&Allow],
+) -> (super::Observed, Vec<String>) {
     let (removed, vuids): (Vec<String>, Vec<String>) = cell
         .vuids
         .iter()
@@ -373,7 +401,7 @@ pub fn allow_in_cell(cell: &CellResult, allows: &[&Allow]) -> (super::Observed, 
 }
 
 /// The validation layer version a results cell ran under, for `[[allow]] layer_version`.
-pub fn layer_version_of(cell: &CellResult) -> Option<&str> {
+pub(crate) fn layer_version_of(cell: &CellResult) -> Option<&str> {
     cell.provenance
         .as_ref()
         .and_then(|p| p.validation_layer.as_deref())
@@ -382,7 +410,11 @@ pub fn layer_version_of(cell: &CellResult) -> Option<&str> {
 /// Removes the allowed ids from each run before the cell is judged. A `vuid`
 /// run left with no id passes (or is a `leak`, when leaks fail runs and its
 /// trace shows one). Returns the ids removed, sorted.
-pub fn apply_allow(runs: &mut [RunRecord], allows: &[&Allow], fail_on_leak: bool) -> Vec<String> {
+pub(crate) fn apply_allow(
+    runs: &mut [RunRecord],
+    allows: &[&Allow],
+    fail_on_leak: bool,
+) -> Vec<String> {
     let mut removed: Vec<String> = Vec::new();
     if allows.is_empty() {
         return removed;
@@ -484,17 +516,19 @@ const EMULATION_VALUES: [&str; 3] = ["none", "tegra", "tegra-racy"];
 
 impl BaselineFile {
     /// The allow-lists of this file that apply to the cell.
-    pub fn allowed(&self, s: &Subject, layer_version: Option<&str>) -> Vec<&Allow> {
+    pub(crate) fn allowed(&self, s: &Subject, layer_version: Option<&str>) -> Vec<&Allow> {
         self.allows
             .iter()
             .filter(|a| a.applies(s, layer_version))
             .collect()
     }
 
-    pub fn read(path: &Path) -> Result<BaselineFile> {
+    pub(crate) fn read(path: &Path) -> Result<BaselineFile> {
         BaselineFile::parse(&TomlFile::read(path, "cannot read the baseline file")?)
     }
 
+    /// Checks a baseline file's text; an error names the file, line and column and what
+    /// was expected there.
     pub fn parse(file: &TomlFile) -> Result<BaselineFile> {
         let raw: RawFile = file.parse()?;
         let mut allows = Vec::new();

@@ -1,20 +1,21 @@
 //! Judging: the one place that decides a cell's verdict. A cell's
 //! expectation is the first entry of the baseline files (`--baseline`, see
-//! [`file`]) that matches it, else the built-in baseline ([`builtin`]); the
+//! `file`) that matches it, else the built-in baseline (`builtin`); the
 //! allow-lists that apply take their ids out of its runs; then its runs,
-//! summed, are held to the expectation ([`evaluate`]), and flaky-expected
-//! cells keep the gate green ([`green`]).
+//! summed, are held to the expectation (`evaluate`), and flaky-expected
+//! cells keep the gate green (`green`).
 
 pub(crate) mod builtin;
 pub(crate) mod file;
 mod merged;
 pub(crate) mod update;
 
-pub use file::{
-    allow_in_cell, apply_allow, layer_version_of, layers_text, Allow, Baseline, BaselineFile,
-    Entry, Expect, Pattern, Subject, VersionRange,
+pub use file::BaselineFile;
+pub(crate) use file::{
+    allow_in_cell, apply_allow, layer_version_of, layers_text, Allow, Baseline, Entry, Expect,
+    Pattern, Subject,
 };
-pub use merged::{merged, rejudge};
+pub(crate) use merged::{merged, rejudge};
 
 use crate::host::vuid;
 use crate::plan::{Cell, NotRun};
@@ -22,7 +23,7 @@ use crate::results::Counts;
 use crate::verdict::{CellVerdict, RunVerdict};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Pass,
     /// Every run fails, each with one of `verdicts`, and together they show
     /// every id in `vuids` and every signal in `signals`.
@@ -37,18 +38,18 @@ pub enum Outcome {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Expectation {
-    pub outcome: Outcome,
-    pub reason: String,
+pub(crate) struct Expectation {
+    pub(crate) outcome: Outcome,
+    pub(crate) reason: String,
     /// Which expectation this is: "built-in", or "FILE:LINE" of a baseline entry.
-    pub source: String,
+    pub(crate) source: String,
 }
 
-pub const BUILTIN_SOURCE: &str = "built-in";
+pub(crate) const BUILTIN_SOURCE: &str = "built-in";
 
 /// Whether a cell with this verdict, judged against this expectation, keeps
 /// the gate green: a flaky-expected cell does, whether it passed or failed.
-pub fn green(verdict: CellVerdict, expectation: Option<&Expectation>) -> bool {
+pub(crate) fn green(verdict: CellVerdict, expectation: Option<&Expectation>) -> bool {
     let flaky_expected = expectation.is_some_and(|e| e.outcome == Outcome::Flaky);
     verdict.is_success()
         || (flaky_expected && matches!(verdict, CellVerdict::Flaky | CellVerdict::Fail))
@@ -56,14 +57,17 @@ pub fn green(verdict: CellVerdict, expectation: Option<&Expectation>) -> bool {
 
 /// What the runs of a cell showed, in aggregate.
 #[derive(Debug, Clone, Default)]
-pub struct Observed {
-    pub counts: Counts,
-    pub vuids: Vec<String>,
-    pub signals: Vec<String>,
+pub(crate) struct Observed {
+    pub(crate) counts: Counts,
+    pub(crate) vuids: Vec<String>,
+    pub(crate) signals: Vec<String>,
 }
 
 /// The cell verdict, and a line saying why.
-pub fn evaluate(expectation: Option<&Expectation>, seen: &Observed) -> (CellVerdict, String) {
+pub(crate) fn evaluate(
+    expectation: Option<&Expectation>,
+    seen: &Observed,
+) -> (CellVerdict, String) {
     let c = &seen.counts;
     let total = c.total();
     if total == 0 {
@@ -148,7 +152,7 @@ fn mismatch(
 
 /// Each planned cell's expectation: the first baseline-file entry that
 /// matches it, else the built-in one.
-pub fn expectations(cells: &[Cell], baseline: &Baseline) -> Vec<Option<Expectation>> {
+pub(crate) fn expectations(cells: &[Cell], baseline: &Baseline) -> Vec<Option<Expectation>> {
     cells
         .iter()
         .map(|cell| {
@@ -160,7 +164,7 @@ pub fn expectations(cells: &[Cell], baseline: &Baseline) -> Vec<Option<Expectati
 
 /// Every allow-list that applies to a cell's runs: the baseline files', then
 /// the built-in ones.
-pub fn allows_for<'a>(baseline: &'a Baseline, cell: &Cell) -> Vec<&'a Allow> {
+pub(crate) fn allows_for<'a>(baseline: &'a Baseline, cell: &Cell) -> Vec<&'a Allow> {
     let subject = Subject::of_cell(cell);
     let version = cell.validation_layer.as_deref();
     let mut allows = baseline.allowed(&subject, version);
@@ -170,17 +174,17 @@ pub fn allows_for<'a>(baseline: &'a Baseline, cell: &Cell) -> Vec<&'a Allow> {
 
 /// A cell's verdict, why, and what judged it.
 #[derive(Debug, Clone)]
-pub struct Judgement {
-    pub verdict: CellVerdict,
-    pub reason: String,
+pub(crate) struct Judgement {
+    pub(crate) verdict: CellVerdict,
+    pub(crate) reason: String,
     /// The expectation's source, when one judged the cell.
-    pub source: Option<String>,
-    pub flaky_expected: bool,
+    pub(crate) source: Option<String>,
+    pub(crate) flaky_expected: bool,
 }
 
 /// Judges a planned cell from what its runs showed: a cell that could not
 /// run is `skipped` (no device) or `error` (a broken driver), never green.
-pub fn cell(cell: &Cell, expectation: Option<&Expectation>, seen: &Observed) -> Judgement {
+pub(crate) fn cell(cell: &Cell, expectation: Option<&Expectation>, seen: &Observed) -> Judgement {
     let (verdict, reason) = match &cell.not_run {
         Some(NotRun::Skipped(why)) => (CellVerdict::Skipped, why.clone()),
         Some(NotRun::Broken(why)) => (CellVerdict::Error, why.clone()),

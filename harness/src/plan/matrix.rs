@@ -38,7 +38,7 @@
 //! with validation only. A driver the file names that is not installed
 //! gives `skipped` cells with the reason; of several entries that name the
 //! same driver (a manifest path and its short name), the first one found is
-//! used. Command-line flags change the file as [`Matrix::apply`] says.
+//! used. Command-line flags change what the file says (`Matrix::apply`).
 
 use crate::host::layers::{self, Emulation};
 use crate::host::validation;
@@ -51,18 +51,20 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
-pub const DEFAULT_RUNS: u32 = 5;
-pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
+/// Runs per cell when neither `runs` nor `--runs` says.
+pub(crate) const DEFAULT_RUNS: u32 = 5;
+/// Seconds before a run counts as hung when neither `timeout` nor `--timeout` says.
+pub(crate) const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
 
 // The largest numbers a matrix file or the command line may give. Past them
 // a value is a slip (10^12 runs, 100,000 processes at once, a timeout past
 // any CI job), and some would overflow the time arithmetic of a run.
-pub const MAX_RUNS: u32 = 1_000_000;
-pub const MAX_JOBS: u32 = 1024;
-pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+pub(crate) const MAX_RUNS: u32 = 1_000_000;
+pub(crate) const MAX_JOBS: u32 = 1024;
+pub(crate) const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
 /// `--timeout`: seconds in (0, MAX_TIMEOUT_SECS].
-pub fn parse_timeout(text: &str) -> std::result::Result<f64, String> {
+pub(crate) fn parse_timeout(text: &str) -> std::result::Result<f64, String> {
     let secs: f64 = text
         .trim()
         .parse()
@@ -102,13 +104,16 @@ fn find_program(program: &Path, path: Option<&std::ffi::OsStr>) -> std::result::
 
 /// One set of layers every run of its cells gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LayerSet {
-    pub validation: bool,
-    pub trace: bool,
-    pub emulation: Emulation,
-    /// The validation layer build to use (an absolute manifest path), instead of the one the
-    /// loader would find; only with `validation`.
-    pub validation_manifest: Option<PathBuf>,
+pub(crate) struct LayerSet {
+    /// `validation`: VK_LAYER_KHRONOS_validation is enabled (default true).
+    pub(crate) validation: bool,
+    /// `trace`: VK_LAYER_VKEXIT_trace is enabled (default false).
+    pub(crate) trace: bool,
+    /// `emulation`: the emulated driver exit, if any (default none).
+    pub(crate) emulation: Emulation,
+    /// `validation_manifest`: the validation layer build to use (an absolute manifest path),
+    /// instead of the one the loader would find; only with `validation`.
+    pub(crate) validation_manifest: Option<PathBuf>,
 }
 
 impl Default for LayerSet {
@@ -124,19 +129,21 @@ impl Default for LayerSet {
 
 /// A program run as one case, by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct External {
-    pub name: String,
-    pub argv: Vec<OsString>,
-    /// Added to the environment of its runs, after the matrix's own.
-    pub env: Vec<(String, String)>,
-    /// Its runs start in their own private directory, not in the caller's.
-    pub private_cwd: bool,
+pub(crate) struct External {
+    /// `name`: the case name its cells and results carry.
+    pub(crate) name: String,
+    /// `argv`: the program and its arguments, run as given.
+    pub(crate) argv: Vec<OsString>,
+    /// `env`: added to the environment of its runs, after the matrix's own.
+    pub(crate) env: Vec<(String, String)>,
+    /// `private_cwd`: its runs start in their own private directory, not in the caller's.
+    pub(crate) private_cwd: bool,
 }
 
 impl External {
     /// `vkexit run [--name NAME] -- CMD ARGS`: named `NAME`, else after the program's file
     /// name, or the script's when the program is an interpreter.
-    pub fn from_command(argv: Vec<OsString>, name: Option<String>) -> External {
+    pub(crate) fn from_command(argv: Vec<OsString>, name: Option<String>) -> External {
         External {
             name: name.unwrap_or_else(|| plan::external_name(&argv)),
             argv,
@@ -146,7 +153,7 @@ impl External {
     }
 
     /// The command as a user would type it, for messages.
-    pub fn command_line(&self) -> String {
+    pub(crate) fn command_line(&self) -> String {
         self.argv
             .iter()
             .map(|a| a.to_string_lossy())
@@ -155,54 +162,64 @@ impl External {
     }
 }
 
+/// A matrix file, checked: the cells of one job and how they are run. Its keys are those
+/// of the module's example; every one may be left out.
 #[derive(Debug, Clone, Default)]
 pub struct Matrix {
-    /// Built-in cases; empty: every one, unless there are external cases.
-    pub cases: Vec<String>,
-    pub externals: Vec<External>,
-    /// Empty: every refrt policy.
-    pub runtimes: Vec<String>,
-    /// Empty: every driver that shows a device.
-    pub drivers: Vec<String>,
+    /// `cases`: built-in cases; empty: every one, unless there are external cases.
+    pub(crate) cases: Vec<String>,
+    /// `[[external]]`: programs run as cases, in file order.
+    pub(crate) externals: Vec<External>,
+    /// `runtimes`: empty means every refrt policy.
+    pub(crate) runtimes: Vec<String>,
+    /// `drivers`: short names or ICD manifest paths; empty means every driver that shows
+    /// a device.
+    pub(crate) drivers: Vec<String>,
     /// The drivers come from a file: one that is not installed gives skipped
     /// cells. Named on the command line, it is an error (likely a typo).
-    pub skip_absent_drivers: bool,
-    /// Empty: one set, validation only.
-    pub layer_sets: Vec<LayerSet>,
-    pub runs: Option<u32>,
-    pub timeout: Option<f64>,
-    pub jobs: Option<u32>,
-    /// Added to the environment of vkexit and of every run.
-    pub env: Vec<(String, String)>,
-    pub fail_on_leak: bool,
+    pub(crate) skip_absent_drivers: bool,
+    /// `[[layers]]`: one set per table; empty means one set, validation only.
+    pub(crate) layer_sets: Vec<LayerSet>,
+    /// `runs`: runs per cell; absent: [`DEFAULT_RUNS`].
+    pub(crate) runs: Option<u32>,
+    /// `timeout`: seconds before a run counts as hung; absent: [`DEFAULT_TIMEOUT_SECS`].
+    pub(crate) timeout: Option<f64>,
+    /// `jobs`: runs at once; absent: one per CPU.
+    pub(crate) jobs: Option<u32>,
+    /// `[env]`: added to the environment of vkexit and of every run.
+    pub(crate) env: Vec<(String, String)>,
+    /// `fail_on_leak`: Vulkan objects alive at exit (seen by the trace layer) fail a run.
+    pub(crate) fail_on_leak: bool,
 }
 
 /// What the command line says, to apply over a matrix file.
 #[derive(Debug, Clone, Default)]
-pub struct Overrides {
-    pub cases: Vec<String>,
-    pub runtimes: Vec<String>,
-    pub drivers: Vec<String>,
+pub(crate) struct Overrides {
+    pub(crate) cases: Vec<String>,
+    pub(crate) runtimes: Vec<String>,
+    pub(crate) drivers: Vec<String>,
     /// `-- CMD ARGS`.
-    pub command: Vec<OsString>,
+    pub(crate) command: Vec<OsString>,
     /// `--name`: the case name of `-- CMD ARGS`.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// `--private-cwd`: every external case's runs start in their own directory.
-    pub private_cwd: bool,
-    pub runs: Option<u32>,
-    pub jobs: Option<u32>,
-    pub timeout: Option<f64>,
-    pub emulate: Option<String>,
-    pub trace: bool,
-    pub no_validation: bool,
-    pub fail_on_leak: bool,
+    pub(crate) private_cwd: bool,
+    pub(crate) runs: Option<u32>,
+    pub(crate) jobs: Option<u32>,
+    pub(crate) timeout: Option<f64>,
+    pub(crate) emulate: Option<String>,
+    pub(crate) trace: bool,
+    pub(crate) no_validation: bool,
+    pub(crate) fail_on_leak: bool,
 }
 
 impl Matrix {
-    pub fn read(path: &Path) -> Result<Matrix> {
+    pub(crate) fn read(path: &Path) -> Result<Matrix> {
         Matrix::parse(&TomlFile::read(path, "cannot read the matrix file")?)
     }
 
+    /// Checks a matrix file's text; an error names the file, line and column and what was
+    /// expected there.
     pub fn parse(file: &TomlFile) -> Result<Matrix> {
         let raw: RawMatrix = file.parse()?;
         raw.check(file)
@@ -216,7 +233,7 @@ impl Matrix {
     /// - `--runs`, `-j` and `--timeout` replace the file's value;
     /// - `--emulate`, `--trace` and `--no-validation` change every layer set
     ///   (sets that become the same are run once); `--fail-on-leak` turns it on.
-    pub fn apply(&mut self, o: Overrides) -> Result<()> {
+    pub(crate) fn apply(&mut self, o: Overrides) -> Result<()> {
         if !o.cases.is_empty() {
             self.select_cases(&o.cases)?;
         }
@@ -318,20 +335,20 @@ impl Matrix {
         Ok(())
     }
 
-    pub fn layer_sets(&self) -> Vec<LayerSet> {
+    pub(crate) fn layer_sets(&self) -> Vec<LayerSet> {
         match self.layer_sets.is_empty() {
             true => vec![LayerSet::default()],
             false => self.layer_sets.clone(),
         }
     }
 
-    pub fn runs(&self) -> u32 {
+    pub(crate) fn runs(&self) -> u32 {
         self.runs.unwrap_or(DEFAULT_RUNS)
     }
 
     /// Refuses, before any run, an external case whose program cannot be
     /// started: every run of it would be an `error`.
-    pub fn check_programs(&self) -> Result<()> {
+    pub(crate) fn check_programs(&self) -> Result<()> {
         let path = self
             .env
             .iter()
@@ -360,13 +377,13 @@ impl Matrix {
         Ok(())
     }
 
-    pub fn timeout_secs(&self) -> f64 {
+    pub(crate) fn timeout_secs(&self) -> f64 {
         self.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS)
     }
 }
 
 /// Variables vkexit sets for every run itself: a matrix may not set them.
-pub fn is_reserved_variable(key: &str) -> bool {
+pub(crate) fn is_reserved_variable(key: &str) -> bool {
     layers::is_inherited_layer_setting(key)
         || crate::host::drivers::SELECTION_VARIABLES.contains(&key)
         || matches!(

@@ -8,20 +8,20 @@ pub(crate) mod shard;
 use crate::host::drivers::{self, Driver};
 use crate::host::layers::{Chain, Emulation};
 use crate::host::probe::{self, DeviceInfo};
-use crate::plan::shard::Shard;
 use crate::results::CellId;
 use crate::support::errors::{Error, Result};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+pub use cases::runtime_cache;
 use cases::{absolute_runtime, real_runtime_missing};
-pub use cases::{
-    case_needs_missing_operation, case_rank, check_runtime, runtime_cache, runtime_rank, Case,
-    BUILTIN_CASES, CASES, POLICIES, REAL_RUNTIMES, REFRT_LIBRARY, RUNTIME_CACHE_ENV,
+pub(crate) use cases::{
+    case_needs_missing_operation, case_rank, check_runtime, runtime_rank, BUILTIN_CASES, CASES,
+    POLICIES, REAL_RUNTIMES, REFRT_LIBRARY, RUNTIME_CACHE_ENV,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CaseCommand {
+pub(crate) enum CaseCommand {
     /// A scenario binary, given `--runtime SPEC`.
     Scenario(PathBuf),
     /// Any program with its arguments.
@@ -30,7 +30,7 @@ pub enum CaseCommand {
 
 /// Why a cell is not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NotRun {
+pub(crate) enum NotRun {
     /// Its driver shows no device here: reported `skipped`.
     Skipped(String),
     /// Its driver is broken (the probe failed): reported `error`, never green.
@@ -38,29 +38,29 @@ pub enum NotRun {
 }
 
 #[derive(Debug, Clone)]
-pub struct Cell {
-    pub case: String,
-    pub runtime: String,
-    pub driver: Driver,
-    pub device: Option<DeviceInfo>,
-    pub layers: Vec<String>,
-    pub emulation: Emulation,
-    pub command: CaseCommand,
+pub(crate) struct Cell {
+    pub(crate) case: String,
+    pub(crate) runtime: String,
+    pub(crate) driver: Driver,
+    pub(crate) device: Option<DeviceInfo>,
+    pub(crate) layers: Vec<String>,
+    pub(crate) emulation: Emulation,
+    pub(crate) command: CaseCommand,
     /// Where its runs start: the caller's directory for an external case (relative paths
     /// work, as under ctest); `None`: the run's own private directory.
-    pub workdir: Option<PathBuf>,
+    pub(crate) workdir: Option<PathBuf>,
     /// Set when the cell cannot run here.
-    pub not_run: Option<NotRun>,
+    pub(crate) not_run: Option<NotRun>,
     /// The validation layer's version, when the runs use it.
-    pub validation_layer: Option<String>,
+    pub(crate) validation_layer: Option<String>,
     /// Variables added to every run of the cell (a matrix's `env`, an
     /// external case's own).
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
 }
 
 impl Cell {
     /// A stable file-system name for the cell's evidence.
-    pub fn slug(&self) -> String {
+    pub(crate) fn slug(&self) -> String {
         let raw = format!(
             "{}.{}.{}.{}.{}",
             self.case,
@@ -84,12 +84,12 @@ impl Cell {
             .collect()
     }
 
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!("{} × {} × {}", self.case, self.runtime, self.driver.name)
     }
 
     /// What makes this the same cell in another run, shard or results file.
-    pub fn id(&self) -> CellId {
+    pub(crate) fn id(&self) -> CellId {
         CellId {
             case: self.case.clone(),
             runtime: self.runtime.clone(),
@@ -101,32 +101,32 @@ impl Cell {
 }
 
 #[derive(Debug, Clone)]
-pub struct Request {
-    pub cases: Vec<String>,
-    pub runtimes: Vec<String>,
-    pub drivers: Vec<String>,
+pub(crate) struct Request {
+    pub(crate) cases: Vec<String>,
+    pub(crate) runtimes: Vec<String>,
+    pub(crate) drivers: Vec<String>,
     /// A named driver that is not installed gives skipped cells (a matrix
     /// file's drivers), instead of an error (a `--driver` typo).
-    pub skip_absent_drivers: bool,
-    pub externals: Vec<ExternalCase>,
+    pub(crate) skip_absent_drivers: bool,
+    pub(crate) externals: Vec<ExternalCase>,
     /// The layers every run gets (validation, trace, emulation).
-    pub chain: Chain,
+    pub(crate) chain: Chain,
 }
 
 /// Any program, run as one case.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExternalCase {
-    pub name: String,
-    pub argv: Vec<OsString>,
+pub(crate) struct ExternalCase {
+    pub(crate) name: String,
+    pub(crate) argv: Vec<OsString>,
     /// Its runs start in their own private directory, not in the caller's.
-    pub private_cwd: bool,
+    pub(crate) private_cwd: bool,
 }
 
 /// The case name of `-- CMD ARGS`: the program's file name, or, when the program is an
 /// interpreter (`python3 x.py`, `bash x.sh`, `node x.js`, also behind `env`), the script's
 /// (`x.py`), or the module's of `python3 -m MODULE`. Code given inline (`-c`) keeps the
 /// interpreter's name.
-pub fn external_name(argv: &[OsString]) -> String {
+pub(crate) fn external_name(argv: &[OsString]) -> String {
     let file_name = |arg: &OsString| {
         Path::new(arg)
             .file_name()
@@ -197,28 +197,16 @@ fn is_interpreter(program: &str) -> bool {
 }
 
 #[derive(Debug)]
-pub struct Plan {
-    pub cells: Vec<Cell>,
+pub(crate) struct Plan {
+    pub(crate) cells: Vec<Cell>,
     /// Facts a user should see before the table (drivers left out, …).
-    pub notes: Vec<String>,
-    pub scenario_dir: PathBuf,
-}
-
-impl Plan {
-    /// Keeps only the cells of one shard (`--shard K/N`), chosen by identity.
-    pub fn retain_shard(&mut self, shard: Shard) {
-        let before = self.cells.len();
-        self.cells.retain(|cell| shard.contains(&cell.id()));
-        self.notes.push(format!(
-            "shard {shard}: {} of {before} cells",
-            self.cells.len()
-        ));
-    }
+    pub(crate) notes: Vec<String>,
+    pub(crate) scenario_dir: PathBuf,
 }
 
 /// Where the scenario binaries and refrt live: `VKEXIT_SCENARIO_DIR`, or
 /// beside the vkexit executable (cargo puts them all in `target/release`).
-pub fn scenario_dir() -> PathBuf {
+pub(crate) fn scenario_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("VKEXIT_SCENARIO_DIR") {
         return PathBuf::from(dir);
     }
@@ -229,7 +217,7 @@ pub fn scenario_dir() -> PathBuf {
 }
 
 /// Turns a request into cells, probing each driver once.
-pub fn plan(request: &Request) -> Result<Plan> {
+pub(crate) fn plan(request: &Request) -> Result<Plan> {
     let scenario_dir = scenario_dir();
     let mut notes = Vec::new();
     let (cases, runtimes) = choose_cases(request)?;

@@ -25,7 +25,7 @@ const MAX_FINDINGS: usize = 16;
 
 /// Reads one results file, refusing anything that is not `vkexit.results/1`,
 /// with the file and the line and column of what is wrong.
-pub fn read(path: &Path) -> Result<Results> {
+pub(crate) fn read(path: &Path) -> Result<Results> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::io("cannot read the results file", path, e))?;
     parse(&text)
@@ -35,7 +35,7 @@ pub fn read(path: &Path) -> Result<Results> {
 /// Reads the files to merge. A file named twice would count its runs
 /// twice, and an incomplete set of shards would gate part of a matrix as if
 /// it were all of it: both are refused.
-pub fn read_all(paths: &[PathBuf]) -> Result<Vec<Results>> {
+pub(crate) fn read_all(paths: &[PathBuf]) -> Result<Vec<Results>> {
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut inputs = Vec::new();
     for path in paths {

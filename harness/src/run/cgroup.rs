@@ -22,10 +22,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Overrides the limit on processes and threads of one run.
-pub const MAX_PROCESSES_VAR: &str = "VKEXIT_MAX_PROCESSES";
+pub(crate) const MAX_PROCESSES_VAR: &str = "VKEXIT_MAX_PROCESSES";
 /// Far above what a Vulkan program needs (lavapipe starts one thread per
 /// core, up to 32, the validation layer a few), far below a full pid table.
-pub const DEFAULT_MAX_PROCESSES: u64 = 1024;
+pub(crate) const DEFAULT_MAX_PROCESSES: u64 = 1024;
 
 const PREFIX: &str = "vkexit-";
 
@@ -125,7 +125,7 @@ fn show(p: &Option<PathBuf>) -> String {
 }
 
 /// The limit on processes and threads of one run: `VKEXIT_MAX_PROCESSES`, else the default.
-pub fn max_processes() -> Result<u64, String> {
+pub(crate) fn max_processes() -> Result<u64, String> {
     match std::env::var(MAX_PROCESSES_VAR) {
         Err(_) => Ok(DEFAULT_MAX_PROCESSES),
         Ok(v) => match v.trim().parse::<u64>() {
@@ -138,7 +138,7 @@ pub fn max_processes() -> Result<u64, String> {
 }
 
 /// What one run is placed in and bounded by.
-pub struct RunBound {
+pub(crate) struct RunBound {
     /// The run's own cgroup in the unified hierarchy, removed when it ends.
     dir: Option<PathBuf>,
     /// `dir` opened, for `clone3(CLONE_INTO_CGROUP)`.
@@ -163,7 +163,7 @@ pub struct RunBound {
 /// making and removing a cgroup cost the kernel more than the rest of what
 /// vkexit does around a short run. Removed when dropped.
 #[derive(Default)]
-pub struct Reuse {
+pub(crate) struct Reuse {
     held: Option<Held>,
 }
 
@@ -205,7 +205,7 @@ impl Held {
 /// What the forked child does before exec; plain data, so that it can be
 /// used there.
 #[derive(Clone, Copy)]
-pub struct ChildSetup {
+pub(crate) struct ChildSetup {
     procs: RawFd,
     nproc: Option<u64>,
 }
@@ -221,7 +221,7 @@ impl RunBound {
     /// Makes the cgroups of the run `token`, or takes the emptied one of
     /// the worker's last run from `reuse`. An error is a reason the run
     /// cannot start.
-    pub fn new(token: &str, reuse: &mut Reuse) -> Result<RunBound, String> {
+    pub(crate) fn new(token: &str, reuse: &mut Reuse) -> Result<RunBound, String> {
         let mut guard = invocation();
         // Another vkexit that believed ours gone (another pid namespace on
         // the same cgroup file system) may have removed our empty cgroups.
@@ -306,11 +306,11 @@ impl RunBound {
     }
 
     /// The run's cgroup, open, for starting the program inside it.
-    pub fn cgroup_fd(&self) -> Option<RawFd> {
+    pub(crate) fn cgroup_fd(&self) -> Option<RawFd> {
         self.dir_fd.as_ref().map(AsRawFd::as_raw_fd)
     }
 
-    pub fn child_setup(&self) -> ChildSetup {
+    pub(crate) fn child_setup(&self) -> ChildSetup {
         ChildSetup {
             procs: self.procs.as_ref().map_or(-1, AsRawFd::as_raw_fd),
             nproc: self.nproc,
@@ -320,7 +320,7 @@ impl RunBound {
     /// Kills what is left of the run; its cgroup, once empty, goes back to
     /// `reuse` for the worker's next run, or is removed. Returns what makes
     /// the run's own result untrustworthy: the process limit was hit.
-    pub fn finish(mut self, reuse: &mut Reuse) -> Vec<String> {
+    pub(crate) fn finish(mut self, reuse: &mut Reuse) -> Vec<String> {
         let mut faults = Vec::new();
         let counts = self
             .pids
@@ -451,7 +451,8 @@ fn worker_pids(parent: &Path, limit: u64) -> Result<PathBuf, String> {
 
 impl ChildSetup {
     /// Nothing to do: no cgroup to enter, no limit to set.
-    pub fn none() -> ChildSetup {
+    #[cfg(test)]
+    pub(crate) fn none() -> ChildSetup {
         ChildSetup {
             procs: -1,
             nproc: None,
@@ -464,7 +465,7 @@ impl ChildSetup {
     /// # Safety
     /// Call only between fork and exec; the descriptors are those of
     /// `RunBound::child_setup`, still open.
-    pub unsafe fn apply(&self, in_cgroup: bool) -> io::Result<()> {
+    pub(crate) unsafe fn apply(&self, in_cgroup: bool) -> io::Result<()> {
         if self.procs >= 0 && !in_cgroup {
             // "0" moves the writing process itself into the cgroup.
             // SAFETY: writes one byte from a static buffer to an open fd.
@@ -543,7 +544,7 @@ impl Invocation {
 
 /// Removes this vkexit's own cgroups once no run is left; the next run
 /// makes them again.
-pub fn release() {
+pub(crate) fn release() {
     if let Some(inv) = invocation().take() {
         inv.remove();
     }
@@ -551,7 +552,7 @@ pub fn release() {
 
 /// Runs inside the second Ctrl-C's signal handler: async-signal-safe only.
 /// Kills every process of every run, wherever it went.
-pub fn kill_all_from_signal_handler() {
+pub(crate) fn kill_all_from_signal_handler() {
     let fd = KILL_FD.load(Ordering::SeqCst);
     if fd >= 0 {
         // SAFETY: writes one byte from a static buffer to an open fd.

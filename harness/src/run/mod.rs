@@ -4,7 +4,7 @@
 
 pub(crate) mod capture;
 pub mod cgroup;
-pub mod cost;
+pub(crate) mod cost;
 pub(crate) mod hang;
 pub(crate) mod interrupt;
 pub(crate) mod observed;
@@ -33,61 +33,61 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
-pub struct Options {
-    pub runs: u32,
-    pub jobs: usize,
-    pub timeout: Duration,
-    pub artifacts: PathBuf,
+pub(crate) struct Options {
+    pub(crate) runs: u32,
+    pub(crate) jobs: usize,
+    pub(crate) timeout: Duration,
+    pub(crate) artifacts: PathBuf,
     /// Keep the directories of passing runs too.
-    pub keep_passing: bool,
+    pub(crate) keep_passing: bool,
     /// The layers of every run.
-    pub chain: Chain,
+    pub(crate) chain: Chain,
     /// Objects alive at exit (seen by the trace layer) fail a run.
-    pub fail_on_leak: bool,
+    pub(crate) fail_on_leak: bool,
     /// Preload the crash report and exit timeline into every run.
-    pub diagnostics: bool,
+    pub(crate) diagnostics: bool,
     /// Time every C++ static destructor in the exit timeline (slower exit).
-    pub time_destructors: bool,
+    pub(crate) time_destructors: bool,
     /// Crashes of processes other than the one started are recorded, not
     /// judged (programs that crash children on purpose: death tests).
-    pub children_may_crash: bool,
+    pub(crate) children_may_crash: bool,
     /// How a finished run's verdict is made.
-    pub examine: Examine,
+    pub(crate) examine: Examine,
 }
 
 /// The classifier, handed in by the engine: a run's directory is kept or removed by its
 /// verdict, so the verdict is made inside the run loop, but classify comes after run in
 /// the harness's order.
 #[derive(Debug, Clone, Copy)]
-pub struct Examine {
+pub(crate) struct Examine {
     /// The verdict of a run from what it left behind.
-    pub classify: fn(&RunEvidence) -> Classification,
+    pub(crate) classify: fn(&RunEvidence) -> Classification,
     /// One line of the story a failing run's directory tells, for its reason.
-    pub story: fn(&Path) -> Option<String>,
+    pub(crate) story: fn(&Path) -> Option<String>,
 }
 
 /// What one run came to, and where its evidence is.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunRecord {
-    pub cell: usize,
-    pub index: u32,
+pub(crate) struct RunRecord {
+    pub(crate) cell: usize,
+    pub(crate) index: u32,
     #[serde(flatten)]
-    pub classification: Classification,
-    pub termination: Termination,
-    pub vuid_counts: VuidReport,
-    pub duration_ms: u64,
-    pub stdout_bytes: u64,
-    pub stderr_bytes: u64,
+    pub(crate) classification: Classification,
+    pub(crate) termination: Termination,
+    pub(crate) vuid_counts: VuidReport,
+    pub(crate) duration_ms: u64,
+    pub(crate) stdout_bytes: u64,
+    pub(crate) stderr_bytes: u64,
     /// The run directory, when it was kept.
-    pub kept: Option<PathBuf>,
+    pub(crate) kept: Option<PathBuf>,
     /// The Vulkan loader and drivers the program loaded; absent without the preload.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub vulkan: Option<VulkanUse>,
+    pub(crate) vulkan: Option<VulkanUse>,
 }
 
 /// Whether more runs should start, as `execute`'s caller sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
+pub(crate) enum Flow {
     Go,
     /// No new run starts; those under way finish.
     Stop,
@@ -96,7 +96,7 @@ pub enum Flow {
 /// Runs the plan. `on_record` is given each run as it finishes, to fold into
 /// its cell's summary (nothing per run is held here), and says whether more
 /// runs should start.
-pub fn execute(
+pub(crate) fn execute(
     plan: &Plan,
     options: &Options,
     mut on_record: impl FnMut(&Cell, RunRecord) -> Flow,
@@ -316,7 +316,7 @@ fn moved(spec: &unix::CommandSpec, from: &Path, to: &Path) -> unix::CommandSpec 
 /// How a run of `cell` chooses its driver: by the version of the loader vkexit found (the
 /// one a program gets from `libvulkan.so.1`); a program with a loader of its own is checked
 /// after the run ([`judge_loader_use`]).
-pub fn selection(cell: &Cell) -> Selection {
+pub(crate) fn selection(cell: &Cell) -> Selection {
     Selection::for_loader(
         cell.device
             .as_ref()
@@ -481,7 +481,7 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix
 /// Prepares `dir` as a run directory and gives the command a run of `cell`
 /// makes in it, as `execute` makes it: for timing the same runs outside
 /// vkexit (`vkexit bench`). `options.chain` must have its manifests written.
-pub fn command_in(
+pub(crate) fn command_in(
     plan: &Plan,
     cell: &Cell,
     dir: &Path,
@@ -509,7 +509,7 @@ fn read_validation(dir: &Path, requested: bool) -> Validation {
     }
 }
 
-pub const PRELOAD_LIBRARY: &str = "libvkexit_preload.so";
+pub(crate) const PRELOAD_LIBRARY: &str = "libvkexit_preload.so";
 
 /// The preloaded crash report and exit timeline, ahead of any preload the
 /// caller set: it must see the program's own interposers as the program.

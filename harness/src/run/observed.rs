@@ -7,29 +7,38 @@ use crate::host::vuid::VuidReport;
 use crate::verdict::RunVerdict;
 use serde::{Deserialize, Serialize};
 
-/// The files the preloaded diagnostics write in a run's directory.
-pub const TIMELINE_FILE: &str = vkexit_evidence::files::TIMELINE.name;
-pub const CRASH_FILE: &str = vkexit_evidence::files::CRASH.name;
+/// The exit timeline the preloaded library writes in a run's directory.
+pub(crate) const TIMELINE_FILE: &str = vkexit_evidence::files::TIMELINE.name;
+/// The crash reports every process of the run writes in its directory.
+pub(crate) const CRASH_FILE: &str = vkexit_evidence::files::CRASH.name;
 
 /// How the program under test ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Termination {
+    /// It exited by itself.
     Exited {
+        /// Its exit status (0 to 255).
         code: i32,
     },
+    /// A signal ended it.
     Signaled {
+        /// The signal's number (11 for SIGSEGV).
         signal: i32,
+        /// The kernel wrote a core file for it.
         core_dumped: bool,
     },
     /// Killed by the harness after the time limit.
     TimedOut {
+        /// The time limit it ran past, in milliseconds.
         after_ms: u64,
     },
     /// vkexit was interrupted (Ctrl-C, SIGTERM) and stopped the program.
     Interrupted,
     /// The program could not be started at all.
     NotStarted {
+        /// Why not (the run directory could not be made, the program could not be spawned);
+        /// the run's reason says it.
         reason: String,
     },
 }
@@ -37,6 +46,7 @@ pub enum Termination {
 /// What the validation layer left in the run directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Validation {
+    /// The run's layers left validation out (`validation = false`, `--no-validation`).
     NotRequested,
     /// Requested, and the layer proved it was active by creating its log.
     Active(VuidReport),
@@ -47,9 +57,12 @@ pub enum Validation {
     Unreadable(String),
 }
 
+/// Everything one run left behind that its verdict depends on: the classifier's whole input.
 #[derive(Debug, Clone)]
 pub struct RunEvidence {
+    /// How the program ended.
     pub termination: Termination,
+    /// What the validation layer logged (`validation.log`), if it was asked for.
     pub validation: Validation,
     /// The trace layer's summary, when the trace layer was asked for.
     pub trace: Option<TraceSummary>,
@@ -65,26 +78,32 @@ pub struct RunEvidence {
 #[derive(Debug, Clone, Default)]
 pub struct ProcessTree {
     /// The process vkexit started; `None` when none was.
-    pub main_pid: Option<i64>,
+    pub(crate) main_pid: Option<i64>,
     /// `crash.jsonl`: every process of the run writes its crashes there.
-    pub crashes: CrashSummary,
+    pub(crate) crashes: CrashSummary,
     /// The program crashes children on purpose (death tests): their crashes
     /// are findings, not failures.
-    pub children_may_crash: bool,
+    pub(crate) children_may_crash: bool,
 }
 
+/// What one run came to, kept with its evidence and counted into its cell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Classification {
+    /// Pass, or how the run failed; what the program itself showed (crash, exit, timeout)
+    /// comes before what the layers found.
     pub verdict: RunVerdict,
     /// One line a person can read: why this verdict.
-    pub reason: String,
-    pub signal: Option<String>,
+    pub(crate) reason: String,
+    /// The name of the signal that ended the program (`SIGSEGV`); `None` when none did.
+    pub(crate) signal: Option<String>,
+    /// The message ids the run's validation log holds, and `VKEXIT-trace-dead-handle` for
+    /// calls on destroyed handles, as the layer named them; an allow-list may remove some.
     pub vuids: Vec<String>,
     /// What the vkexit layers saw, as sentences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub findings: Vec<String>,
+    pub(crate) findings: Vec<String>,
     /// The layer whose library held the pc of the crash that failed the run
     /// (`validation`, `trace`, or another layer's file name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub crash_layer: Option<String>,
+    pub(crate) crash_layer: Option<String>,
 }

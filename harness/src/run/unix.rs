@@ -125,8 +125,9 @@ pub const MIN_FREE_BYTES: u64 = 1 << 20;
 pub fn disk_full(dir: &std::path::Path) -> Option<String> {
     use std::os::unix::ffi::OsStrExt;
     let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs fills the zeroed struct; the path is NUL-terminated.
+    // SAFETY: statvfs is plain integers, for which all zero bytes is a valid value.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the path is NUL-terminated and outlives the call; `st` is ours to fill.
     if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
         return None;
     }

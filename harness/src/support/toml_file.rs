@@ -7,13 +7,18 @@ use serde::de::DeserializeOwned;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+/// A TOML file's name and whole text, read once, so that errors can point into it.
 pub struct TomlFile {
+    /// The path as the user gave it (`--config`, `--baseline`): errors name it so.
     pub path: PathBuf,
+    /// The whole file, as UTF-8; byte offsets into it locate errors.
     pub text: String,
 }
 
 impl TomlFile {
-    pub fn read(path: &Path, context: &'static str) -> Result<TomlFile> {
+    /// Reads the file; `context` says what it is for in the error ("cannot read the
+    /// matrix file").
+    pub(crate) fn read(path: &Path, context: &'static str) -> Result<TomlFile> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(context, path, e))?;
         Ok(TomlFile {
             path: path.to_path_buf(),
@@ -23,7 +28,7 @@ impl TomlFile {
 
     /// Deserialises the whole file; unknown keys are refused by the types
     /// (`deny_unknown_fields`), so a typo never passes unnoticed.
-    pub fn parse<T: DeserializeOwned>(&self) -> Result<T> {
+    pub(crate) fn parse<T: DeserializeOwned>(&self) -> Result<T> {
         toml::from_str(&self.text).map_err(|e| {
             let at = e.span().map_or(0, |s| s.start);
             self.error_at(at, e.message().trim_end())
@@ -31,7 +36,7 @@ impl TomlFile {
     }
 
     /// "FILE:LINE:COLUMN: message", both counted from 1, the column in characters.
-    pub fn error_at(&self, offset: usize, message: impl std::fmt::Display) -> Error {
+    pub(crate) fn error_at(&self, offset: usize, message: impl std::fmt::Display) -> Error {
         let (line, column) = self.position(offset);
         Error::BadFileAt {
             path: self.path.clone(),
@@ -41,12 +46,13 @@ impl TomlFile {
         }
     }
 
-    pub fn error(&self, span: &Range<usize>, message: impl std::fmt::Display) -> Error {
+    /// "FILE:LINE:COLUMN: message" at the start of a parsed value's span.
+    pub(crate) fn error(&self, span: &Range<usize>, message: impl std::fmt::Display) -> Error {
         self.error_at(span.start, message)
     }
 
     /// "FILE:LINE" of an offset: where an entry that judged a cell is.
-    pub fn location(&self, offset: usize) -> String {
+    pub(crate) fn location(&self, offset: usize) -> String {
         format!("{}:{}", self.path.display(), self.position(offset).0)
     }
 
