@@ -1,7 +1,8 @@
 //! What the project promises about itself matches what it is: the Rust
 //! version it says it needs is what its locked dependencies need, declared
 //! once and inherited by every crate, and said the same in README and
-//! ci/setup.sh; the license Cargo.toml names comes with its texts.
+//! ci/setup.sh; the license Cargo.toml names comes with its texts; every
+//! crate holds the workspace's lints.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -142,6 +143,37 @@ fn the_license_cargo_names_comes_with_its_texts() {
             inherited,
             Some(true),
             "{path}: `license.workspace = true` expected"
+        );
+    }
+}
+
+/// The lints `[workspace.lints]` sets (documented public items, a SAFETY line on every unsafe
+/// block, no unsafe operation outside its block) hold in every crate: a new crate cannot leave
+/// them out unnoticed.
+#[test]
+fn every_crate_holds_the_workspace_lints() {
+    let manifest: toml::Value = toml::from_str(&read("Cargo.toml")).unwrap();
+    let lints = &manifest["workspace"]["lints"];
+    assert_eq!(
+        lints["rust"]["unsafe_op_in_unsafe_fn"].as_str(),
+        Some("deny")
+    );
+    assert!(lints["rust"].get("missing_docs").is_some(), "{lints}");
+    assert!(
+        lints["clippy"].get("undocumented_unsafe_blocks").is_some(),
+        "{lints}"
+    );
+    for member in manifest["workspace"]["members"].as_array().unwrap() {
+        let path = format!("{}/Cargo.toml", member.as_str().unwrap());
+        let crate_manifest: toml::Value = toml::from_str(&read(&path)).unwrap();
+        let inherited = crate_manifest
+            .get("lints")
+            .and_then(|v| v.get("workspace"))
+            .and_then(toml::Value::as_bool);
+        assert_eq!(
+            inherited,
+            Some(true),
+            "{path}: `[lints] workspace = true` expected"
         );
     }
 }

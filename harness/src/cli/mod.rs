@@ -123,7 +123,7 @@ pub fn main() -> ExitCode {
     };
     match outcome {
         Ok(Outcome::Green) => ExitCode::SUCCESS,
-        Ok(Outcome::Red) => ExitCode::from(1),
+        Ok(Outcome::Red) => ExitCode::from(vkexit_evidence::exit_code::RED),
         Ok(Outcome::Interrupted) => ExitCode::from(crate::run::interrupt::EXIT_CODE),
         Err(e) => {
             eprintln!("vkexit: {e}");

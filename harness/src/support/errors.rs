@@ -136,7 +136,7 @@ pub enum Selection {
 
 /// The exit code of a run that could not start or was given what it cannot use (the
 /// reference's exit codes: 0 green, 1 red, 2 usage or setup error, 130 interrupted).
-pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_USAGE: u8 = vkexit_evidence::exit_code::USAGE;
 
 impl Error {
     /// The documented exit code of this error: every one is a usage or setup error.
