@@ -82,7 +82,26 @@ macro_rules! wire_names {
                 }
             }
         }
+
+        impl $crate::Wire for $name {
+            fn as_str(self) -> &'static str {
+                $name::as_str(self)
+            }
+
+            fn from_wire(name: &str) -> Option<Self> {
+                $name::from_wire(name)
+            }
+        }
     };
+}
+
+/// A closed set of names on the wire (every enum [`wire_names!`] makes), for code generic over
+/// the evidence files.
+pub trait Wire: Copy + Sized {
+    /// The name on the wire.
+    fn as_str(self) -> &'static str;
+    /// The value of a wire name; `None` for one this version does not know.
+    fn from_wire(name: &str) -> Option<Self>;
 }
 pub(crate) use wire_names;
 

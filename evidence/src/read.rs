@@ -3,6 +3,7 @@
 //! counted and skipped, never fatal; a record of an event this version does not know (from a
 //! newer writer) is skipped without counting.
 
+use crate::Wire;
 use serde::Deserialize;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
@@ -28,15 +29,11 @@ pub struct Stamp {
 /// `crash::Entry`.
 pub trait Entry: Sized {
     /// The file's event enum.
-    type Event: Copy;
-    /// The event of an `ev` value; `None` for one this version does not know.
-    fn event_of(ev: &str) -> Option<Self::Event>;
+    type Event: Wire;
     /// The record of `event`, from its JSON object.
     fn parse(event: Self::Event, record: Value) -> serde_json::Result<Self>;
     /// Which event this is.
     fn event(&self) -> Self::Event;
-    /// The wire name of `event`.
-    fn wire_name(event: Self::Event) -> &'static str;
 }
 
 /// One record of a file of `E`, with its stamp: `Ok(None)` for an event this version does not
@@ -45,7 +42,7 @@ pub fn parse<E: Entry>(record: Value) -> Result<Option<(Stamp, E)>, serde_json::
     let Some(event) = record
         .get(crate::field::EV)
         .and_then(Value::as_str)
-        .and_then(E::event_of)
+        .and_then(E::Event::from_wire)
     else {
         return Ok(None);
     };
@@ -67,7 +64,7 @@ pub fn records_of<E: Entry>(
     event: E::Event,
     each: impl FnMut(Stamp, E),
 ) -> std::io::Result<u64> {
-    let quoted = format!("\"{}\"", E::wire_name(event));
+    let quoted = format!("\"{}\"", event.as_str());
     typed(reader, Some(quoted.as_bytes()), each)
 }
 

@@ -196,14 +196,6 @@ mod read {
     impl crate::read::Entry for Entry {
         type Event = Event;
 
-        fn event_of(ev: &str) -> Option<Event> {
-            Event::from_wire(ev)
-        }
-
-        fn wire_name(event: Event) -> &'static str {
-            event.as_str()
-        }
-
         fn parse(event: Event, record: Value) -> serde_json::Result<Self> {
             Ok(match event {
                 Event::Loaded => Entry::Loaded(from_value(record)?),
