@@ -180,7 +180,8 @@ fn thread_cpu_ms() -> f64 {
     t.tv_sec as f64 * 1000.0 + t.tv_nsec as f64 / 1e6
 }
 
-/// User and system time of every child waited for so far, by any thread.
+/// User and system time of every child waited for so far, by any thread: unlike wall time, it
+/// hardly depends on what else the machine runs.
 pub fn children_cpu_ms() -> f64 {
     rusage_ms(libc::RUSAGE_CHILDREN)
 }

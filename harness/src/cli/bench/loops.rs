@@ -3,6 +3,7 @@
 //! not timed, since a user's loop would not make it either.
 
 use crate::plan::Plan;
+use crate::run::cost::children_cpu_ms;
 use crate::run::{self, unix::CommandSpec};
 use crate::support::errors::{Error, Result};
 use std::ffi::OsString;
@@ -209,19 +210,6 @@ impl Clock {
             cpu: (children_cpu_ms() - self.cpu) / runs,
         }
     }
-}
-
-/// User and system time of the children waited for so far: unlike wall time, it hardly
-/// depends on what else the machine runs.
-fn children_cpu_ms() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct it is given.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
-        usage
-    };
-    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
-    ms(usage.ru_utime) + ms(usage.ru_stime)
 }
 
 fn note_failures(what: &str, failed: u32, runs: u32) {
