@@ -2,12 +2,11 @@
 //! bench names when the 0.3 ms target is not met. CPU time hardly depends on the load, so
 //! these figures hold on a busy machine too, where the wall-clock ones do not.
 
-use super::memory::Report;
+use super::memory;
 use crate::run::cost::{self, Parts};
 use crate::support::errors::{Error, Result};
 use serde::Serialize;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 /// CPU milliseconds per run of `/bin/true`.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -71,14 +70,7 @@ pub fn measure(work: &Path, driver: &str, runs: u32) -> Result<Breakdown> {
 /// This process's CPU and its children's, per run of a plain loop of `/bin/true`.
 fn bare(runs: u32) -> Result<(f64, f64)> {
     let (me, children) = (cost::self_cpu_ms(), cost::children_cpu_ms());
-    for _ in 0..runs {
-        Command::new("/bin/true")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .map_err(|e| Error::io("cannot start", Path::new("/bin/true"), e))?;
-    }
+    memory::true_loop(runs)?;
     let n = f64::from(runs);
     Ok((
         (cost::self_cpu_ms() - me) / n,
@@ -89,44 +81,14 @@ fn bare(runs: u32) -> Result<(f64, f64)> {
 /// vkexit's own CPU and its runs', per run of `vkexit run --no-validation -j 1 -- /bin/true`:
 /// `runs` runs less one, over `runs − 1`, so that start-up and tear-down are left out.
 fn per_run(work: &Path, driver: &str, runs: u32, diagnostics: bool) -> Result<(f64, f64)> {
-    let many = report(work, driver, runs, diagnostics)?;
-    let one = report(work, driver, 1, diagnostics)?;
+    let report = |runs| {
+        let name = format!("fixed-{runs}-{diagnostics}");
+        memory::child_report(work, &name, driver, runs, 1, diagnostics)
+    };
+    let (many, one) = (report(runs)?, report(1)?);
     let n = f64::from(runs - 1);
     Ok((
         (many.self_cpu_ms - one.self_cpu_ms) / n,
         (many.children_cpu_ms - one.children_cpu_ms) / n,
     ))
-}
-
-fn report(work: &Path, driver: &str, runs: u32, diagnostics: bool) -> Result<Report> {
-    let exe = super::vkexit_exe()?;
-    let name = format!("fixed-{runs}-{diagnostics}");
-    let out = work.join(format!("{name}.txt"));
-    let artifacts = work.join(&name);
-    let mut command = Command::new(&exe);
-    command
-        .arg("bench")
-        .arg("--rss-child")
-        .arg(&out)
-        .arg("--")
-        .args(["--no-validation", "--driver", driver])
-        .args(["--runs", &runs.to_string(), "-j", "1"])
-        .arg("--artifacts")
-        .arg(&artifacts);
-    if !diagnostics {
-        command.arg("--no-diagnostics");
-    }
-    let status = command
-        .args(["--", "/bin/true"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| Error::io("cannot start", &exe, e))?;
-    let _ = std::fs::remove_dir_all(&artifacts);
-    Report::read(&out).ok_or_else(|| {
-        Error::Bench(format!(
-            "vkexit run --runs {runs} -- /bin/true reported no CPU time ({status})"
-        ))
-    })
 }

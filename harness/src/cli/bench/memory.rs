@@ -9,33 +9,50 @@ use std::process::{Command, Stdio};
 
 /// Peak RSS, in MB, of `vkexit run --no-validation --runs RUNS -j 2 -- /bin/true`.
 pub fn peak_rss_mb(work: &Path, driver: &str, runs: u32) -> Result<f64> {
+    let report = child_report(work, &format!("rss-{runs}"), driver, runs, 2, true)?;
+    Ok(report.rss_kb / 1024.0)
+}
+
+/// What a child vkexit reports of itself after `vkexit run --no-validation --runs RUNS -j JOBS
+/// -- /bin/true` (with `--no-diagnostics` unless `diagnostics`); `name` names its files in
+/// `work`.
+pub fn child_report(
+    work: &Path,
+    name: &str,
+    driver: &str,
+    runs: u32,
+    jobs: u32,
+    diagnostics: bool,
+) -> Result<Report> {
     let exe = super::vkexit_exe()?;
-    let report = work.join(format!("rss-{runs}.txt"));
-    let artifacts = work.join(format!("rss-{runs}"));
-    let status = Command::new(&exe)
+    let report = work.join(format!("{name}.txt"));
+    let artifacts = work.join(name);
+    let mut command = Command::new(&exe);
+    command
         .arg("bench")
         .arg("--rss-child")
         .arg(&report)
         .arg("--")
         .args(["--no-validation", "--driver", driver])
-        .args(["--runs", &runs.to_string(), "-j", "2"])
+        .args(["--runs", &runs.to_string(), "-j", &jobs.to_string()])
         .arg("--artifacts")
-        .arg(&artifacts)
+        .arg(&artifacts);
+    if !diagnostics {
+        command.arg("--no-diagnostics");
+    }
+    let status = command
         .args(["--", "/bin/true"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .map_err(|e| Error::io("cannot start", &exe, e))?;
-    let kb = Report::read(&report)
-        .ok_or_else(|| {
-            Error::Bench(format!(
-                "the peak-memory run of {runs} runs reported nothing ({status})"
-            ))
-        })?
-        .rss_kb;
     let _ = std::fs::remove_dir_all(&artifacts);
-    Ok(kb / 1024.0)
+    Report::read(&report).ok_or_else(|| {
+        Error::Bench(format!(
+            "vkexit run --runs {runs} -j {jobs} -- /bin/true, in a child vkexit, reported nothing ({status})"
+        ))
+    })
 }
 
 /// Milliseconds per run of `vkexit run --no-validation -- /bin/true`: what vkexit costs per
@@ -64,6 +81,12 @@ pub fn light_ms_per_run(work: &Path, driver: &str, runs: u32, jobs: u32) -> Resu
 /// with nothing of vkexit around it.
 pub fn bare_true_ms_per_run(runs: u32) -> Result<f64> {
     let start = std::time::Instant::now();
+    true_loop(runs)?;
+    Ok(start.elapsed().as_secs_f64() * 1000.0 / f64::from(runs))
+}
+
+/// `runs` runs of `/bin/true` by a plain loop: spawn, wait.
+pub fn true_loop(runs: u32) -> Result<()> {
     for _ in 0..runs {
         Command::new("/bin/true")
             .stdin(Stdio::null())
@@ -72,7 +95,7 @@ pub fn bare_true_ms_per_run(runs: u32) -> Result<f64> {
             .status()
             .map_err(|e| Error::io("cannot start", Path::new("/bin/true"), e))?;
     }
-    Ok(start.elapsed().as_secs_f64() * 1000.0 / f64::from(runs))
+    Ok(())
 }
 
 /// Milliseconds of `vkexit run --runs 1 -- /bin/true`, the median of five: start-up (the
