@@ -245,3 +245,24 @@ fn explain_refuses_what_is_not_a_run_directory() {
         .code(2)
         .stderr(predicates::str::contains("not a run directory"));
 }
+
+/// A kept run whose timeline is there but cannot be read: `explain` names the file and why,
+/// instead of telling a story without it as if the run had left none.
+#[test]
+fn explain_names_the_evidence_it_could_not_read() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run_mock(1, &[], &["--crash-at-exit"]);
+    let run = std::path::PathBuf::from(&strings(&only_cell(&r)["artifacts"])[0]);
+    std::fs::write(run.join("timeline.jsonl"), "\u{0}\u{1} cut by a full disk\n").unwrap();
+    std::fs::write(run.join("result.json"), "{ not json").unwrap();
+    let out = sb.vkexit().arg("explain").arg(&run).output().unwrap();
+    assert!(out.status.success());
+    let story = String::from_utf8_lossy(&out.stdout);
+    assert!(story.contains("could not read result.json: "), "{story}");
+    assert!(
+        story.contains("could not read timeline.jsonl: 1 line(s), none of them a record"),
+        "{story}"
+    );
+    // The crash record is still read and told.
+    assert!(story.contains("CRASH SIGSEGV"), "{story}");
+}

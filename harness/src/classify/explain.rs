@@ -126,11 +126,15 @@ pub struct Story {
     main_returned: bool,
     /// Handlers taken from ranges so far, against `MAX_RANGED_HANDLERS`.
     ranged_handlers: u64,
+    /// The evidence files that are there but could not be read, each with why: a story
+    /// told without them must say so, not that the run left no such evidence.
+    unreadable: Vec<String>,
 }
 
 impl Story {
     /// Reads the evidence files a run directory holds; a missing file or a bad line is
-    /// left out, never an error.
+    /// left out, never an error. A file that is there but cannot be read, or holds not one
+    /// record, is named in the story.
     pub fn read(dir: &Path) -> Story {
         let mut story = Story::default();
         story.read_file::<timeline::Entry>(dir, files::TIMELINE, Story::add_timeline);
@@ -150,16 +154,32 @@ impl Story {
         file: files::EvidenceFile,
         mut add: impl FnMut(&mut Story, Stamp, E),
     ) {
-        let Ok(f) = std::fs::File::open(dir.join(file.name)) else {
-            return;
+        let f = match std::fs::File::open(dir.join(file.name)) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => {
+                self.unreadable.push(format!("{}: {e}", file.name));
+                return;
+            }
         };
-        let mut taken = 0;
-        let _ = read::records(f, |stamp, record: E| {
-            if taken < MAX_RECORDS {
-                taken += 1;
+        let mut seen = 0u64;
+        let read = read::records(f, |stamp, record: E| {
+            seen += 1;
+            if seen <= MAX_RECORDS as u64 {
                 add(self, stamp, record);
             }
         });
+        match read {
+            Err(e) => self.unreadable.push(format!(
+                "{}: read failed after {seen} record(s): {e}",
+                file.name
+            )),
+            Ok(bad) if seen == 0 && bad > 0 => self.unreadable.push(format!(
+                "{}: {bad} line(s), none of them a record this vkexit reads",
+                file.name
+            )),
+            Ok(_) => {}
+        }
     }
 
     fn push(&mut self, stamp: &Stamp, source: &'static str, text: String) {
@@ -421,10 +441,19 @@ impl Story {
     /// The whole story, one event a line with its time since the first event, then the
     /// exit handlers a crash cut off: what `vkexit explain RUN_DIR` prints.
     pub fn render(&self) -> String {
+        let mut out: String = self
+            .unreadable
+            .iter()
+            .map(|why| format!("could not read {why}\n"))
+            .collect();
         let Some(first) = self.events.first() else {
-            return "no timeline, trace, driver or crash evidence in this run directory\n".into();
+            if out.is_empty() {
+                return "no timeline, trace, driver or crash evidence in this run directory\n"
+                    .into();
+            }
+            return out
+                + "no other timeline, trace, driver or crash evidence in this run directory\n";
         };
-        let mut out = String::new();
         let mut i = 0;
         while i < self.events.len() {
             let e = &self.events[i];
@@ -663,6 +692,46 @@ not json at all
             !text.contains("C++ static destructor(s) of libLLVM"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn evidence_that_is_there_but_unreadable_is_named_not_called_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(TIMELINE_FILE),
+            "\u{1}\u{2} not json\n[1, 2]\n",
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join(CRASH_FILE)).unwrap();
+        let text = Story::read(dir.path()).render();
+        assert!(
+            text.contains("could not read timeline.jsonl: 2 line(s), none of them a record"),
+            "{text}"
+        );
+        assert!(
+            text.contains("could not read crash.jsonl: read failed"),
+            "{text}"
+        );
+        assert!(!text.starts_with("no timeline"), "{text}");
+        assert!(
+            text.ends_with(
+                "no other timeline, trace, driver or crash evidence in this run directory\n"
+            ),
+            "{text}"
+        );
+
+        // Beside readable evidence, the unreadable file is still named.
+        std::fs::write(
+            dir.path().join(TIMELINE_FILE),
+            "{\"ev\":\"main-start\",\"t_ns\":10}\n",
+        )
+        .unwrap();
+        let text = Story::read(dir.path()).render();
+        assert!(
+            text.starts_with("could not read crash.jsonl: read failed"),
+            "{text}"
+        );
+        assert!(text.contains("main"), "{text}");
     }
 
     #[test]

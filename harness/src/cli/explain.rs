@@ -36,17 +36,27 @@ pub(super) fn explain(run_dir: &std::path::Path) -> Result<Outcome> {
             ),
         ));
     }
-    if let Ok(text) = std::fs::read_to_string(run_dir.join("result.json")) {
-        if let Ok(result) = serde_json::from_str::<serde_json::Value>(&text) {
+    match read_if_there(run_dir, "result.json").and_then(|text| {
+        text.map(|t| serde_json::from_str::<serde_json::Value>(&t))
+            .transpose()
+            .map_err(|e| format!("result.json: {e}"))
+    }) {
+        Ok(Some(result)) => {
             let verdict = result["verdict"].as_str().unwrap_or("?");
             let reason = result["reason"].as_str().unwrap_or("");
             println!("verdict: {verdict}: {reason}");
         }
+        Ok(None) => {}
+        Err(why) => println!("could not read {why}"),
     }
-    if let Ok(command) = std::fs::read_to_string(run_dir.join("command.txt")) {
-        if let Some(line) = command.lines().last() {
-            println!("command: {line}");
+    match read_if_there(run_dir, "command.txt") {
+        Ok(Some(command)) => {
+            if let Some(line) = command.lines().last() {
+                println!("command: {line}");
+            }
         }
+        Ok(None) => {}
+        Err(why) => println!("could not read {why}"),
     }
     println!();
     print!(
@@ -54,4 +64,14 @@ pub(super) fn explain(run_dir: &std::path::Path) -> Result<Outcome> {
         crate::classify::explain::Story::read(run_dir).render()
     );
     Ok(Outcome::Green)
+}
+
+/// A file of the run directory: `None` when it is not there, the reason when it is there but
+/// cannot be read.
+fn read_if_there(dir: &std::path::Path, name: &str) -> std::result::Result<Option<String>, String> {
+    match std::fs::read_to_string(dir.join(name)) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{name}: {e}")),
+    }
 }
