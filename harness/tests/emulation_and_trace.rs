@@ -253,7 +253,11 @@ fn explain_names_the_evidence_it_could_not_read() {
     let sb = Sandbox::new();
     let (_, r) = sb.run_mock(1, &[], &["--crash-at-exit"]);
     let run = std::path::PathBuf::from(&strings(&only_cell(&r)["artifacts"])[0]);
-    std::fs::write(run.join("timeline.jsonl"), "\u{0}\u{1} cut by a full disk\n").unwrap();
+    std::fs::write(
+        run.join("timeline.jsonl"),
+        "\u{0}\u{1} cut by a full disk\n",
+    )
+    .unwrap();
     std::fs::write(run.join("result.json"), "{ not json").unwrap();
     let out = sb.vkexit().arg("explain").arg(&run).output().unwrap();
     assert!(out.status.success());

@@ -52,3 +52,38 @@ pub fn under_test(file: &str, package: &str) -> PathBuf {
         candidates[0].display()
     )
 }
+
+/// Where to run vkexit on a matrix of the workspace (`ci/matrix/*.toml`), whose programs are
+/// named from the workspace's root (`target/release/mock`, `scenarios/…`): the workspace itself
+/// when its `target/release` is the build directory; otherwise (a `CARGO_TARGET_DIR` elsewhere)
+/// a directory that shows the workspace's files and the build directory as `target/release`,
+/// so that the matrix runs the programs under test, not stale ones or none.
+pub fn matrix_root() -> PathBuf {
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let ws = workspace();
+        let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if same(&ws.join("target/release"), &build_dir()) {
+            return ws;
+        }
+        let root = std::env::temp_dir().join(format!("vkexit-workspace-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("target")).expect("a directory in the temp dir");
+        for entry in std::fs::read_dir(&ws)
+            .expect("the workspace is readable")
+            .flatten()
+        {
+            if entry.file_name() != "target" {
+                std::os::unix::fs::symlink(entry.path(), root.join(entry.file_name()))
+                    .expect("a link in the temp dir");
+            }
+        }
+        std::os::unix::fs::symlink(build_dir(), root.join("target/release"))
+            .expect("a link in the temp dir");
+        root
+    })
+    .clone()
+}

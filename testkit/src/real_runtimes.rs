@@ -1,6 +1,7 @@
 //! The real-runtimes matrix (`ci/matrix/real-runtimes.toml`), judged by its baseline
 //! (`ci/baselines/real-runtimes-ext.toml`), as CI runs it: from the workspace's root, which its
-//! program paths are relative to.
+//! program paths are relative to (or a view of it with the build directory as `target/release`,
+//! [`crate::paths::matrix_root`]).
 
 use crate::vkexit::Sandbox;
 use serde_json::Value;
@@ -29,7 +30,7 @@ pub fn cases(keep: impl Fn(&str) -> bool) -> Vec<String> {
 pub fn assert_green(cases: &[String], cells: usize) -> Value {
     let sb = Sandbox::new();
     let mut cmd = sb.vkexit();
-    cmd.current_dir(crate::workspace()).args([
+    cmd.current_dir(crate::paths::matrix_root()).args([
         "run",
         "--config",
         MATRIX,
@@ -50,6 +51,13 @@ pub fn assert_green(cases: &[String], cells: usize) -> Value {
         .arg(sb.path().join("artifacts"))
         .output()
         .expect("vkexit starts");
+    assert!(
+        sb.results().is_file(),
+        "no results file; vkexit exited {:?}:\n{}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r = sb.read_results();
     let judged = r["cells"].as_array().expect("cells");
     assert_eq!(judged.len(), cells, "{} cases: {r:#}", cases.len());
