@@ -373,7 +373,7 @@ mod tests {
     const STATUS: &str = "Validation Information: [ UNASSIGNED-khronos-validation-createinstance-status-message ] Khronos Validation Layer Active:\n    Current Enables: None.\n    Current Disables: None.\n\n";
 
     fn active(text: &str) -> Validation {
-        Validation::Active(ValidationLogs::single(scan_str(text)))
+        Validation::Active(ValidationLogs::single_instance(scan_str(text)))
     }
 
     fn clean_log() -> Validation {

@@ -319,17 +319,13 @@ impl ValidationLogs {
         Ok(Some(ValidationLogs { instances, merged }))
     }
 
-    /// One log, as if it were the only one (tests).
-    #[cfg(test)]
-    pub(crate) fn single(report: VuidReport) -> ValidationLogs {
+    /// The logs of a run with one instance, whose watched log holds `report` (for readers that
+    /// judge a log they scanned themselves).
+    pub fn single_instance(report: VuidReport) -> ValidationLogs {
         ValidationLogs {
             instances: vec![InstanceLog {
-                file: "validation.d/1-1.log".into(),
-                opener: Some(Header {
-                    pid: 1,
-                    t_ns: 1,
-                    program: "/bin/app".into(),
-                }),
+                file: format!("{}/1-1.log", logs::DIR),
+                opener: None,
                 unwatched: false,
                 report: report.clone(),
             }],
