@@ -113,6 +113,7 @@ mod record;
 pub mod tegra;
 pub mod timeline;
 pub mod trace;
+pub mod validation_logs;
 
 #[cfg(feature = "serde")]
 pub mod read;

@@ -160,7 +160,9 @@ fn a_validation_log_that_is_not_utf8_or_cut_mid_line_is_still_a_vuid() {
         let report = vkexit::vuid::scan(log).unwrap();
         let c = classify(&RunEvidence {
             termination: Termination::Exited { code: 0 },
-            validation: Validation::Active(report),
+            validation: Validation::Active(vkexit::validation::ValidationLogs::single_instance(
+                report,
+            )),
             trace: None,
             tegra: None,
             fail_on_leak: false,

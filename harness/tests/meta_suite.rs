@@ -83,6 +83,38 @@ const PROGRAMS: &[Program] = &[
         "expected-fail",
     ),
     program("hang-in-exit-handler", Truth::Timeout, "expected-fail"),
+    program(
+        "vuid-then-second-instance",
+        Truth::Vuid {
+            id: CHILDREN,
+            per_run: 1,
+        },
+        "expected-fail",
+    ),
+    program(
+        "vuid-then-exec-clean",
+        Truth::Vuid {
+            id: CHILDREN,
+            per_run: 1,
+        },
+        "expected-fail",
+    ),
+    program(
+        "exec-of-a-leaker",
+        Truth::Vuid {
+            id: CHILDREN,
+            per_run: 1,
+        },
+        "expected-fail",
+    ),
+    program(
+        "vuid-in-parent-and-child",
+        Truth::Vuid {
+            id: CHILDREN,
+            per_run: 2,
+        },
+        "expected-fail",
+    ),
     Program {
         case: "crash-in-10-percent",
         runtime: "external",
@@ -91,6 +123,7 @@ const PROGRAMS: &[Program] = &[
     },
     program("clean-mock", Truth::Pass, "pass"),
     program("clean-with-silent-messenger", Truth::Pass, "pass"),
+    program("clean-several-instances", Truth::Pass, "pass"),
     Program {
         case: "clean-exit",
         runtime: "refrt:release-children",
@@ -291,8 +324,30 @@ fn vuid_evidence(case: &str, run: &Path, result: &Value) -> Option<String> {
             let swallowed = stdout.contains("it swallowed 1 validation error(s)");
             (!swallowed).then(|| format!("{case}: the messenger did not get the VUID: {stdout}"))
         }
+        // Every instance's log is kept, in one process image after another (exec keeps the
+        // pid) or in two processes at once.
+        "vuid-then-second-instance" | "vuid-then-exec-clean" | "exec-of-a-leaker" => {
+            instance_logs_from(case, run, 2, 1)
+        }
+        "vuid-in-parent-and-child" => instance_logs_from(case, run, 2, 2),
         _ => None,
     }
+}
+
+/// Whether the run's `validation.d/` holds `logs` per-instance logs of `pids` processes.
+fn instance_logs_from(case: &str, run: &Path, logs: usize, pids: usize) -> Option<String> {
+    let names: Vec<String> = std::fs::read_dir(run.join("validation.d"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let of: std::collections::BTreeSet<&str> =
+        names.iter().filter_map(|n| n.split('-').next()).collect();
+    (names.len() != logs || of.len() != pids).then(|| {
+        format!("{case}: validation.d holds {names:?}, not {logs} logs of {pids} process(es)")
+    })
 }
 
 fn tally(program: &Program, cell: &Value) -> Tally {

@@ -82,3 +82,194 @@ fn an_impostor_validation_layer_is_caught_per_run() {
     assert_eq!(count(cell, "error"), 2, "{cell:#}");
     assert_eq!(count(cell, "pass"), 0);
 }
+
+/// The check a leaked `VkBuffer` at `vkDestroyDevice` fails, under whichever name the layer
+/// logs it (1.3.268 renamed 00378 to 05137).
+const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
+
+/// How many times the cell's runs logged `CHILDREN`, under any of its names.
+fn children_reported(cell: &serde_json::Value) -> u64 {
+    vkexit::vuid::names(CHILDREN)
+        .find_map(|name| cell["vuid_counts"][name].as_u64())
+        .unwrap_or(0)
+}
+
+/// Runs the mock with `args` twice, every run kept; its only cell.
+fn mock_cell(sb: &Sandbox, vkexit_args: &[&str], args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--keep-passing"];
+    all.extend_from_slice(vkexit_args);
+    let (_, results) = sb.run_mock(2, &all, args);
+    only_cell(&results).clone()
+}
+
+/// The per-instance logs of one kept run, by file name.
+fn instance_logs(run: &str) -> Vec<String> {
+    let dir = std::path::Path::new(run).join("validation.d");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Layer 1.3.239 opens its log with `fopen(path, "w")` for every instance: the second
+/// instance truncated the report of the first, and the run passed.
+#[test]
+fn a_leak_then_a_second_instance_is_a_vuid() {
+    let sb = Sandbox::new();
+    let cell = mock_cell(&sb, &[], &["--vuid", "--second-instance"]);
+    assert_all(&cell, "vuid", 2);
+    assert_eq!(children_reported(&cell), 2, "{cell:#}");
+    for run in strings(&cell["artifacts"]) {
+        assert_eq!(instance_logs(&run).len(), 2, "{run}");
+        // The combined log at the configured path holds both instances' logs.
+        let log =
+            std::fs::read_to_string(std::path::Path::new(&run).join("validation.log")).unwrap();
+        assert!(log.contains(&format!("[ {CHILDREN} ]")), "{log}");
+        assert_eq!(log.matches("# ---- validation.d/").count(), 2, "{log}");
+    }
+}
+
+#[test]
+fn a_leak_while_a_second_instance_comes_and_goes_is_a_vuid() {
+    let sb = Sandbox::new();
+    let cell = mock_cell(&sb, &[], &["--vuid", "--overlapping-instance"]);
+    assert_all(&cell, "vuid", 2);
+    assert_eq!(children_reported(&cell), 2, "{cell:#}");
+    // The second instance's open truncated the first one's log while it was open; each has a
+    // file of its own now.
+    for run in strings(&cell["artifacts"]) {
+        assert_eq!(instance_logs(&run).len(), 2, "{run}");
+    }
+}
+
+/// The exec'd image keeps the pid and opens the log again.
+#[test]
+fn a_leak_then_an_exec_of_a_clean_program_is_a_vuid() {
+    let sb = Sandbox::new();
+    let mock = mock();
+    let cell = mock_cell(
+        &sb,
+        &[],
+        &["--vuid", "--exec-after", mock.to_str().unwrap()],
+    );
+    assert_all(&cell, "vuid", 2);
+    assert_eq!(children_reported(&cell), 2, "{cell:#}");
+    for run in strings(&cell["artifacts"]) {
+        let logs = instance_logs(&run);
+        let pids: std::collections::BTreeSet<&str> =
+            logs.iter().map(|l| l.split('-').next().unwrap()).collect();
+        assert_eq!((logs.len(), pids.len()), (2, 1), "{logs:?}");
+    }
+}
+
+#[test]
+fn a_clean_program_that_execs_a_leaking_one_is_a_vuid() {
+    let sb = Sandbox::new();
+    let mock = mock();
+    let cell = mock_cell(
+        &sb,
+        &[],
+        &["--exec-after", mock.to_str().unwrap(), "--vuid"],
+    );
+    assert_all(&cell, "vuid", 2);
+    assert_eq!(children_reported(&cell), 2, "{cell:#}");
+    // Each image's log is its own, so the clean image's status message proves it was validated
+    // too: the leaker's open no longer replaces it.
+    for run in strings(&cell["artifacts"]) {
+        assert_eq!(instance_logs(&run).len(), 2, "{run}");
+        let log =
+            std::fs::read_to_string(std::path::Path::new(&run).join("validation.log")).unwrap();
+        let status = [
+            "[ UNASSIGNED-khronos-validation-createinstance-status-message ]",
+            "[ WARNING-CreateInstance-status-message ]",
+            "[ CURRENT-VALIDATION-ENABLED ]",
+        ];
+        let shown: usize = status.iter().map(|s| log.matches(s).count()).sum();
+        assert_eq!(shown, 2, "{log}");
+    }
+}
+
+/// Both processes have the log open at once: the child's open truncated the parent's file,
+/// and the parent then wrote over the child's report.
+#[test]
+fn a_parent_and_a_child_leaking_at_once_are_both_counted() {
+    let sb = Sandbox::new();
+    let cell = mock_cell(&sb, &[], &["--vuid", "--leaking-child"]);
+    assert_all(&cell, "vuid", 2);
+    assert_eq!(children_reported(&cell), 4, "{cell:#}");
+    for run in strings(&cell["artifacts"]) {
+        let logs = instance_logs(&run);
+        let pids: std::collections::BTreeSet<&str> =
+            logs.iter().map(|l| l.split('-').next().unwrap()).collect();
+        assert_eq!((logs.len(), pids.len()), (2, 2), "{logs:?}");
+        let result: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(std::path::Path::new(&run).join("result.json")).unwrap(),
+        )
+        .unwrap();
+        let reason = result["reason"].as_str().unwrap();
+        assert!(
+            reason.ends_with("×2, from the logs of 2 instances"),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn a_clean_program_with_two_instances_passes() {
+    let sb = Sandbox::new();
+    let cell = mock_cell(&sb, &[], &["--second-instance", "--overlapping-instance"]);
+    assert_all(&cell, "pass", 2);
+    for run in strings(&cell["artifacts"]) {
+        assert_eq!(instance_logs(&run).len(), 3, "{run}");
+        let result =
+            std::fs::read_to_string(std::path::Path::new(&run).join("result.json")).unwrap();
+        assert!(
+            result.contains("validation clean in each of 3 instances"),
+            "{result}"
+        );
+    }
+}
+
+/// A process image without the preload writes the configured log itself, where an instance
+/// truncates the one before: vkexit cannot prove that log whole, so a clean one is an error.
+/// Here the leaking image clears LD_PRELOAD, and its second instance hides the leak.
+#[test]
+fn a_log_no_preload_saw_is_never_a_pass() {
+    let sb = Sandbox::new();
+    let mock = mock();
+    let mock = mock.to_str().unwrap();
+    let cell = mock_cell(
+        &sb,
+        &[],
+        &[
+            "--exec-after",
+            "/usr/bin/env",
+            "-u",
+            "LD_PRELOAD",
+            mock,
+            "--vuid",
+            "--second-instance",
+        ],
+    );
+    assert_all(&cell, "error", 2);
+    for run in strings(&cell["artifacts"]) {
+        let logs = instance_logs(&run);
+        assert!(logs.contains(&"unwatched.log".to_string()), "{logs:?}");
+    }
+    // With --no-diagnostics every log is one no preload saw: a clean run is an error, and what
+    // the log still shows fails the run.
+    let cell = mock_cell(&sb, &["--no-diagnostics"], &[]);
+    assert_all(&cell, "error", 2);
+    let reason = std::fs::read_to_string(
+        std::path::Path::new(&strings(&cell["artifacts"])[0]).join("result.json"),
+    )
+    .unwrap();
+    assert!(
+        reason.contains("without vkexit's diagnostics preload"),
+        "{reason}"
+    );
+    let cell = mock_cell(&sb, &["--no-diagnostics"], &["--vuid"]);
+    assert_all(&cell, "vuid", 2);
+}

@@ -6,14 +6,18 @@
 //! - the **exit timeline** (`VKEXIT_TIMELINE_FILE`): `main` starting and returning, `exit`
 //!   called, every `atexit`/`__cxa_atexit` handler registered (by which object, which
 //!   function), started and ended, the loader's finalization (`.fini_array` destructors),
-//!   `dlopen` and `dlclose`, and the Vulkan loader and drivers the program loaded ([`vulkan`]).
+//!   `dlopen` and `dlclose`, and the Vulkan loader and drivers the program loaded ([`vulkan`]);
+//! - the **validation layer's log, one file per instance** (`VKEXIT_VALIDATION_LOG`,
+//!   `VKEXIT_VALIDATION_LOGS`): each `fopen` of the configured log goes to a file of its own
+//!   ([`validation_log`]), so no instance truncates another's report.
 //!
 //! Both files are JSON lines written by the layers' evidence writer: each record starts with
 //! `ev`, `t_ns` (CLOCK_MONOTONIC, the layers' clock), `pid`, `tid`, `thread`. README.md has the
 //! schemas.
 //!
 //! Interposed: `__libc_start_main` ([`start`]), `exit` ([`exit`]), `__cxa_atexit`
-//! ([`handlers`]), `dlopen`/`dlclose` ([`dl`]), `sigaction`/`signal` ([`signals`]). Each passes
+//! ([`handlers`]), `dlopen`/`dlclose` ([`dl`]), `sigaction`/`signal` ([`signals`]),
+//! `fopen`/`fopen64` ([`validation_log`]). Each passes
 //! the call on to glibc with the program's own arguments; the program's behaviour (exit status,
 //! signals, handler order, library search) stays its own.
 //!
@@ -31,6 +35,7 @@ mod real;
 mod signals;
 mod start;
 mod timeline;
+mod validation_log;
 mod vulkan;
 
 use vkexit_crash::{exit_state, Installed};
@@ -46,6 +51,7 @@ fn on_load() {
     real::resolve_all();
     objects::prepare();
     handlers::configure();
+    validation_log::configure();
     exit_state::track();
     let timeline = timeline::open();
     let crash = vkexit_crash::install_preloaded();

@@ -53,6 +53,8 @@ pub(crate) static CXA_ATEXIT: Next = Next::new(c"__cxa_atexit");
 pub(crate) static DLOPEN: Next = Next::new(c"dlopen");
 pub(crate) static DLCLOSE: Next = Next::new(c"dlclose");
 pub(crate) static SIGNAL: Next = Next::new(c"signal");
+pub(crate) static FOPEN: Next = Next::new(c"fopen");
+pub(crate) static FOPEN64: Next = Next::new(c"fopen64");
 
 /// Looks every one up now (from the library's constructor).
 pub(crate) fn resolve_all() {
@@ -63,6 +65,8 @@ pub(crate) fn resolve_all() {
         &DLOPEN,
         &DLCLOSE,
         &SIGNAL,
+        &FOPEN,
+        &FOPEN64,
     ] {
         next.get();
     }

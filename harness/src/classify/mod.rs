@@ -7,6 +7,7 @@ pub use crate::run::observed::{Classification, ProcessTree, RunEvidence, Termina
 pub(crate) use crate::support::util::signal_name;
 
 use crate::evidence::ProcessCrash;
+use crate::host::validation::ValidationLogs;
 use crate::verdict::RunVerdict;
 
 /// The id under which a call on an already destroyed handle, seen by the
@@ -50,7 +51,7 @@ pub(crate) const EXAMINE: crate::run::Examine = crate::run::Examine {
 /// `error`, never a pass; then any message id in the log; then `pass`.
 pub fn classify(evidence: &RunEvidence) -> Classification {
     let mut vuids: Vec<String> = match &evidence.validation {
-        Validation::Active(report) => report.names().map(str::to_string).collect(),
+        Validation::Active(logs) => logs.merged.names().map(str::to_string).collect(),
         _ => Vec::new(),
     };
     let trace = evidence.trace.as_ref();
@@ -224,31 +225,93 @@ fn classify_validation(validation: &Validation) -> (RunVerdict, String) {
             RunVerdict::Error,
             format!("exited 0 but the validation log could not be read: {why}"),
         ),
-        Validation::Active(report) if report.is_empty() && !report.disabled().is_empty() => (
-            RunVerdict::Error,
-            format!(
-                "exited 0 with a clean validation log, but the application turned checks off \
-                 (VkValidationFeaturesEXT or VkValidationFlagsEXT): {}",
-                report.disabled().join(", ")
-            ),
-        ),
-        Validation::Active(report) if report.is_empty() => {
-            (RunVerdict::Pass, "exited 0, validation clean".into())
-        }
-        Validation::Active(report) => {
-            let list: Vec<String> = report
+        Validation::Active(logs) if logs.merged.is_empty() => classify_clean_logs(logs),
+        Validation::Active(logs) => {
+            let list: Vec<String> = logs
+                .merged
                 .ids
                 .iter()
                 .map(|(id, s)| format!("{id} ×{}", s.count))
                 .collect();
-            (RunVerdict::Vuid, format!("validation: {}", list.join(", ")))
+            let reporting = logs
+                .instances
+                .iter()
+                .filter(|l| !l.report.is_empty())
+                .count();
+            let from = match reporting {
+                1 => String::new(),
+                n => format!(", from the logs of {n} instances"),
+            };
+            (
+                RunVerdict::Vuid,
+                format!("validation: {}{from}", list.join(", ")),
+            )
         }
+    }
+}
+
+/// A run whose logs hold no finding passes only when each instance's log proves it was
+/// validated: the log was watched (no later open could have truncated it), it holds the
+/// layer's status message, and that message names no check the application turned off.
+fn classify_clean_logs(logs: &ValidationLogs) -> (RunVerdict, String) {
+    let error = |why: String| {
+        (
+            RunVerdict::Error,
+            format!("exited 0 with a clean validation log, but {why}"),
+        )
+    };
+    if let Some(log) = logs.instances.iter().find(|l| l.unwatched) {
+        return error(format!(
+            "the validation layer wrote {} itself in a process without vkexit's diagnostics \
+             preload (--no-diagnostics, a static program, or one that clears LD_PRELOAD; kept as \
+             {}): each instance there truncates the report of the one before, so that log \
+             proves nothing",
+            crate::host::validation::LOG_FILE,
+            log.file
+        ));
+    }
+    if let Some(log) = logs
+        .instances
+        .iter()
+        .find(|l| l.report.disabled_checks.is_none())
+    {
+        return error(format!(
+            "the log of {} holds no status message of the layer: its instance is not proven \
+             to be validated",
+            log.who()
+        ));
+    }
+    let several = logs.instances.len() > 1;
+    if let Some(log) = logs
+        .instances
+        .iter()
+        .find(|l| !l.report.disabled().is_empty())
+    {
+        let whose = match several {
+            true => format!(" in {}", log.who()),
+            false => String::new(),
+        };
+        return error(format!(
+            "the application turned checks off (VkValidationFeaturesEXT or VkValidationFlagsEXT){whose}: {}",
+            log.report.disabled().join(", ")
+        ));
+    }
+    match several {
+        true => (
+            RunVerdict::Pass,
+            format!(
+                "exited 0, validation clean in each of {} instances",
+                logs.instances.len()
+            ),
+        ),
+        false => (RunVerdict::Pass, "exited 0, validation clean".into()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::validation::InstanceLog;
     use crate::host::vuid::scan_str;
 
     fn run(termination: Termination, validation: Validation) -> Classification {
@@ -306,12 +369,122 @@ mod tests {
         assert_eq!(c.findings, ["vkDestroyEvent on a destroyed VkDevice 0x5"]);
     }
 
+    /// The layer's status message at `vkCreateInstance`, nothing turned off (1.3.239, abridged).
+    const STATUS: &str = "Validation Information: [ UNASSIGNED-khronos-validation-createinstance-status-message ] Khronos Validation Layer Active:\n    Current Enables: None.\n    Current Disables: None.\n\n";
+
+    fn active(text: &str) -> Validation {
+        Validation::Active(ValidationLogs::single_instance(scan_str(text)))
+    }
+
     fn clean_log() -> Validation {
-        Validation::Active(scan_str(""))
+        active(STATUS)
     }
 
     fn log_with(id: &str) -> Validation {
-        Validation::Active(scan_str(&format!("Validation Error: [ {id} ] x\n")))
+        active(&format!("{STATUS}Validation Error: [ {id} ] x\n"))
+    }
+
+    /// Logs of several instances: (file, unwatched, text).
+    fn logs(files: &[(&str, bool, &str)]) -> Validation {
+        let instances: Vec<InstanceLog> = files
+            .iter()
+            .enumerate()
+            .map(|(i, (file, unwatched, text))| InstanceLog {
+                file: file.to_string(),
+                opener: (!unwatched).then(|| vkexit_evidence::validation_logs::Header {
+                    pid: 10 + i as i64,
+                    t_ns: i as u64,
+                    program: "/bin/app".into(),
+                }),
+                unwatched: *unwatched,
+                report: scan_str(text),
+            })
+            .collect();
+        let text: String = files.iter().map(|(_, _, t)| *t).collect();
+        Validation::Active(ValidationLogs {
+            instances,
+            merged: scan_str(&text),
+        })
+    }
+
+    #[test]
+    fn findings_in_any_instance_log_fail_the_run_and_are_counted_together() {
+        let leak = format!("{STATUS}Validation Error: [ VUID-vkDestroyDevice-device-00378 ] x\n");
+        let c = run(
+            Termination::Exited { code: 0 },
+            logs(&[
+                ("validation.d/10-1.log", false, &leak),
+                ("validation.d/11-1.log", false, &leak),
+            ]),
+        );
+        assert_eq!(c.verdict, RunVerdict::Vuid);
+        assert_eq!(
+            c.reason,
+            "validation: VUID-vkDestroyDevice-device-00378 ×2, from the logs of 2 instances"
+        );
+        // A finding is certain even in a log no preload saw.
+        let c = run(
+            Termination::Exited { code: 0 },
+            logs(&[
+                ("validation.d/10-1.log", false, STATUS),
+                ("validation.d/unwatched.log", true, &leak),
+            ]),
+        );
+        assert_eq!(c.verdict, RunVerdict::Vuid);
+    }
+
+    #[test]
+    fn a_clean_run_passes_only_when_every_instance_log_proves_validation() {
+        let two = logs(&[
+            ("validation.d/10-1.log", false, STATUS),
+            ("validation.d/10-2.log", false, STATUS),
+        ]);
+        let c = run(Termination::Exited { code: 0 }, two);
+        assert_eq!(c.verdict, RunVerdict::Pass, "{}", c.reason);
+        assert_eq!(
+            c.reason,
+            "exited 0, validation clean in each of 2 instances"
+        );
+        // A log no preloaded library saw may have been truncated by a later instance.
+        let c = run(
+            Termination::Exited { code: 0 },
+            logs(&[("validation.d/unwatched.log", true, STATUS)]),
+        );
+        assert_eq!(c.verdict, RunVerdict::Error);
+        assert!(
+            c.reason.contains("without vkexit's diagnostics preload"),
+            "{}",
+            c.reason
+        );
+        // An instance whose log lacks the layer's status message is not proven validated.
+        let c = run(
+            Termination::Exited { code: 0 },
+            logs(&[
+                ("validation.d/10-1.log", false, STATUS),
+                ("validation.d/11-1.log", false, ""),
+            ]),
+        );
+        assert_eq!(c.verdict, RunVerdict::Error);
+        assert!(
+            c.reason
+                .contains("process 11 (app, validation.d/11-1.log) holds no status message"),
+            "{}",
+            c.reason
+        );
+        // Checks turned off in one instance of two are named with that instance.
+        let off = STATUS.replace(
+            "Disables: None.",
+            "Disables: VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT, ",
+        );
+        let c = run(
+            Termination::Exited { code: 0 },
+            logs(&[
+                ("validation.d/10-1.log", false, STATUS),
+                ("validation.d/11-1.log", false, &off),
+            ]),
+        );
+        assert_eq!(c.verdict, RunVerdict::Error);
+        assert!(c.reason.contains("in process 11 (app, validation.d/11-1.log): VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT"), "{}", c.reason);
     }
 
     #[test]
@@ -339,16 +512,10 @@ mod tests {
                 "Validation Information: [ UNASSIGNED-khronos-validation-createinstance-status-message ] Khronos Validation Layer Active:\n    Current Enables: None.\n    Current Disables: {disables}\n\n"
             )
         };
-        let c = run(
-            Termination::Exited { code: 0 },
-            Validation::Active(scan_str(&status("None."))),
-        );
+        let c = run(Termination::Exited { code: 0 }, active(&status("None.")));
         assert_eq!(c.verdict, RunVerdict::Pass);
         let off = status("VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT, ");
-        let c = run(
-            Termination::Exited { code: 0 },
-            Validation::Active(scan_str(&off)),
-        );
+        let c = run(Termination::Exited { code: 0 }, active(&off));
         assert_eq!(c.verdict, RunVerdict::Error);
         assert!(
             c.reason
@@ -358,10 +525,7 @@ mod tests {
         );
         // What the remaining checks still found fails the run as usual.
         let found = format!("{off}Validation Error: [ VUID-vkDestroyDevice-device-00378 ] x\n");
-        let c = run(
-            Termination::Exited { code: 0 },
-            Validation::Active(scan_str(&found)),
-        );
+        let c = run(Termination::Exited { code: 0 }, active(&found));
         assert_eq!(c.verdict, RunVerdict::Vuid);
     }
 

@@ -11,10 +11,21 @@
 //! `report_flags` has `info` for one message: the layer's status at
 //! `vkCreateInstance`, whose `Current Disables:` shows checks an application
 //! turned off itself (information is never counted as a finding).
+//!
+//! Every layer opens `log_filename` with `fopen(path, "w")` at each `vkCreateInstance`, so a
+//! second instance, an exec'd program or another process of the run would truncate what an
+//! earlier instance reported. The diagnostics preload sends each of those opens to a file of
+//! its own in `validation.d/` ([`ValidationLogs`]); after the run vkexit reads each one and
+//! writes their concatenation at `validation.log`. A log that no preload saw is still written
+//! at the configured path: vkexit moves it to `validation.d/unwatched.log` and cannot prove it
+//! is whole.
 
+use crate::host::vuid::{self, VuidReport};
 use crate::support::errors::{Error, Result};
 use serde::Serialize;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
+use vkexit_evidence::validation_logs::{self as logs, Header};
 
 /// The Khronos validation layer's name in layer manifests and in `VK_INSTANCE_LAYERS`.
 pub const LAYER_NAME: &str = "VK_LAYER_KHRONOS_validation";
@@ -222,7 +233,178 @@ pub(crate) fn settings_env(run_dir: &Path) -> Vec<(String, String)> {
         ),
         ("VK_LAYER_DUPLICATE_MESSAGE_LIMIT".into(), "0".into()),
         ("VK_LAYER_ENABLE_MESSAGE_LIMIT".into(), "0".into()),
+        (
+            logs::LOG_VAR.into(),
+            run_dir.join(LOG_FILE).display().to_string(),
+        ),
+        (
+            logs::DIR_VAR.into(),
+            run_dir.join(logs::DIR).display().to_string(),
+        ),
     ]
+}
+
+/// One instance's validation log: a file of `validation.d/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceLog {
+    /// Its path in the run directory (`validation.d/1234-1.log`).
+    pub(crate) file: String,
+    /// Who opened it, from its first line; `None` for the unwatched log, or a header cut short.
+    pub(crate) opener: Option<Header>,
+    /// The log no preloaded library saw: the layer wrote the configured path itself.
+    pub(crate) unwatched: bool,
+    /// What it holds.
+    pub(crate) report: VuidReport,
+}
+
+impl InstanceLog {
+    /// `process 1234 (mock)` or the file, for sentences.
+    pub(crate) fn who(&self) -> String {
+        match &self.opener {
+            Some(h) => {
+                let name = h.program.rsplit('/').next().unwrap_or(&h.program);
+                format!("process {} ({name}, {})", h.pid, self.file)
+            }
+            None => self.file.clone(),
+        }
+    }
+}
+
+/// Every validation log of one run, one per instance the layer opened its log for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationLogs {
+    /// In the order they were opened; the unwatched log, if any, last.
+    pub(crate) instances: Vec<InstanceLog>,
+    /// All of them together: the run's message ids and counts.
+    pub merged: VuidReport,
+}
+
+impl ValidationLogs {
+    /// Reads the logs of a run directory after its run; `None` when the layer wrote none.
+    /// Moves a log at the configured path into `validation.d/` and writes the combined log
+    /// there instead; reading again gives the same.
+    pub(crate) fn read(dir: &Path) -> std::io::Result<Option<ValidationLogs>> {
+        let configured = dir.join(LOG_FILE);
+        let logs_dir = dir.join(logs::DIR);
+        if configured.is_file() && !is_combined(&configured)? {
+            std::fs::create_dir_all(&logs_dir)?;
+            let to = (1..)
+                .map(|n| match n {
+                    1 => logs_dir.join(logs::UNWATCHED),
+                    n => logs_dir.join(format!("unwatched-{n}.log")),
+                })
+                .find(|p| !p.exists())
+                .expect("a free name");
+            std::fs::rename(&configured, to)?;
+        }
+        let Ok(entries) = std::fs::read_dir(&logs_dir) else {
+            return Ok(None);
+        };
+        let mut instances = Vec::new();
+        for entry in entries {
+            let path = entry?.path();
+            if path.extension().is_some_and(|x| x == "log") && path.is_file() {
+                instances.push(read_instance(&path)?);
+            }
+        }
+        if instances.is_empty() {
+            return Ok(None);
+        }
+        instances.sort_by(|a, b| {
+            let key = |l: &InstanceLog| (l.unwatched, l.opener.as_ref().map(|h| h.t_ns));
+            key(a).cmp(&key(b)).then_with(|| a.file.cmp(&b.file))
+        });
+        write_combined(dir, &instances)?;
+        let merged = merge(instances.iter().map(|l| &l.report));
+        Ok(Some(ValidationLogs { instances, merged }))
+    }
+
+    /// The logs of a run with one instance, whose watched log holds `report` (for readers that
+    /// judge a log they scanned themselves).
+    pub fn single_instance(report: VuidReport) -> ValidationLogs {
+        ValidationLogs {
+            instances: vec![InstanceLog {
+                file: format!("{}/1-1.log", logs::DIR),
+                opener: None,
+                unwatched: false,
+                report: report.clone(),
+            }],
+            merged: report,
+        }
+    }
+}
+
+fn is_combined(path: &Path) -> std::io::Result<bool> {
+    let mut first = String::new();
+    std::io::BufReader::new(std::fs::File::open(path)?).read_line(&mut first)?;
+    Ok(first.trim_end() == logs::COMBINED_HEADER)
+}
+
+fn read_instance(path: &Path) -> std::io::Result<InstanceLog> {
+    let mut first = Vec::new();
+    std::io::BufReader::new(std::fs::File::open(path)?).read_until(b'\n', &mut first)?;
+    let first = String::from_utf8_lossy(&first);
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    Ok(InstanceLog {
+        file: format!("{}/{name}", logs::DIR),
+        opener: Header::parse(first.trim_end_matches('\n')),
+        unwatched: name.starts_with("unwatched"),
+        report: vuid::scan(std::fs::File::open(path)?)?,
+    })
+}
+
+/// The message ids of all logs together; the disabled checks of every status message.
+fn merge<'a>(reports: impl Iterator<Item = &'a VuidReport>) -> VuidReport {
+    let mut merged = VuidReport::default();
+    for report in reports {
+        for (id, stat) in &report.ids {
+            let into = merged.ids.entry(id.clone()).or_insert(vuid::VuidStat {
+                count: 0,
+                severity: stat.severity,
+            });
+            into.count += stat.count;
+            into.severity = into.severity.min(stat.severity);
+        }
+        merged.cut_mid_line |= report.cut_mid_line;
+        if let Some(off) = &report.disabled_checks {
+            let all = merged.disabled_checks.get_or_insert_with(Vec::new);
+            all.extend(
+                off.iter()
+                    .filter(|c| !all.contains(c))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
+    merged
+}
+
+/// `validation.log`: every instance's log in turn, each after a line that names its file, for
+/// a reader who opens the one file the layer was told to write.
+fn write_combined(dir: &Path, instances: &[InstanceLog]) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{LOG_FILE}.tmp"));
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    writeln!(out, "{}", logs::COMBINED_HEADER)?;
+    for log in instances {
+        let what = match (&log.opener, log.unwatched) {
+            (_, true) => {
+                "no preloaded library saw this open: a later one may have truncated it".to_string()
+            }
+            (Some(h), _) => format!(
+                "opened by process {} ({}) at t_ns {}",
+                h.pid, h.program, h.t_ns
+            ),
+            (None, _) => "no header: who opened it is unknown".to_string(),
+        };
+        writeln!(out, "# ---- {}: {what}", log.file)?;
+        let mut text = std::fs::read(dir.join(&log.file))?;
+        if !text.ends_with(b"\n") && !text.is_empty() {
+            text.push(b'\n');
+        }
+        out.write_all(&text)?;
+    }
+    out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    std::fs::rename(tmp, dir.join(LOG_FILE))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use crate::host::drivers::{self, Selection};
 use crate::host::layers::{self, Chain};
 use crate::host::loader::{self, VulkanUse};
 use crate::host::validation;
-use crate::host::vuid::{self, VuidReport};
+use crate::host::vuid::VuidReport;
 use crate::plan::{CaseCommand, Cell, Plan, REFRT_LIBRARY};
 use crate::support::errors::{Error, Result};
 use capture::Capture;
@@ -228,9 +228,9 @@ fn run_one(
             pid: None,
         },
     };
-    let validation = read_validation(&dir, validation);
+    let validation = Validation::read(&dir, validation);
     let vuid_counts = match &validation {
-        Validation::Active(r) => r.clone(),
+        Validation::Active(logs) => logs.merged.clone(),
         _ => VuidReport::default(),
     };
     let trace = options.chain.trace.then(|| read_trace(&dir));
@@ -492,21 +492,6 @@ pub(crate) fn command_in(
         drivers::write_selected_manifest(&cell.driver, &options.artifacts.join(DRIVERS_DIR))?;
     }
     Ok(command_spec(plan, cell, dir, options))
-}
-
-fn read_validation(dir: &Path, requested: bool) -> Validation {
-    if !requested {
-        return Validation::NotRequested;
-    }
-    let path = dir.join(validation::LOG_FILE);
-    match std::fs::File::open(&path) {
-        Ok(file) => match vuid::scan(file) {
-            Ok(report) => Validation::Active(report),
-            Err(e) => Validation::Unreadable(e.to_string()),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Validation::NotActive,
-        Err(e) => Validation::Unreadable(e.to_string()),
-    }
 }
 
 pub(crate) const PRELOAD_LIBRARY: &str = "libvkexit_preload.so";

@@ -3,7 +3,7 @@
 //! verdict the classifier made of it, which the run keeps with its evidence.
 
 use crate::evidence::{CrashSummary, TegraSummary, TraceSummary};
-use crate::host::vuid::VuidReport;
+use crate::host::validation::ValidationLogs;
 use crate::verdict::RunVerdict;
 use serde::{Deserialize, Serialize};
 
@@ -48,13 +48,27 @@ pub enum Termination {
 pub enum Validation {
     /// The run's layers left validation out (`validation = false`, `--no-validation`).
     NotRequested,
-    /// Requested, and the layer proved it was active by creating its log.
-    Active(VuidReport),
+    /// Requested, and the layer created its log: one per instance.
+    Active(ValidationLogs),
     /// Requested, but the layer never created its log: it did not load, or
     /// the program never created a Vulkan instance.
     NotActive,
     /// Requested, the log exists but could not be read.
     Unreadable(String),
+}
+
+impl Validation {
+    /// What the layer left in run directory `dir`, if it was `requested`.
+    pub(crate) fn read(dir: &std::path::Path, requested: bool) -> Validation {
+        if !requested {
+            return Validation::NotRequested;
+        }
+        match ValidationLogs::read(dir) {
+            Ok(Some(logs)) => Validation::Active(logs),
+            Ok(None) => Validation::NotActive,
+            Err(e) => Validation::Unreadable(e.to_string()),
+        }
+    }
 }
 
 /// Everything one run left behind that its verdict depends on: the classifier's whole input.

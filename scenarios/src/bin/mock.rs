@@ -4,7 +4,7 @@
 use vkexit_fixtures::args::{exit_help, exit_usage};
 use vkexit_fixtures::{step, Parsed};
 use vkexit_scenarios::mock::options::USAGE;
-use vkexit_scenarios::mock::vulkan::MockVulkan;
+use vkexit_scenarios::mock::vulkan::{self, MockVulkan};
 use vkexit_scenarios::mock::{actions, CrashingChild, MockOptions, VulkanPlan};
 
 fn main() {
@@ -43,6 +43,12 @@ fn main() {
             keep,
         )),
     };
+    if vulkan.is_some() && options.overlapping_instance {
+        vulkan::short_lived_instance("while the first is alive");
+    }
+    if vulkan.is_some() && options.leaking_child {
+        actions::run_leaking_child(options.device);
+    }
     if let Some(bytes) = options.flood {
         actions::flood(bytes);
     }
@@ -50,6 +56,9 @@ fn main() {
         Some((vulkan, true)) => vulkan.keep(),
         Some((vulkan, false)) => vulkan.destroy(),
         None => {}
+    }
+    if options.second_instance {
+        vulkan::short_lived_instance("after the first one's teardown");
     }
     match options.crashing_child {
         Some(CrashingChild::Forked) => actions::fork_crashing_child(),
@@ -80,6 +89,9 @@ fn main() {
     if let Some(code) = options.exit_code {
         step!("exit with code {code}");
         std::process::exit(code.into());
+    }
+    if let Some(program) = &options.exec_after {
+        actions::exec(program);
     }
     step!("main returns");
 }

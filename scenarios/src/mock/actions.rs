@@ -110,6 +110,35 @@ pub fn run_crashing_child(args: &[String]) {
     }
 }
 
+/// Starts a copy of this program that destroys its VkDevice with a live VkBuffer (`--vuid`),
+/// and waits for it: called while this process's own instance is alive, so that two processes
+/// of the run have the validation layer's log open at once. Its status is only logged: the
+/// child exits 0.
+pub fn run_leaking_child(device: u32) {
+    let me = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(e) => setup_failed(format_args!("cannot find this program to start again: {e}")),
+    };
+    let args = ["--vuid", "--device", &device.to_string()].map(str::to_string);
+    step!("start a leaking child: {} {}", me.display(), args.join(" "));
+    match std::process::Command::new(&me).args(&args).status() {
+        Ok(status) => step!("leaking child ended: {status}"),
+        Err(e) => setup_failed(format_args!("cannot start {}: {e}", me.display())),
+    }
+}
+
+/// Replaces this process image with `program` (the first item is the program, found in `PATH`
+/// when it has no slash), keeping the pid and the environment: the exit handlers of this image
+/// never run.
+pub fn exec(program: &[String]) -> ! {
+    use std::os::unix::process::CommandExt;
+    step!("exec {}", program.join(" "));
+    let err = std::process::Command::new(&program[0])
+        .args(&program[1..])
+        .exec();
+    setup_failed(format_args!("cannot exec {}: {err}", program[0]))
+}
+
 /// Forks a child that raises SIGSEGV with its default action and never execs, as a worker of
 /// a forking pool dies; waits for it and goes on, ignoring how it ended.
 pub fn fork_crashing_child() {

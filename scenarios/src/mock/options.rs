@@ -26,6 +26,11 @@ options, in the order they take effect:
   --disable-validation           create the VkInstance with VkValidationFeaturesEXT disabling
                                  every check (DISABLE_ALL), as an application that turns
                                  validation off itself does
+  --overlapping-instance         while the first instance and device are alive, create and
+                                 destroy a second VkInstance (the layer opens its log again)
+  --leaking-child                while the first instance and device are alive, start a copy of
+                                 mock that destroys its VkDevice with a live VkBuffer (--vuid),
+                                 and wait for it: two processes log at once
   --flood BYTES                  write BYTES to stdout and to stderr, in big chunks
                                  (suffixes K, M, G: powers of 1024)
   --vuid                         destroy the VkDevice while a VkBuffer is alive
@@ -33,6 +38,8 @@ options, in the order they take effect:
   --vuids N                      the same with N live VkBuffers: N duplicates of that VUID
                                  in one run, N in 1..=100000
   --keep-vulkan                  leave the instance and device alive at exit
+  --second-instance              after the first instance's teardown, create and destroy a
+                                 second, clean VkInstance
   --child-crash                  start a copy of mock that uses Vulkan, then raises SIGSEGV;
                                  wait for it, ignore its status and go on (exit 0 unless told)
   --forked-child-crash           fork (no exec, as a multiprocessing pool does) a child that
@@ -51,6 +58,8 @@ options, in the order they take effect:
   --signal NAME                  raise the signal (SIGSEGV, SEGV or 11; default action)
   --hang                         sleep forever in main
   --exit-code N                  leave through exit(N), N in 0..=255 (exit handlers run)
+  --exec-after PROG [ARGS...]    instead of returning from main, exec PROG with ARGS (the rest
+                                 of the command line), keeping the environment
   --runtime SPEC                 accepted for the harness's sake, not used
   -h, --help                     print this text
 ";
@@ -111,6 +120,14 @@ pub struct MockOptions {
     pub quiet: bool,
     /// A crashing copy of mock to start (and ignore) after the Vulkan teardown.
     pub crashing_child: Option<CrashingChild>,
+    /// A second instance while the first is alive (`--overlapping-instance`).
+    pub overlapping_instance: bool,
+    /// A copy of mock that leaks a VkBuffer while this one's instance is alive (`--leaking-child`).
+    pub leaking_child: bool,
+    /// A second instance after the first one's teardown (`--second-instance`).
+    pub second_instance: bool,
+    /// The program and arguments to exec where main would return (`--exec-after`).
+    pub exec_after: Option<Vec<String>>,
 }
 
 /// Which process of mock's tree crashes, and how.
@@ -154,6 +171,20 @@ impl MockOptions {
     pub fn parse(
         args: impl IntoIterator<Item = String>,
     ) -> Result<Parsed<MockOptions>, UsageError> {
+        let mut args: Vec<String> = args.into_iter().collect();
+        // `--exec-after` takes the rest of the command line as the program to exec.
+        let exec_after = match args.iter().position(|a| a == "--exec-after") {
+            Some(at) => {
+                let program: Vec<String> = args.split_off(at).into_iter().skip(1).collect();
+                if program.is_empty() {
+                    return Err(UsageError::MissingValue {
+                        option: "--exec-after".into(),
+                    });
+                }
+                Some(program)
+            }
+            None => None,
+        };
         let mut cursor = ArgCursor::new(args);
         let mut options = MockOptions {
             vulkan: VulkanPlan::Create {
@@ -175,6 +206,10 @@ impl MockOptions {
             invalid_device_at_exit: false,
             quiet: false,
             crashing_child: None,
+            overlapping_instance: false,
+            leaking_child: false,
+            second_instance: false,
+            exec_after,
         };
         let (mut no_vulkan, mut keep, mut vuid) = (false, false, false);
         let (mut vuids, mut silent_messenger, mut disable_validation) = (None, false, false);
@@ -202,6 +237,9 @@ impl MockOptions {
                 "--crash-probability" => {
                     options.crash_probability = Some(probability(&mut cursor)?)
                 }
+                "--overlapping-instance" => options.overlapping_instance = true,
+                "--leaking-child" => options.leaking_child = true,
+                "--second-instance" => options.second_instance = true,
                 "--no-vulkan" => no_vulkan = true,
                 "--keep-vulkan" => keep = true,
                 "--device" => options.device = device_index(&mut cursor)?,
@@ -239,6 +277,12 @@ impl MockOptions {
                 disable_validation,
             },
         };
+        if no_vulkan && options.overlapping_instance {
+            return Err(conflict("--no-vulkan", "--overlapping-instance"));
+        }
+        if no_vulkan && options.leaking_child {
+            return Err(conflict("--no-vulkan", "--leaking-child"));
+        }
         if options.crash_at_exit && options.crash_probability.is_some() {
             return Err(conflict("--crash-at-exit", "--crash-probability"));
         }
@@ -471,6 +515,32 @@ mod tests {
             parse(&["--child-crash", "--grandchild-crash"]),
             Err(UsageError::Conflict { .. })
         ));
+    }
+
+    #[test]
+    fn more_instances_and_processes_of_one_run() {
+        let options = parse(&["--vuid", "--second-instance", "--overlapping-instance"]).unwrap();
+        assert!(options.second_instance && options.overlapping_instance);
+        assert!(!options.leaking_child && options.exec_after.is_none());
+        assert!(parse(&["--leaking-child"]).unwrap().leaking_child);
+        let exec = parse(&["--vuid", "--exec-after", "/bin/mock", "--vuid", "--quiet"]).unwrap();
+        assert_eq!(exec.vulkan, parse(&["--vuid"]).unwrap().vulkan);
+        assert_eq!(exec.exec_after.unwrap(), ["/bin/mock", "--vuid", "--quiet"]);
+        assert_eq!(
+            parse(&["--exec-after"]),
+            Err(UsageError::MissingValue {
+                option: "--exec-after".into()
+            })
+        );
+        for pair in [
+            ["--no-vulkan", "--overlapping-instance"],
+            ["--no-vulkan", "--leaking-child"],
+        ] {
+            assert!(
+                matches!(parse(&pair), Err(UsageError::Conflict { .. })),
+                "{pair:?}"
+            );
+        }
     }
 
     #[test]

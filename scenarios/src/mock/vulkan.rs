@@ -152,6 +152,24 @@ impl MockVulkan {
     }
 }
 
+/// Creates a VkInstance and destroys it at once, `when` says when (for the log): the
+/// validation layer opens its log again for it, as a program that probes the driver does.
+pub fn short_lived_instance(when: &str) {
+    step!("create and destroy a second VkInstance {when}");
+    // SAFETY: loads libvulkan.so.1 with dlopen (again, if the first instance holds it).
+    let entry = unsafe { ash::Entry::load() }
+        .unwrap_or_else(|err| setup_failed(format_args!("loading Vulkan: {err}")));
+    let app = vk::ApplicationInfo::default()
+        .application_name(c"vkexit-mock-second")
+        .api_version(vk::API_VERSION_1_0);
+    let info = vk::InstanceCreateInfo::default().application_info(&app);
+    // SAFETY: `info` and the `app` it points to outlive the call.
+    let instance = unsafe { entry.create_instance(&info, None) }
+        .unwrap_or_else(|err| vk_failed("vkCreateInstance", err));
+    // SAFETY: the instance has no children and is destroyed once.
+    unsafe { instance.destroy_instance(None) };
+}
+
 /// Installs the application's own messenger for every severity and type; its callback swallows
 /// each message.
 fn create_silent_messenger(
