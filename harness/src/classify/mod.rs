@@ -151,7 +151,11 @@ fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
         }
         c.findings.push(line);
     }
-    for o in tree.orphans.iter().filter(|o| !CRASH_SIGNALS.contains(&o.signal.as_str())) {
+    for o in tree
+        .orphans
+        .iter()
+        .filter(|o| !CRASH_SIGNALS.contains(&o.signal.as_str()))
+    {
         c.findings.push(format!(
             "{} ended by {} (not a crash signal: not judged)",
             o.describe(),
@@ -184,7 +188,10 @@ fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
     let place = layer
         .as_deref()
         .map_or(String::new(), |l| format!(", in {}", layer_phrase(l)));
-    c.reason = format!("{who} killed by {signal}{place}; the main process {}", c.reason);
+    c.reason = format!(
+        "{who} killed by {signal}{place}; the main process {}",
+        c.reason
+    );
     if crashed > 1 {
         c.reason
             .push_str(&format!("; {} more process(es) crashed", crashed - 1));
@@ -199,8 +206,8 @@ fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
 /// ended by SIGTERM, SIGKILL, SIGHUP or SIGPIPE was most likely stopped by
 /// its own program, and is said in the findings only.
 const CRASH_SIGNALS: [&str; 10] = [
-    "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGSEGV", "SIGXCPU",
-    "SIGXFSZ", "SIGSYS",
+    "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGSEGV", "SIGXCPU", "SIGXFSZ",
+    "SIGSYS",
 ];
 
 /// The orphans that died of a crash signal without a crash record of their
@@ -525,20 +532,34 @@ mod tests {
         assert_eq!(c.verdict, RunVerdict::Crash);
         assert_eq!(c.signal.as_deref(), Some("SIGSEGV"));
         assert!(
-            c.reason.starts_with("detached process 20 (worker) killed by SIGSEGV; the main process exited 0"),
+            c.reason.starts_with(
+                "detached process 20 (worker) killed by SIGSEGV; the main process exited 0"
+            ),
             "{}",
             c.reason
         );
-        assert!(c.findings.iter().any(|f| f.contains("no crash record")), "{:?}", c.findings);
+        assert!(
+            c.findings.iter().any(|f| f.contains("no crash record")),
+            "{:?}",
+            c.findings
+        );
         // Its own crash record says it once, not twice.
         let c = orphaned("SIGSEGV", CHILD_SEGV);
         assert_eq!(c.verdict, RunVerdict::Crash);
-        assert!(c.reason.starts_with("process 20 (worker --n 1)"), "{}", c.reason);
+        assert!(
+            c.reason.starts_with("process 20 (worker --n 1)"),
+            "{}",
+            c.reason
+        );
         assert!(!c.reason.contains("more process"), "{}", c.reason);
         // Stopped by its own program: said, not judged.
         let c = orphaned("SIGTERM", "");
         assert_eq!(c.verdict, RunVerdict::Pass, "{c:?}");
-        assert!(c.findings.iter().any(|f| f.contains("ended by SIGTERM")), "{:?}", c.findings);
+        assert!(
+            c.findings.iter().any(|f| f.contains("ended by SIGTERM")),
+            "{:?}",
+            c.findings
+        );
     }
 
     #[test]

@@ -358,7 +358,9 @@ impl RunBound {
         let current = match (&self.dir, &self.worker, &self.pids) {
             // The worker thread itself is the one task of its v1 cgroup.
             (_, Some(worker), _) => Some((worker.join("pids.current"), 1)),
-            (Some(dir), None, Some((pids, _))) if pids == dir => Some((dir.join("pids.current"), 0)),
+            (Some(dir), None, Some((pids, _))) if pids == dir => {
+                Some((dir.join("pids.current"), 0))
+            }
             _ => None,
         };
         Settle { current }

@@ -186,10 +186,7 @@ impl Judging {
     fn may_start(&self) -> bool {
         let mut state = self.lock();
         while state.0 > 0 && !state.1 {
-            state = self
-                .judged
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
+            state = self.judged.wait(state).unwrap_or_else(|e| e.into_inner());
         }
         !state.1 && !interrupt::interrupted()
     }

@@ -178,7 +178,11 @@ impl State {
             .token
             .clone()
             .filter(|t| self.active.contains(t))
-            .or_else(|| seen.cgroups.iter().find_map(|k| self.cgroups.get(k).cloned()));
+            .or_else(|| {
+                seen.cgroups
+                    .iter()
+                    .find_map(|k| self.cgroups.get(k).cloned())
+            });
         let Some(token) = owner else {
             return;
         };
@@ -220,7 +224,9 @@ impl Seen {
         let fields: Vec<&str> = stat
             .rsplit_once(')')
             .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-        let zombie = fields.first().is_some_and(|state| *state == "Z" || *state == "X");
+        let zombie = fields
+            .first()
+            .is_some_and(|state| *state == "Z" || *state == "X");
         let exiting = fields
             .get(6)
             .and_then(|f| f.parse::<u64>().ok())

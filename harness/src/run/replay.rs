@@ -128,7 +128,10 @@ mod tests {
             "/x:\"$out\"/crash.jsonl"
         );
         assert_eq!(
-            rebased("khronos_validation.log_filename = /a/cell/run-2/validation.log", dir),
+            rebased(
+                "khronos_validation.log_filename = /a/cell/run-2/validation.log",
+                dir
+            ),
             "'khronos_validation.log_filename = '\"$out\"/validation.log"
         );
         // Another directory that starts the same is not the run's.

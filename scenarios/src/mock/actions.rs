@@ -102,14 +102,18 @@ pub fn daemon_crash() {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while std::time::Instant::now() < deadline {
         let stat = std::fs::read_to_string(format!("/proc/{helper}/stat")).unwrap_or_default();
-        let state = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next());
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next());
         if matches!(state, None | Some("Z" | "X")) {
             step!("helper {helper} is dead");
             return;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    setup_failed(format_args!("the helper {helper} was still alive after 30 s"));
+    setup_failed(format_args!(
+        "the helper {helper} was still alive after 30 s"
+    ));
 }
 
 /// Forks a child that forks `helper`'s process and exits at once, so the helper is an orphan;
