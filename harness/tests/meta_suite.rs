@@ -27,6 +27,9 @@ enum Truth {
         per_run: u64,
     },
     Timeout,
+    /// Exits 0 while a detached process of it, which closed every descriptor, dies of this
+    /// signal: only vkexit's wait status as its reaper can say so.
+    DetachedCrash(&'static str),
     /// Exits 0 having turned the validation layer's checks off itself: a clean log proves nothing.
     Error,
     /// Crashes with SIGSEGV in the runs whose draw, on its stdout, says so; passes in the others.
@@ -115,6 +118,16 @@ const PROGRAMS: &[Program] = &[
         },
         "expected-fail",
     ),
+    program(
+        "daemon-segv-with-closed-fds",
+        Truth::DetachedCrash("SIGSEGV"),
+        "expected-fail",
+    ),
+    program(
+        "spin-in-exit-handler-ignoring-term",
+        Truth::Timeout,
+        "expected-fail",
+    ),
     Program {
         case: "crash-in-10-percent",
         runtime: "external",
@@ -124,6 +137,7 @@ const PROGRAMS: &[Program] = &[
     program("clean-mock", Truth::Pass, "pass"),
     program("clean-with-silent-messenger", Truth::Pass, "pass"),
     program("clean-several-instances", Truth::Pass, "pass"),
+    program("clean-with-detached-helper", Truth::Pass, "pass"),
     Program {
         case: "clean-exit",
         runtime: "refrt:release-children",
@@ -252,6 +266,15 @@ fn misjudged(case: &str, truth: Truth, run: &Path, result: &Value) -> Option<Str
             (!said).then(|| format!("{case}: no `Invalid device` from the loader: {stderr}"))
         }
         Truth::Crash(_) => None,
+        Truth::DetachedCrash(signal) => {
+            let reason = result["reason"].as_str().unwrap_or("");
+            let named = reason.starts_with("detached process ")
+                && reason.contains(&format!(
+                    "(mock) killed by {signal}; the main process exited 0"
+                ));
+            (verdict != "crash" || result["signal"] != signal || !named)
+                .then(|| format!("{case}: {verdict} {}: {reason}", result["signal"]))
+        }
         Truth::Exit(code) => {
             let seen = &result["termination"];
             (verdict != "exit" || seen["code"] != code)
@@ -433,6 +456,7 @@ fn table(rows: &[(&Program, Tally, Option<Duration>)], wall: Duration) -> String
         let must = match p.truth {
             Truth::Pass => "pass".to_string(),
             Truth::Crash(signal) => format!("crash {signal}"),
+            Truth::DetachedCrash(signal) => format!("crash {signal} (detached, no fds)"),
             Truth::Exit(code) => format!("exit {code}"),
             Truth::Vuid { per_run, .. } => format!("vuid, 00378 ×{per_run}"),
             Truth::Timeout => "timeout".to_string(),

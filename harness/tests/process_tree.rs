@@ -173,3 +173,102 @@ fn children_that_may_crash_are_recorded_not_judged() {
     let (_, r) = sb.run_mock(1, &["--children-may-crash"], &["--signal", "SIGABRT"]);
     assert_eq!(count(only_cell(&r), "crash"), 1, "{r:#}");
 }
+
+/// Processes still alive anywhere on the machine that one of this sandbox's runs started: a
+/// run's environment points `HOME` into the sandbox.
+fn left_alive(sb: &Sandbox) -> Vec<String> {
+    let home = format!("HOME={}", sb.path().display());
+    let mut left = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let ours = environ
+            .split(|&b| b == 0)
+            .any(|v| v.starts_with(home.as_bytes()));
+        if ours {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            left.push(format!(
+                "{pid}: {}",
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            ));
+        }
+    }
+    left
+}
+
+/// More runs than slots (`-j 1`): each run after the first is made in the slot the run before
+/// it left, whose detached helper vkexit had to kill. A run started in a cgroup that was
+/// killed through `cgroup.kill` dies at birth of SIGKILL (Linux 6.x); none may.
+#[test]
+fn a_detached_helper_that_outlives_the_program_never_kills_the_next_run() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(3, &["-j", "1"], &["--detached-helper", "2"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "pass"), 3, "{cell:#}");
+    assert_eq!(cell["verdict"], "pass");
+    assert_eq!(code, 0);
+    assert_eq!(left_alive(&sb), Vec::<String>::new());
+}
+
+/// A hang whose exit handler ignores SIGTERM, with a detached helper left behind too: every
+/// run is a timeout, none a crash, and nothing of any run outlives vkexit.
+#[test]
+fn an_exit_handler_that_spins_past_the_timeout_ignoring_term_is_a_timeout_every_run() {
+    let sb = Sandbox::new();
+    let (_, r) = sb.run_mock(
+        3,
+        &["-j", "1", "--timeout", "1"],
+        &["--detached-helper", "30", "--spin-at-exit-ignoring-term"],
+    );
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "timeout"), 3, "{cell:#}");
+    assert_eq!(cell["verdict"], "fail");
+    for run in kept_runs(cell) {
+        let hang: Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("hang.json")).unwrap()).unwrap();
+        assert_eq!(hang["during_exit"], true, "{hang:#}");
+    }
+    assert_eq!(left_alive(&sb), Vec::<String>::new());
+}
+
+/// A helper that daemonises (double fork, setsid), closes every descriptor and dies of
+/// SIGSEGV while the program runs can write no crash record: its wait status, taken where
+/// vkexit reaps it, fails the run, and names it.
+#[test]
+fn a_daemon_that_closed_its_descriptors_and_crashed_fails_the_run() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(2, &["-j", "1"], &["--daemon-crash"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
+    assert_eq!(strings(&cell["signals"]), ["SIGSEGV"]);
+    assert_eq!(code, 1);
+    for run in kept_runs(cell) {
+        // The helper's pid, as the mock said it.
+        let stdout = std::fs::read_to_string(run.join("stdout.txt")).unwrap();
+        let helper = stdout
+            .lines()
+            .find_map(|l| {
+                let rest = l.strip_prefix("vkexit-step: helper ")?;
+                Some(rest.split_once(" started;")?.0)
+            })
+            .unwrap_or_else(|| panic!("{stdout}"));
+        let why = reason(&run);
+        assert!(
+            why.starts_with(&format!(
+                "detached process {helper} (mock) killed by SIGSEGV; the main process exited 0"
+            )),
+            "{why}"
+        );
+        // It left no crash record of its own.
+        let crashes = std::fs::read_to_string(run.join("crash.jsonl")).unwrap_or_default();
+        let pids: Vec<String> = crashes
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|r| r["pid"].to_string())
+            .collect();
+        assert!(!pids.iter().any(|p| p == helper), "{crashes}");
+    }
+    assert_eq!(left_alive(&sb), Vec::<String>::new());
+}

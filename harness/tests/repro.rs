@@ -126,3 +126,34 @@ fn bad_input_is_refused_before_any_run() {
     }
     assert!(!sb.path().join("vkexit-artifacts").exists());
 }
+
+/// With one run at a time, the run after a failure used to start before the failure was
+/// judged ("failed: 2 of 2"). Four repros of a program that fails every run: each stops after
+/// its first.
+#[test]
+fn repro_at_one_job_starts_no_run_after_the_first_failure() {
+    let sb = Sandbox::new();
+    for _ in 0..4 {
+        let out = sb
+            .vkexit()
+            .args(["repro", "--driver", "lavapipe", "-j", "1", "--"])
+            .arg(mock())
+            .args(["--exit-code", "3"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        let failed: Vec<&str> = stdout.lines().filter(|l| l.contains(" failed: ")).collect();
+        assert_eq!(failed.len(), 1, "{stdout}");
+        assert!(
+            failed[0].starts_with("run 1 failed: exit: exited with code 3"),
+            "{stdout}"
+        );
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with("failed: 1 of 1 runs;")),
+            "{stdout}"
+        );
+    }
+}

@@ -137,39 +137,89 @@ fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
         c.findings
             .push(format!("{} more process(es) crashed", tree.crashes.more));
     }
+    // Detached processes vkexit reaped dead of a signal, whose crash record is
+    // missing (closed descriptors, no preload, a static binary): the wait
+    // status is the evidence.
+    let unrecorded = orphan_crashes(tree);
+    for o in &unrecorded {
+        let mut line = format!(
+            "{} killed by {}, seen where vkexit reaped it (no crash record)",
+            o.describe(),
+            o.signal
+        );
+        if tree.children_may_crash {
+            line.push_str(" (children may crash: recorded, not judged)");
+        }
+        c.findings.push(line);
+    }
+    for o in tree
+        .orphans
+        .iter()
+        .filter(|o| !CRASH_SIGNALS.contains(&o.signal.as_str()))
+    {
+        c.findings.push(format!(
+            "{} ended by {} (not a crash signal: not judged)",
+            o.describe(),
+            o.signal
+        ));
+    }
     let judged = matches!(
         evidence.termination,
         Termination::Exited { .. } | Termination::Signaled { .. }
     );
-    let Some(first) = others
-        .first()
-        .filter(|_| judged && !tree.children_may_crash)
-    else {
+    let crashed = others.len() + unrecorded.len();
+    if crashed == 0 || !judged || tree.children_may_crash {
         return;
-    };
+    }
     if c.verdict == RunVerdict::Crash {
         // The main process's own crash is the headline.
         c.reason
-            .push_str(&format!("; {} other process(es) crashed too", others.len()));
+            .push_str(&format!("; {crashed} other process(es) crashed too"));
         return;
     }
-    let layer = layer_of(&first.culprit);
+    let (who, signal, layer) = match (others.first(), unrecorded.first()) {
+        (Some(first), _) => (
+            first.describe(),
+            first.signal.clone(),
+            layer_of(&first.culprit),
+        ),
+        (None, Some(o)) => (o.describe(), o.signal.clone(), None),
+        (None, None) => return,
+    };
     let place = layer
         .as_deref()
         .map_or(String::new(), |l| format!(", in {}", layer_phrase(l)));
     c.reason = format!(
-        "{} killed by {}{place}; the main process {}",
-        first.describe(),
-        first.signal,
+        "{who} killed by {signal}{place}; the main process {}",
         c.reason
     );
-    if others.len() > 1 {
+    if crashed > 1 {
         c.reason
-            .push_str(&format!("; {} more process(es) crashed", others.len() - 1));
+            .push_str(&format!("; {} more process(es) crashed", crashed - 1));
     }
     c.verdict = RunVerdict::Crash;
-    c.signal = Some(first.signal.clone());
+    c.signal = Some(signal);
     c.crash_layer = layer;
+}
+
+/// The signals that are a crash when they end a process other than the one
+/// started: the ones whose default action dumps core. A detached process
+/// ended by SIGTERM, SIGKILL, SIGHUP or SIGPIPE was most likely stopped by
+/// its own program, and is said in the findings only.
+const CRASH_SIGNALS: [&str; 10] = [
+    "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGSEGV", "SIGXCPU", "SIGXFSZ",
+    "SIGSYS",
+];
+
+/// The orphans that died of a crash signal without a crash record of their
+/// own.
+fn orphan_crashes(tree: &ProcessTree) -> Vec<&crate::run::observed::OrphanDeath> {
+    let recorded = |pid: i64| tree.crashes.processes.iter().any(|p| p.pid == pid);
+    tree.orphans
+        .iter()
+        .filter(|o| !recorded(o.pid) && Some(o.pid) != tree.main_pid)
+        .filter(|o| CRASH_SIGNALS.contains(&o.signal.as_str()))
+        .collect()
 }
 
 /// A run that exited 0: first every layer asked for must prove it was
@@ -604,6 +654,7 @@ mod tests {
                 main_pid: Some(10),
                 crashes: crate::evidence::read_crashes(crashes.as_bytes()).unwrap(),
                 children_may_crash,
+                orphans: Vec::new(),
             },
         })
     }
@@ -616,6 +667,64 @@ mod tests {
         signal: libc::SIGSEGV,
         core_dumped: false,
     };
+
+    fn orphaned(signal: &str, crashes: &str) -> Classification {
+        classify(&RunEvidence {
+            termination: Termination::Exited { code: 0 },
+            validation: clean_log(),
+            trace: None,
+            tegra: None,
+            fail_on_leak: false,
+            tree: ProcessTree {
+                main_pid: Some(10),
+                crashes: crate::evidence::read_crashes(crashes.as_bytes()).unwrap(),
+                children_may_crash: false,
+                orphans: vec![crate::run::observed::OrphanDeath {
+                    pid: 20,
+                    comm: "worker".into(),
+                    cmdline: String::new(),
+                    signal: signal.into(),
+                    core_dumped: false,
+                }],
+            },
+        })
+    }
+
+    #[test]
+    fn a_detached_process_reaped_dead_of_a_crash_signal_fails_the_run() {
+        let c = orphaned("SIGSEGV", "");
+        assert_eq!(c.verdict, RunVerdict::Crash);
+        assert_eq!(c.signal.as_deref(), Some("SIGSEGV"));
+        assert!(
+            c.reason.starts_with(
+                "detached process 20 (worker) killed by SIGSEGV; the main process exited 0"
+            ),
+            "{}",
+            c.reason
+        );
+        assert!(
+            c.findings.iter().any(|f| f.contains("no crash record")),
+            "{:?}",
+            c.findings
+        );
+        // Its own crash record says it once, not twice.
+        let c = orphaned("SIGSEGV", CHILD_SEGV);
+        assert_eq!(c.verdict, RunVerdict::Crash);
+        assert!(
+            c.reason.starts_with("process 20 (worker --n 1)"),
+            "{}",
+            c.reason
+        );
+        assert!(!c.reason.contains("more process"), "{}", c.reason);
+        // Stopped by its own program: said, not judged.
+        let c = orphaned("SIGTERM", "");
+        assert_eq!(c.verdict, RunVerdict::Pass, "{c:?}");
+        assert!(
+            c.findings.iter().any(|f| f.contains("ended by SIGTERM")),
+            "{:?}",
+            c.findings
+        );
+    }
 
     #[test]
     fn a_child_that_died_of_a_signal_fails_a_run_whose_main_process_exited_0() {

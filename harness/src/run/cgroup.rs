@@ -137,6 +137,17 @@ pub(crate) fn max_processes() -> Result<u64, String> {
     }
 }
 
+/// How a run's cgroup emptied once the run was over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Emptied {
+    /// Nothing was left in it: it can take the worker's next run.
+    ByItself,
+    /// What was left was killed: removed, never reused.
+    Killed,
+    /// It cannot be told, or it did not empty within 5 s: removed.
+    Unknown,
+}
+
 /// What one run is placed in and bounded by.
 pub(crate) struct RunBound {
     /// The run's own cgroup in the unified hierarchy, removed when it ends.
@@ -199,6 +210,26 @@ impl Held {
             kill: self.kill,
             events: Some(self.events),
         }
+    }
+}
+
+/// Whether every process of a run has been reaped ([`RunBound::settle`]).
+pub(crate) struct Settle {
+    /// `pids.current` of the run's cgroup, and its count with the run gone.
+    current: Option<(PathBuf, u64)>,
+}
+
+impl Settle {
+    /// True where it cannot be told: the cgroup was removed, or has no
+    /// pids controller.
+    pub(crate) fn settled(&self) -> bool {
+        let Some((file, baseline)) = &self.current else {
+            return true;
+        };
+        std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .is_none_or(|n| n <= *baseline)
     }
 }
 
@@ -305,6 +336,36 @@ impl RunBound {
         Ok(bound)
     }
 
+    /// The cgroup that holds this run alone, as `/proc/PID/cgroup` names it
+    /// ([`super::reaper::cgroup_keys`]): how an orphan's death, read from a
+    /// zombie whose environment is gone, is told to be this run's.
+    pub(crate) fn reaper_key(&self) -> Option<String> {
+        let under = |dir: &Path| {
+            let name = |p: Option<&Path>| p?.file_name()?.to_str().map(str::to_string);
+            Some(format!("{}/{}", name(dir.parent())?, name(Some(dir))?))
+        };
+        match (&self.dir, &self.worker) {
+            (Some(dir), _) => under(dir).map(|p| format!("0::/{p}")),
+            (None, Some(worker)) => under(worker).map(|p| format!("pids:/{p}")),
+            (None, None) => None,
+        }
+    }
+
+    /// How to tell that every process of the run has been reaped: its
+    /// cgroup's `pids.current` is back where it was before the run (a process
+    /// is counted until it is reaped, not only until it exits).
+    pub(crate) fn settle(&self) -> Settle {
+        let current = match (&self.dir, &self.worker, &self.pids) {
+            // The worker thread itself is the one task of its v1 cgroup.
+            (_, Some(worker), _) => Some((worker.join("pids.current"), 1)),
+            (Some(dir), None, Some((pids, _))) if pids == dir => {
+                Some((dir.join("pids.current"), 0))
+            }
+            _ => None,
+        };
+        Settle { current }
+    }
+
     /// The run's cgroup, open, for starting the program inside it.
     pub(crate) fn cgroup_fd(&self) -> Option<RawFd> {
         self.dir_fd.as_ref().map(AsRawFd::as_raw_fd)
@@ -335,7 +396,10 @@ impl RunBound {
                 self.limit
             ));
         }
-        if self.empty_run_cgroup() {
+        // Only a cgroup that emptied by itself is kept: once anything was killed
+        // through its `cgroup.kill`, Linux 6.x kills at birth every process later
+        // cloned into it (CLONE_INTO_CGROUP), so the next run gets a new one.
+        if self.empty_run_cgroup() == Emptied::ByItself {
             if let (Some(dir), Some(dir_fd), Some(procs), Some(events)) = (
                 self.dir.take(),
                 self.dir_fd.take(),
@@ -360,22 +424,24 @@ impl RunBound {
         faults
     }
 
-    /// Kills whatever is left in the run's cgroup until nothing is; false
-    /// where that cannot be told or did not happen within 5 s (the cgroup is
-    /// then removed, not reused).
-    fn empty_run_cgroup(&self) -> bool {
+    /// Kills whatever is left in the run's cgroup until nothing is, and says
+    /// how it emptied.
+    fn empty_run_cgroup(&self) -> Emptied {
         let (Some(dir), Some(events)) = (&self.dir, &self.events) else {
-            return false;
+            return Emptied::Unknown;
         };
         let deadline = Instant::now() + Duration::from_secs(5);
+        let mut killed = false;
         loop {
             match populated(events) {
-                Some(false) => return true,
+                Some(false) if killed => return Emptied::Killed,
+                Some(false) => return Emptied::ByItself,
                 Some(true) if Instant::now() < deadline => {}
-                _ => return false,
+                _ => return Emptied::Unknown,
             }
-            let killed = self.kill.as_ref().is_some_and(|k| write_one(k.as_raw_fd()));
-            if !killed {
+            killed = true;
+            let all_at_once = self.kill.as_ref().is_some_and(|k| write_one(k.as_raw_fd()));
+            if !all_at_once {
                 kill_members(dir);
             }
             // Killed processes leave their cgroup as they exit.

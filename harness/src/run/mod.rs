@@ -9,6 +9,7 @@ pub(crate) mod hang;
 pub(crate) mod interrupt;
 pub(crate) mod observed;
 pub(crate) mod reaper;
+mod replay;
 mod slot;
 pub(crate) mod spawn;
 pub(crate) mod unix;
@@ -28,7 +29,7 @@ use observed::{
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -127,31 +128,35 @@ pub(crate) fn execute(
     let total = runnable.len() * runs;
     let job = |k: usize| (k < total).then(|| (runnable[k / runs], (k % runs) as u32));
     let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
+    let judging = Judging::default();
     let (tx, rx) = mpsc::channel::<RunRecord>();
     std::thread::scope(|scope| {
         for worker in 0..options.jobs.max(1).min(total.max(1)) {
             let tx = tx.clone();
-            let (job, next, stop) = (&job, &next, &stop);
+            let (job, next, judging) = (&job, &next, &judging);
             scope.spawn(move || {
                 let mut slot = slot::Slot::new(&options.artifacts, worker);
-                // A slot frees: the next run starts at once, with no timer.
-                while let Some((cell, index)) = job(next.fetch_add(1, Ordering::Relaxed)) {
-                    if interrupt::interrupted() || stop.load(Ordering::Relaxed) {
+                // A slot frees: the next run starts as soon as every finished
+                // run is judged, with no timer.
+                while judging.may_start() {
+                    let Some((cell, index)) = job(next.fetch_add(1, Ordering::Relaxed)) else {
                         break;
-                    }
+                    };
                     let record = run_one(plan, cell, index, options, &mut slot);
+                    judging.sent();
                     if tx.send(record).is_err() {
+                        judging.judged(Flow::Stop);
                         break;
                     }
                 }
             });
         }
         drop(tx);
+        // Whatever ends this loop, no worker waits on it any longer.
+        let _stop = judging.stop_on_drop();
         for record in rx {
-            if on_record(&plan.cells[record.cell], record) == Flow::Stop {
-                stop.store(true, Ordering::Relaxed);
-            }
+            let flow = on_record(&plan.cells[record.cell], record);
+            judging.judged(flow);
         }
     });
     // Every run has ended: whatever is left of any of them goes now.
@@ -159,6 +164,56 @@ pub(crate) fn execute(
     slot::remove_all(&options.artifacts);
     cgroup::release();
     Ok(())
+}
+
+/// The records sent by the workers that `on_record` has not judged yet, and
+/// whether it said to stop. A run starts only once every finished run has
+/// been judged: without that, a worker could start its next run while the
+/// record of its last, failing one was still on its way, and "no run starts
+/// after the first failure" would hold only by luck, at any `-j`.
+#[derive(Default)]
+struct Judging {
+    state: std::sync::Mutex<(usize, bool)>,
+    judged: std::sync::Condvar,
+}
+
+impl Judging {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, bool)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until no record is unjudged; whether a run may start.
+    fn may_start(&self) -> bool {
+        let mut state = self.lock();
+        while state.0 > 0 && !state.1 {
+            state = self.judged.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        !state.1 && !interrupt::interrupted()
+    }
+
+    /// A record is on its way.
+    fn sent(&self) {
+        self.lock().0 += 1;
+    }
+
+    /// A record was judged, or will never be.
+    fn judged(&self, flow: Flow) {
+        let mut state = self.lock();
+        state.0 = state.0.saturating_sub(1);
+        state.1 |= flow == Flow::Stop;
+        self.judged.notify_all();
+    }
+
+    fn stop_on_drop(&self) -> impl Drop + '_ {
+        struct Stop<'a>(&'a Judging);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.lock().1 = true;
+                self.0.judged.notify_all();
+            }
+        }
+        Stop(self)
+    }
 }
 
 /// Creates the artifacts root and clears the evidence of earlier runs of the
@@ -226,6 +281,7 @@ fn run_one(
             duration: Duration::ZERO,
             faults: Vec::new(),
             pid: None,
+            orphans: Vec::new(),
         },
     };
     let validation = Validation::read(&dir, validation);
@@ -245,6 +301,7 @@ fn run_one(
             main_pid: outcome.pid.map(i64::from),
             crashes: read_crashes(&dir),
             children_may_crash: options.children_may_crash,
+            orphans: outcome.orphans,
         },
     };
     let mut record = RunRecord {
@@ -293,7 +350,9 @@ fn run_one(
         Err(_) => dir,
     };
     if let Some(spec) = &spec {
-        let _ = write_command(&dir, &moved(spec, slot.dir(), &dir));
+        let spec = moved(spec, slot.dir(), &dir);
+        let _ = write_command(&dir, &spec);
+        let _ = replay::write(&dir, slot.dir(), &spec);
     }
     keep_or_discard(&dir, &mut record, &outcome.stdout, &outcome.stderr, options);
     record
@@ -442,10 +501,20 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix
     env_set.extend(chain.env(dir));
     env_set.extend(cell.env.iter().cloned());
     if options.diagnostics {
+        // The cell's own preload (`[env] LD_PRELOAD`) is the one the run would
+        // have had without vkexit, ahead of an inherited one; both stay.
+        let user = cell
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "LD_PRELOAD")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("LD_PRELOAD").ok());
         env_set.extend(diagnostics_env(
             &plan.scenario_dir,
             dir,
             options.time_destructors,
+            user.as_deref(),
         ));
     }
     let env_remove: Vec<String> = std::env::vars_os()
@@ -496,18 +565,18 @@ pub(crate) fn command_in(
 
 pub(crate) const PRELOAD_LIBRARY: &str = "libvkexit_preload.so";
 
-/// The preloaded crash report and exit timeline, ahead of any preload the
-/// caller set: it must see the program's own interposers as the program.
+/// The preloaded crash report and exit timeline, ahead of `user`, the
+/// preload the run would have had without vkexit (kept, in its own order):
+/// vkexit's must see the program's own interposers as the program.
 fn diagnostics_env(
     library_dir: &Path,
     dir: &Path,
     time_destructors: bool,
+    user: Option<&str>,
 ) -> Vec<(String, String)> {
     let mut preload = library_dir.join(PRELOAD_LIBRARY).display().to_string();
-    if let Ok(user) = std::env::var("LD_PRELOAD") {
-        if !user.trim().is_empty() {
-            preload = format!("{preload}:{user}");
-        }
+    if let Some(user) = user.filter(|u| !u.trim().is_empty()) {
+        preload = format!("{preload}:{user}");
     }
     let mut env: Vec<(String, String)> = vec![
         ("LD_PRELOAD".into(), preload),

@@ -98,6 +98,37 @@ pub struct ProcessTree {
     /// The program crashes children on purpose (death tests): their crashes
     /// are findings, not failures.
     pub(crate) children_may_crash: bool,
+    /// Processes of the run that vkexit reaped as orphans, dead of a signal
+    /// vkexit did not send: seen whether or not they wrote a crash record.
+    pub(crate) orphans: Vec<OrphanDeath>,
+}
+
+/// A process of a run, re-parented to vkexit, that a signal ended: its wait
+/// status, taken where vkexit reaped it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrphanDeath {
+    /// Its process id.
+    pub pid: i64,
+    /// Its name, `comm` in `/proc/PID/stat` (all a zombie has left).
+    pub comm: String,
+    /// Its arguments joined by spaces, when it was seen alive; empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cmdline: String,
+    /// The signal that ended it, `SIGSEGV`.
+    pub signal: String,
+    /// The kernel wrote a core file for it.
+    #[serde(default)]
+    pub core_dumped: bool,
+}
+
+impl OrphanDeath {
+    /// `process 1234 (mock, detached)`, for sentences.
+    pub(crate) fn describe(&self) -> String {
+        match self.cmdline.as_str() {
+            "" => format!("detached process {} ({})", self.pid, self.comm),
+            cmdline => format!("detached process {} ({})", self.pid, cmdline),
+        }
+    }
 }
 
 /// What one run came to, kept with its evidence and counted into its cell.

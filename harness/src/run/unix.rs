@@ -40,6 +40,8 @@ pub struct Outcome {
     pub faults: Vec<String>,
     /// The process started, when one was: which crash report is its own.
     pub pid: Option<libc::pid_t>,
+    /// The run's orphans that vkexit reaped dead of a signal it did not send.
+    pub orphans: Vec<super::observed::OrphanDeath>,
 }
 
 /// `spec` made ready for [`run_prepared`], as many times as it runs.
@@ -64,6 +66,7 @@ pub fn run_prepared(
         duration: start.elapsed(),
         faults: Vec::new(),
         pid: None,
+        orphans: Vec::new(),
     };
     if let Some(full) = disk_full(&spec.cwd) {
         return not_started(full);
@@ -78,7 +81,7 @@ pub fn run_prepared(
         Ok(p) => p,
         Err(e) => return not_started(format!("{}: {e}", spec.program.display())),
     };
-    let spawned = super::reaper::spawn(&token, || {
+    let spawned = super::reaper::spawn(&token, bound.reaper_key(), || {
         super::spawn::spawn_prepared(prepared, &extra_env, bound.cgroup_fd(), bound.child_setup())
             .map(|s| (s.pid, s))
     });
@@ -102,12 +105,14 @@ pub fn run_prepared(
     };
     let termination = watch.supervise(start, limits, on_hang);
     kill_group(pid, libc::SIGKILL);
+    let settle = bound.settle();
     let mut faults = bound.finish(cgroups);
-    super::reaper::finished(&token, pid);
+    let orphans = super::reaper::finished(&token, pid, &|| settle.settled());
     faults.extend(disk_full(&spec.cwd));
     let [stdout, stderr] = watch.captures;
     Outcome {
         pid: Some(pid),
+        orphans,
         termination,
         stdout,
         stderr,

@@ -23,6 +23,12 @@ fn main() {
     if let Some(secs) = options.grandchild_holds_pipes {
         actions::grandchild_holds_pipes(secs);
     }
+    if let Some(secs) = options.detached_helper {
+        actions::detached_helper(secs);
+    }
+    if options.daemon_crash {
+        actions::daemon_crash();
+    }
     let vulkan = match options.vulkan {
         VulkanPlan::Skip => {
             step!("skip the Vulkan setup (--no-vulkan)");
@@ -77,6 +83,9 @@ fn main() {
     }
     if options.hang_at_exit {
         actions::hang_at_exit();
+    }
+    if options.spin_at_exit_ignoring_term {
+        actions::spin_at_exit_ignoring_term();
     }
     if let Some(signal) = options.signal {
         step!("raise {signal}");

@@ -40,6 +40,131 @@ pub fn grandchild_holds_pipes(secs: u64) {
     }
 }
 
+/// Double-forks a helper that leaves the session (setsid), puts stdin, stdout and stderr on
+/// /dev/null, sleeps `secs` seconds and exits 0, as a benign daemon a program starts does. The
+/// program returns without waiting: the helper outlives it, and only the harness ends it.
+pub fn detached_helper(secs: u64) {
+    step!("double-fork a detached helper (setsid, no stdio) that sleeps {secs} s and exits 0");
+    double_fork(|| {
+        // SAFETY: between fork and _exit only async-signal-safe calls: setsid, open, dup2,
+        // nanosleep.
+        unsafe {
+            libc::setsid();
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            for fd in 0..3 {
+                libc::dup2(null, fd);
+            }
+        }
+        std::thread::sleep(Duration::from_secs(secs));
+    });
+}
+
+/// Registers the exit handler that ignores SIGTERM and never returns.
+pub fn spin_at_exit_ignoring_term() {
+    register_exit_handler("spin-at-exit-ignoring-term", spin_at_exit_handler);
+}
+
+/// Runs as an exit handler, after main returned: ignores SIGTERM and loops forever, as a
+/// teardown that waits on a device that never answers and will not be asked to stop. Only
+/// SIGKILL ends it.
+extern "C" fn spin_at_exit_handler() {
+    exit_handler_starts("spin-at-exit-ignoring-term");
+    // SAFETY: sets a signal's disposition to ignore; no handler runs.
+    unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+    step!("ignore SIGTERM and loop forever");
+    loop {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Double-forks a helper that leaves the session, closes every descriptor it has (what
+/// daemons do) and raises SIGSEGV: no crash record can be written, only its wait status says
+/// how it died. Waits until the helper is dead (a zombie of whoever reaps orphans, or gone),
+/// so the crash happens while the program runs.
+pub fn daemon_crash() {
+    step!("double-fork a helper that calls setsid, closes every descriptor and raises SIGSEGV");
+    let helper = double_fork(|| {
+        // SAFETY: between fork and the signal only async-signal-safe calls: setsid, close,
+        // signal, raise.
+        unsafe {
+            libc::setsid();
+            for fd in 0..4096 {
+                libc::close(fd);
+            }
+            libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+            libc::raise(libc::SIGSEGV);
+        }
+    });
+    if helper <= 0 {
+        setup_failed("the helper's pid did not come back");
+    }
+    step!("helper {helper} started; wait until it is dead");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        let stat = std::fs::read_to_string(format!("/proc/{helper}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next());
+        if matches!(state, None | Some("Z" | "X")) {
+            step!("helper {helper} is dead");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    setup_failed(format_args!(
+        "the helper {helper} was still alive after 30 s"
+    ));
+}
+
+/// Forks a child that forks `helper`'s process and exits at once, so the helper is an orphan;
+/// the child is reaped here. Returns the helper's pid, which the child sends back on a pipe (0
+/// when it could not).
+fn double_fork(helper: impl FnOnce()) -> libc::pid_t {
+    let mut fds = [0; 2];
+    // SAFETY: pipe fills two descriptors.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        setup_failed(format_args!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    let [read_end, write_end] = fds;
+    // SAFETY: fork takes no arguments; the children only make async-signal-safe calls (close,
+    // fork, write, _exit, and what `helper` makes), and never return into the parent's code.
+    let child = unsafe { libc::fork() };
+    match child {
+        -1 => setup_failed(format_args!("fork: {}", std::io::Error::last_os_error())),
+        // SAFETY: see above.
+        0 => unsafe {
+            libc::close(read_end);
+            let grandchild = libc::fork();
+            if grandchild == 0 {
+                libc::close(write_end);
+                helper();
+                libc::_exit(0);
+            }
+            let bytes = grandchild.to_ne_bytes();
+            libc::write(write_end, bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(0)
+        },
+        _ => {
+            let mut status = 0;
+            let mut bytes = [0u8; std::mem::size_of::<libc::pid_t>()];
+            // SAFETY: `child` is our own child and `status` a live out-parameter; the read
+            // fills a buffer of its own length from our pipe, whose descriptors are then
+            // closed.
+            let n = unsafe {
+                libc::close(write_end);
+                libc::waitpid(child, &mut status, 0);
+                let n = libc::read(read_end, bytes.as_mut_ptr().cast(), bytes.len());
+                libc::close(read_end);
+                n
+            };
+            match usize::try_from(n) == Ok(bytes.len()) {
+                true => libc::pid_t::from_ne_bytes(bytes),
+                false => 0,
+            }
+        }
+    }
+}
+
 /// Writes `bytes` bytes to stdout and as many to stderr, alternating 64 KiB chunks of text lines,
 /// so a reader that drains one pipe before the other deadlocks as soon as the other fills.
 pub fn flood(bytes: u64) {

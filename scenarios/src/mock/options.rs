@@ -18,6 +18,12 @@ options, in the order they take effect:
                                  from the start, so a failure shows only in the layer's log
   --grandchild-holds-pipes SECS  double-fork a grandchild (setsid) that keeps stdout and stderr
                                  open for SECS seconds; mock does not wait for it
+  --detached-helper SECS         double-fork a helper (setsid, stdin, stdout and stderr on
+                                 /dev/null) that sleeps SECS seconds and exits 0; mock does not
+                                 wait for it: a benign daemon that outlives the program
+  --daemon-crash                 double-fork a helper that calls setsid, closes every descriptor
+                                 and raises SIGSEGV (it can write no crash record); mock waits
+                                 until the helper is dead, then goes on
   --no-vulkan                    skip the Vulkan setup (validation asked for, never loaded)
   --device N                     the physical device to use (default 0)
   --silent-messenger             install a VK_EXT_debug_utils messenger for every severity and
@@ -55,6 +61,7 @@ options, in the order they take effect:
                                  check aborts (SIGABRT), saying `Invalid device` first when
                                  VK_LOADER_DEBUG=error
   --hang-at-exit                 sleep forever inside an atexit handler
+  --spin-at-exit-ignoring-term   inside an atexit handler, ignore SIGTERM and loop forever
   --signal NAME                  raise the signal (SIGSEGV, SEGV or 11; default action)
   --hang                         sleep forever in main
   --exit-code N                  leave through exit(N), N in 0..=255 (exit handlers run)
@@ -128,6 +135,12 @@ pub struct MockOptions {
     pub second_instance: bool,
     /// The program and arguments to exec where main would return (`--exec-after`).
     pub exec_after: Option<Vec<String>>,
+    /// Leave a detached helper sleeping this many seconds (`--detached-helper`).
+    pub detached_helper: Option<u64>,
+    /// A detached helper with no descriptors dies of SIGSEGV (`--daemon-crash`).
+    pub daemon_crash: bool,
+    /// Loop forever in an exit handler, ignoring SIGTERM (`--spin-at-exit-ignoring-term`).
+    pub spin_at_exit_ignoring_term: bool,
 }
 
 /// Which process of mock's tree crashes, and how.
@@ -210,6 +223,9 @@ impl MockOptions {
             leaking_child: false,
             second_instance: false,
             exec_after,
+            detached_helper: None,
+            daemon_crash: false,
+            spin_at_exit_ignoring_term: false,
         };
         let (mut no_vulkan, mut keep, mut vuid) = (false, false, false);
         let (mut vuids, mut silent_messenger, mut disable_validation) = (None, false, false);
@@ -230,6 +246,9 @@ impl MockOptions {
                     options.grandchild_holds_pipes = Some(cursor.parsed_value()?)
                 }
                 "--crash-at-exit" => options.crash_at_exit = true,
+                "--detached-helper" => options.detached_helper = Some(cursor.parsed_value()?),
+                "--daemon-crash" => options.daemon_crash = true,
+                "--spin-at-exit-ignoring-term" => options.spin_at_exit_ignoring_term = true,
                 "--child-crash" => set_child(&mut options, CrashingChild::Child)?,
                 "--grandchild-crash" => set_child(&mut options, CrashingChild::Grandchild)?,
                 "--forked-child-crash" => set_child(&mut options, CrashingChild::Forked)?,
@@ -541,6 +560,22 @@ mod tests {
                 "{pair:?}"
             );
         }
+    }
+
+    #[test]
+    fn detached_helpers() {
+        let options = parse(&[
+            "--detached-helper",
+            "2",
+            "--daemon-crash",
+            "--spin-at-exit-ignoring-term",
+        ])
+        .unwrap();
+        assert_eq!(options.detached_helper, Some(2));
+        assert!(options.daemon_crash && options.spin_at_exit_ignoring_term);
+        assert!(parse(&["--detached-helper", "soon"]).is_err());
+        let plain = parse(&[]).unwrap();
+        assert!(plain.detached_helper.is_none() && !plain.daemon_crash);
     }
 
     #[test]
