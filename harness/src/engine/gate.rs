@@ -152,8 +152,8 @@ impl<'a> Gate<'a> {
             .count()
     }
 
-    /// Why no run would start, when none would: every cell skipped or broken (a driver
-    /// with no device), or no cell at all (an empty shard, a selection that matches
+    /// Why no run would start, when none would: every cell skipped (a driver with no
+    /// device), or no cell at all (an empty shard, a selection that matches
     /// nothing). A gate of no runs is not green unless the user allows it.
     pub fn why_no_runs(&self) -> Option<String> {
         if self.runnable_cells() > 0 {
@@ -171,7 +171,9 @@ impl<'a> Gate<'a> {
         let mut reasons: Vec<String> = Vec::new();
         for cell in &cells {
             let why = match &cell.not_run {
-                Some(plan::NotRun::Skipped(why) | plan::NotRun::Broken(why)) => why.clone(),
+                Some(plan::NotRun::Skipped(why)) => why.clone(),
+                // A driver that could not be probed is an `error` cell: the gate is red.
+                Some(plan::NotRun::Broken(_)) => return None,
                 None => continue,
             };
             if !reasons.contains(&why) {

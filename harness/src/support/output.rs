@@ -48,7 +48,7 @@ impl Target {
         // `/proc/self/fd/1` to `pipe:[…]`, which no path resolves to.
         if let Ok(meta) = std::fs::metadata(path) {
             let kind = meta.file_type();
-            if kind.is_fifo() || kind.is_char_device() {
+            if kind.is_fifo() || kind.is_char_device() || through_fd(path) {
                 return Ok(Target {
                     given: path.to_path_buf(),
                     real: path.to_path_buf(),
@@ -112,8 +112,9 @@ impl Target {
     /// Writes `contents`: streamed to a FIFO or device, else whole or not at all.
     pub fn write(&self, contents: &[u8]) -> std::io::Result<()> {
         match self.stream {
+            // Appended: `/dev/stdout` redirected to a file already holds the table.
             true => std::fs::OpenOptions::new()
-                .write(true)
+                .append(true)
                 .open(&self.real)
                 .and_then(|mut f| f.write_all(contents)),
             false => write_atomically(&self.real, contents),
@@ -142,6 +143,31 @@ pub fn check_apart(outputs: &[(&str, &Target)], inputs: &[(&str, &Path)]) -> Res
         }
     }
     Ok(())
+}
+
+/// Whether `path` leads through a process's open file (`/dev/stdout`, `/dev/fd/N`,
+/// `/proc/self/fd/N`): that is a stream whatever it is open on. A regular file there (`>
+/// out.txt`) renamed over would leave the shell's descriptor on the old file.
+fn through_fd(path: &Path) -> bool {
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        let text = path.to_string_lossy();
+        let fd_dir = text.starts_with("/dev/fd/")
+            || (text.starts_with("/proc/") && text.split('/').nth(3) == Some("fd"));
+        if fd_dir {
+            return true;
+        }
+        match std::fs::read_link(&path) {
+            Ok(target) => {
+                path = match path.parent() {
+                    Some(dir) => dir.join(target),
+                    None => target,
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// The path with every symlink followed, also one that leads to a file not made yet.
@@ -297,6 +323,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("its directory"), "{err}");
+    }
+
+    #[test]
+    fn a_process_s_open_file_is_a_stream_appended_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("out.txt");
+        std::fs::write(&file, "table\n").unwrap();
+        let open = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
+        let via = PathBuf::from(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&open)
+        ));
+        let out = Target::check(&via, "x").unwrap();
+        assert!(out.stream);
+        out.write(b"json\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "table\njson\n");
     }
 
     #[test]
