@@ -2,8 +2,8 @@
 
 use super::Outcome;
 use crate::judge::BaselineFile;
-use crate::report;
 use crate::support::errors::{Error, Result};
+use crate::support::output::{check_apart, Target};
 use clap::Subcommand;
 use std::path::{Path, PathBuf};
 
@@ -25,6 +25,10 @@ pub(super) enum BaselineCommand {
 
 pub(super) fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> Result<Outcome> {
     let input = crate::report::merge::read(results)?;
+    // Checked before anything is changed: a read-only baseline is refused, not replaced;
+    // a symlink is written through.
+    let target = Target::check(baseline, "the baseline file")?;
+    check_apart(&[("--baseline", &target)], &[("--results", results)])?;
     if input.interrupted {
         return Err(Error::bad_input(
             results,
@@ -44,7 +48,8 @@ pub(super) fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> R
         Ok(old_text) => crate::judge::update::render_over(&old_text, &old, &new),
         Err(_) => crate::judge::update::render(&new),
     };
-    report::write_atomically(baseline, text.as_bytes())
+    target
+        .write(text.as_bytes())
         .map_err(|e| Error::io("cannot write the baseline file", baseline, e))?;
     for line in &changes.removed {
         println!("removed: {line}");

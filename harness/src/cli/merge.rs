@@ -4,9 +4,9 @@ use super::run::ReportArgs;
 use super::Outcome;
 use crate::judge::Baseline;
 use crate::report;
-use crate::support::errors::Result;
+use crate::support::errors::{Error, Result};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub(super) struct MergeArgs {
@@ -22,13 +22,18 @@ pub(super) struct MergeArgs {
     pub(super) baselines: Vec<PathBuf>,
     #[command(flatten)]
     pub(super) reports: ReportArgs,
+    /// Exit 0 when the files hold no run at all (every cell skipped); without it, that is
+    /// an error (exit 2).
+    #[arg(long)]
+    pub(super) allow_no_runs: bool,
 }
 
 pub(super) fn merge(args: MergeArgs) -> Result<Outcome> {
-    let outputs = args.reports.outputs(Some(args.json));
     let inputs = crate::report::merge::read_all(&args.files)?;
     let baseline = Baseline::read(&args.baselines)?;
-    outputs.check()?;
+    let mut read: Vec<(&str, &Path)> = args.files.iter().map(|f| ("FILES", f.as_path())).collect();
+    read.extend(args.baselines.iter().map(|b| ("--baseline", b.as_path())));
+    let outputs = args.reports.outputs(Some(args.json)).check(&read)?;
     let mut results = crate::report::merge::merge(inputs);
     if !args.baselines.is_empty() {
         crate::judge::rejudge(&mut results, &baseline);
@@ -36,9 +41,22 @@ pub(super) fn merge(args: MergeArgs) -> Result<Outcome> {
     let mut out = std::io::stdout().lock();
     let _ = report::print_table(&mut out, &results.cells);
     let _ = writeln!(out, "{}", report::summary_line(&results.cells));
-    outputs.write(&results)?;
+    drop(out);
+    outputs.write(&results, None)?;
     if results.interrupted {
         eprintln!("vkexit: an input was interrupted: its matrix is incomplete, so the gate is red");
+    }
+    let runs = results
+        .cells
+        .iter()
+        .fold(0u64, |n, c| n.saturating_add(c.runs));
+    if runs == 0 && !results.interrupted && !args.allow_no_runs {
+        return Err(Error::NoRuns {
+            why: format!(
+                "the {} cells of the files given hold no run",
+                results.cells.len()
+            ),
+        });
     }
     Ok(Outcome::from(report::gate_green(&results)))
 }

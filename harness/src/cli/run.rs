@@ -5,6 +5,7 @@ use crate::engine::gate::{self, Gate};
 use crate::judge::Baseline;
 use crate::plan::matrix::{Matrix, Overrides};
 use crate::support::errors::{Error, Result};
+use crate::support::lock::ArtifactsLock;
 use crate::{report, run};
 use std::ffi::OsString;
 use std::io::Write;
@@ -38,6 +39,10 @@ pub(super) struct RunArgs {
     /// Run only shard K of N (1 ≤ K ≤ N); a cell's shard is fixed by its identity.
     #[arg(long, value_name = "K/N")]
     pub(super) shard: Option<crate::plan::shard::Shard>,
+    /// Exit 0 when no run started (every cell skipped, an empty shard); without it, that
+    /// is an error (exit 2).
+    #[arg(long)]
+    pub(super) allow_no_runs: bool,
     /// An external program and its arguments, run as one case.
     #[arg(last = true, value_name = "CMD")]
     pub(super) command: Vec<OsString>,
@@ -162,8 +167,14 @@ pub(super) fn run_command(args: RunArgs) -> Result<Outcome> {
     matrix.apply(args.select.overrides(&args.exec, args.runs, args.command))?;
     matrix.check_programs()?;
     let baseline = Baseline::read(&args.baselines)?;
-    let outputs = args.reports.outputs(args.json);
-    outputs.check()?;
+    let mut inputs: Vec<(&str, &std::path::Path)> = args
+        .baselines
+        .iter()
+        .map(|b| ("--baseline", b.as_path()))
+        .collect();
+    inputs.extend(args.config.iter().map(|c| ("--config", c.as_path())));
+    let outputs = args.reports.outputs(args.json).check(&inputs)?;
+    let allow_no_runs = args.allow_no_runs || matrix.allow_no_runs;
     let settings = gate::Settings {
         jobs: matrix.jobs.map(|j| j as usize).unwrap_or_else(cores),
         artifacts: args.exec.artifacts,
@@ -174,10 +185,14 @@ pub(super) fn run_command(args: RunArgs) -> Result<Outcome> {
         children_may_crash: args.exec.children_may_crash,
         rerun_without_layer: !args.exec.no_rerun_without_layer,
     };
+    let artifacts = settings.artifacts.clone();
+    // Held until vkexit exits: the runs' slots and evidence are this gate's alone.
+    let _owner = ArtifactsLock::take(&artifacts)?;
     let gate = Gate::plan(&matrix, &baseline, settings)?;
     for note in &gate.notes {
         eprintln!("vkexit: {note}");
     }
+    let no_runs = gate.why_no_runs();
     let total_cells = gate.runnable_cells();
     let mut done_cells = 0;
     let cells = gate.run(|cell| {
@@ -195,13 +210,17 @@ pub(super) fn run_command(args: RunArgs) -> Result<Outcome> {
             "expectations: {from_files} cells judged by the baseline files, {builtin} by the built-in baseline"
         );
     }
+    drop(out);
     let interrupted = run::interrupt::interrupted();
     let mut results = report::results(cells, interrupted);
     results.shard = args.shard.map(|s| s.to_string());
-    outputs.write(&results)?;
+    outputs.write(&results, Some(&artifacts))?;
     if interrupted {
         eprintln!("vkexit: interrupted; the results above are what finished before");
         return Ok(Outcome::Interrupted);
+    }
+    if let (Some(why), false) = (no_runs, allow_no_runs) {
+        return Err(Error::NoRuns { why });
     }
     Ok(Outcome::from(gate::green(&results.cells)))
 }

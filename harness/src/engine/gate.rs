@@ -133,6 +133,7 @@ impl<'a> Gate<'a> {
         if let Some(shard) = settings.shard {
             notes.push(format!("shard {shard}: {kept} of {all} cells"));
         }
+        check_evidence_dirs(&parts)?;
         Ok(Gate {
             matrix,
             baseline,
@@ -149,6 +150,41 @@ impl<'a> Gate<'a> {
             .flat_map(|p| &p.plan.cells)
             .filter(|c| c.not_run.is_none())
             .count()
+    }
+
+    /// Why no run would start, when none would: every cell skipped (a driver with no
+    /// device), or no cell at all (an empty shard, a selection that matches
+    /// nothing). A gate of no runs is not green unless the user allows it.
+    pub fn why_no_runs(&self) -> Option<String> {
+        if self.runnable_cells() > 0 {
+            return None;
+        }
+        let cells: Vec<&Cell> = self.parts.iter().flat_map(|p| &p.plan.cells).collect();
+        if cells.is_empty() {
+            let shard = self
+                .settings
+                .shard
+                .map(|s| format!(" in shard {s}"))
+                .unwrap_or_default();
+            return Some(format!("the selection has no cell{shard}"));
+        }
+        let mut reasons: Vec<String> = Vec::new();
+        for cell in &cells {
+            let why = match &cell.not_run {
+                Some(plan::NotRun::Skipped(why)) => why.clone(),
+                // A driver that could not be probed is an `error` cell: the gate is red.
+                Some(plan::NotRun::Broken(_)) => return None,
+                None => continue,
+            };
+            if !reasons.contains(&why) {
+                reasons.push(why);
+            }
+        }
+        Some(format!(
+            "all {} cells were left out: {}",
+            cells.len(),
+            reasons.join("; ")
+        ))
     }
 
     /// Makes every run and judges every cell; `on_cell_done` sees each cell
@@ -355,6 +391,30 @@ fn without_summary(runs: &[run::RunRecord]) -> WithoutLayer {
             false => parts.join(", "),
         },
     }
+}
+
+/// Two runnable cells whose evidence would share one directory are refused, naming both: one
+/// cell's evidence would replace the other's. Cell names are made into directory names so
+/// that this does not happen (`Cell::slug`); this holds it whatever the names.
+fn check_evidence_dirs(parts: &[Part]) -> Result<()> {
+    let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for cell in parts
+        .iter()
+        .flat_map(|p| &p.plan.cells)
+        .filter(|c| c.not_run.is_none())
+    {
+        let label = format!("{} ({})", cell.label(), cell.layers.join("+"));
+        if let Some(first) = seen.insert(cell.slug(), label.clone()) {
+            return Err(Error::BadSelection(Selection::CannotRun {
+                cell: label,
+                why: format!(
+                    "its evidence directory {} is that of {first}; give one of the cases another name",
+                    cell.slug()
+                ),
+            }));
+        }
+    }
+    Ok(())
 }
 
 /// What the plan gave the cell (where the runtime cache is), the matrix's

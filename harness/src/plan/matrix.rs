@@ -10,6 +10,8 @@
 //! timeout = 60                                   # seconds before a run counts as hung
 //! jobs = 4                                       # runs at once
 //! fail_on_leak = false                           # objects alive at exit fail a run
+//! allow_no_runs = false                          # true: a gate in which no run started
+//!                                                # (no driver shows a device) exits 0
 //!
 //! [env]                                          # added to every run
 //! MESA_SHADER_CACHE_DISABLE = "true"
@@ -190,6 +192,9 @@ pub struct Matrix {
     pub(crate) env: Vec<(String, String)>,
     /// `fail_on_leak`: Vulkan objects alive at exit (seen by the trace layer) fail a run.
     pub(crate) fail_on_leak: bool,
+    /// `allow_no_runs`: a gate in which no run started (every driver absent, an empty
+    /// shard) exits 0; without it, that is an error.
+    pub(crate) allow_no_runs: bool,
 }
 
 /// What the command line says, to apply over a matrix file.
@@ -418,6 +423,8 @@ struct RawMatrix {
     env: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
     fail_on_leak: bool,
+    #[serde(default)]
+    allow_no_runs: bool,
 }
 
 #[derive(Deserialize)]
@@ -454,6 +461,7 @@ impl RawMatrix {
         let mut m = Matrix {
             skip_absent_drivers: self.drivers.is_some(),
             fail_on_leak: self.fail_on_leak,
+            allow_no_runs: self.allow_no_runs,
             env: check_env(file, self.env)?,
             ..Matrix::default()
         };

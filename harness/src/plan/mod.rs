@@ -60,28 +60,53 @@ pub(crate) struct Cell {
 
 impl Cell {
     /// A stable file-system name for the cell's evidence.
+    /// The name of the cell's evidence directory: `case.runtime.driver.layers.emulation`,
+    /// each character outside `[A-Za-z0-9-_.+]` made `-` (the runtime's `kind:` separator
+    /// is one). Two cells must never share it, nor may it pass the file-name limit: a name
+    /// that lost a character that way, or that is longer than [`MAX_SLUG`] bytes, is cut
+    /// and ends in `~` and a hash of the whole name, which no other name ends in.
     pub(crate) fn slug(&self) -> String {
+        let layers = match self.layers.is_empty() {
+            true => "none".to_string(),
+            false => self.layers.join("+"),
+        };
+        let runtime = match self.runtime.split_once(':') {
+            Some((kind, rest)) => (format!("{kind}-"), rest),
+            None => (String::new(), self.runtime.as_str()),
+        };
+        let parts = [
+            self.case.as_str(),
+            &format!("{}{}", runtime.0, runtime.1),
+            &self.driver.name,
+            &layers,
+            self.emulation.name(),
+        ];
+        // The runtime's kind is part of its spec (`refrt:`), so its `:` loses nothing.
+        let lossless = std::iter::once(&self.case)
+            .chain([&runtime.1.to_string(), &self.driver.name, &layers])
+            .all(|p| p.chars().all(slug_char));
         let raw = format!(
             "{}.{}.{}.{}.{}",
             self.case,
             self.runtime,
             self.driver.name,
-            if self.layers.is_empty() {
-                "none".to_string()
-            } else {
-                self.layers.join("+")
-            },
+            layers,
             self.emulation.name()
         );
-        raw.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.+".contains(c) {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect()
+        let safe: String = parts
+            .join(".")
+            .chars()
+            .map(|c| if slug_char(c) { c } else { '-' })
+            .collect();
+        if lossless && safe.len() <= MAX_SLUG {
+            return safe;
+        }
+        let hash = format!("~{:016x}", fnv1a(raw.as_bytes()));
+        let mut cut = MAX_SLUG - hash.len();
+        while !safe.is_char_boundary(cut.min(safe.len())) {
+            cut -= 1;
+        }
+        format!("{}{hash}", &safe[..cut.min(safe.len())])
     }
 
     pub(crate) fn label(&self) -> String {
@@ -482,6 +507,22 @@ fn guess_name(manifest: &str) -> String {
     }
 }
 
+/// The longest evidence directory name: under the 255 bytes most file systems allow, with
+/// room for vkexit's own suffixes.
+pub(crate) const MAX_SLUG: usize = 200;
+
+fn slug_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-_.+".contains(c)
+}
+
+/// FNV-1a, 64 bits: a hash fixed by its definition, so a cell's directory is the same on
+/// every machine and in every version.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -697,5 +738,30 @@ mod tests {
             cell.slug(),
             "clean-exit.refrt-guarded.lavapipe.validation.none"
         );
+        // Names that become one name when made safe get directories of their own.
+        let named = |case: &str| Cell {
+            case: case.into(),
+            runtime: "external".into(),
+            ..cell.clone()
+        };
+        let (slash, dash, colon) = (
+            named("a/b").slug(),
+            named("a-b").slug(),
+            named("a:b").slug(),
+        );
+        assert_eq!(dash, "a-b.external.lavapipe.validation.none");
+        assert!(
+            slash.starts_with("a-b.external.lavapipe.validation.none~"),
+            "{slash}"
+        );
+        assert_ne!(slash, colon);
+        assert_ne!(slash, dash);
+        // A name past the file-name limit is cut, and stays apart from one that differs
+        // only after the cut.
+        let long = named(&"é".repeat(300)).slug();
+        let longer = named(&format!("{}x", "é".repeat(300))).slug();
+        assert!(long.len() <= MAX_SLUG, "{}", long.len());
+        assert_ne!(long, longer);
+        assert_eq!(named(&"x".repeat(300)).slug().len(), MAX_SLUG);
     }
 }

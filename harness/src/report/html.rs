@@ -8,22 +8,11 @@
 use super::markup::{attr, text, url_path};
 use super::{gate_green, groups, observation, pass_rate_line, red_first, short_vuid, summary_line};
 use crate::results::{CellResult, Counts, Results};
-use crate::support::errors::{Error, Result};
 use crate::verdict::CellVerdict;
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 pub const INDEX: &str = "index.html";
-
-/// Writes `DIR/index.html`; links to the evidence are relative to `DIR`.
-pub fn write(dir: &Path, results: &Results) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::io("cannot create the HTML report directory", dir, e))?;
-    let base = dir.canonicalize().ok();
-    let path = dir.join(INDEX);
-    super::write_atomically(&path, render(results, base.as_deref()).as_bytes())
-        .map_err(|e| Error::io("cannot write the HTML report", &path, e))
-}
 
 const VERDICTS: [CellVerdict; 7] = [
     CellVerdict::Fail,

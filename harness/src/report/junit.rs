@@ -21,15 +21,8 @@
 use super::markup::{attr, text};
 use super::{gate_green, observation, pass_rate_line, short_vuid};
 use crate::results::{CellResult, Results};
-use crate::support::errors::{Error, Result};
 use crate::verdict::{CellVerdict, RunVerdict};
 use std::fmt::Write as _;
-use std::path::Path;
-
-pub fn write(path: &Path, results: &Results) -> Result<()> {
-    super::write_atomically(path, render(results).as_bytes())
-        .map_err(|e| Error::io("cannot write the JUnit report", path, e))
-}
 
 /// The JUnit document of a set of results.
 pub fn render(results: &Results) -> String {

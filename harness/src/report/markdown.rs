@@ -5,14 +5,7 @@
 use super::markup::{md, md_code};
 use super::{gate_green, groups, observation, summary_line};
 use crate::results::{CellResult, Results};
-use crate::support::errors::{Error, Result};
 use std::fmt::Write as _;
-use std::path::Path;
-
-pub fn write(path: &Path, results: &Results) -> Result<()> {
-    super::write_atomically(path, render(results).as_bytes())
-        .map_err(|e| Error::io("cannot write the Markdown summary", path, e))
-}
 
 pub fn render(results: &Results) -> String {
     let mut out = String::new();

@@ -28,8 +28,57 @@ const MAX_FINDINGS: usize = 16;
 pub(crate) fn read(path: &Path) -> Result<Results> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::io("cannot read the results file", path, e))?;
-    parse(&text)
-        .map_err(|why| Error::bad_input(path, format!("not a {SCHEMA} results file: {why}")))
+    let results = parse(&text)
+        .map_err(|why| Error::bad_input(path, format!("not a {SCHEMA} results file: {why}")))?;
+    for c in &results.cells {
+        if let Some(why) = contradiction(c) {
+            return Err(Error::bad_input(
+                path,
+                format!(
+                    "cell {} × {} × {} ({}, emulation {}): its verdict `{}` contradicts its counts: {why}; this file was not written by vkexit as it is, so it is not merged",
+                    c.case,
+                    c.runtime,
+                    c.driver,
+                    c.layers.join("+"),
+                    c.emulation,
+                    c.verdict.name()
+                ),
+            ));
+        }
+    }
+    Ok(results)
+}
+
+/// What a cell's verdict says that its counts deny, whatever expectation judged it: a
+/// cell is `pass` or `unexpected-pass` only when every run passed, `flaky` only when some
+/// did, `fail` or `expected-fail` only when none did, anything but `error` only without
+/// erroring runs, and `skipped` only without runs; its `runs` are its counts' sum.
+pub(crate) fn contradiction(c: &CellResult) -> Option<String> {
+    let k = &c.counts;
+    let total = k.total();
+    if c.runs != total {
+        return Some(format!(
+            "\"runs\" is {} but the counts add up to {total}",
+            c.runs
+        ));
+    }
+    match c.verdict {
+        CellVerdict::Error => None,
+        CellVerdict::Skipped if total > 0 => Some(format!("a skipped cell has {total} runs")),
+        CellVerdict::Skipped => None,
+        _ if total == 0 => Some("no run was made".to_string()),
+        _ if k.error > 0 => Some(format!("{} of {total} runs are errors", k.error)),
+        CellVerdict::Pass | CellVerdict::UnexpectedPass if k.pass < total => {
+            Some(format!("{} of {total} runs passed", k.pass))
+        }
+        CellVerdict::Flaky if k.pass == 0 || k.pass == total => {
+            Some(format!("{} of {total} runs passed", k.pass))
+        }
+        CellVerdict::Fail | CellVerdict::ExpectedFail if k.pass > 0 => {
+            Some(format!("{} of {total} runs passed", k.pass))
+        }
+        _ => None,
+    }
 }
 
 /// Reads the files to merge. A file named twice would count its runs

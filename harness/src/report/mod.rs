@@ -18,7 +18,8 @@ use crate::verdict::{CellVerdict, RunVerdict};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub use crate::support::util::write_atomically;
+pub use crate::support::output::write_atomically;
+use crate::support::output::Target;
 
 /// One cell's runs, summarised and judged against its expectation, all at once (the gate folds
 /// them in as they finish).
@@ -260,10 +261,9 @@ pub fn results(cells: Vec<CellResult>, interrupted: bool) -> Results {
     }
 }
 
-pub fn write_json(path: &Path, results: &Results) -> Result<()> {
-    let text = serde_json::to_string_pretty(results).expect("results serialise");
-    write_atomically(path, (text + "\n").as_bytes())
-        .map_err(|e| Error::io("cannot write the results file", path, e))
+/// The results file's text.
+pub fn json_text(results: &Results) -> String {
+    serde_json::to_string_pretty(results).expect("results serialise") + "\n"
 }
 
 /// The report files asked for (`--json`, `--junit`, `--markdown`, `--html`).
@@ -276,53 +276,148 @@ pub struct Outputs {
     pub html: Option<PathBuf>,
 }
 
+/// One report: what it is, its flag, the name it is kept under when its path fails at the
+/// end, and where it goes.
+#[derive(Debug, Clone)]
+struct Report {
+    kind: ReportKind,
+    flag: &'static str,
+    target: Target,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ReportKind {
+    Json,
+    Junit,
+    Markdown,
+    Html,
+}
+
+impl ReportKind {
+    fn what(self) -> &'static str {
+        match self {
+            ReportKind::Json => "the results file",
+            ReportKind::Junit => "the JUnit report",
+            ReportKind::Markdown => "the Markdown summary",
+            ReportKind::Html => "the HTML report",
+        }
+    }
+
+    /// Its name in the directory it is kept in when its own path cannot be written.
+    fn fallback_name(self) -> &'static str {
+        match self {
+            ReportKind::Json => "results.json",
+            ReportKind::Junit => "junit.xml",
+            ReportKind::Markdown => "summary.md",
+            ReportKind::Html => "report.html",
+        }
+    }
+}
+
+/// The reports, checked before any run: each can be written where it goes, none shares a
+/// file with another or with an input.
+#[derive(Debug, Clone, Default)]
+pub struct Checked {
+    reports: Vec<Report>,
+}
+
 impl Outputs {
-    /// Checks that every report can be written, so that a typo in a path
-    /// fails at once, naming the path, and not after an hour of runs.
-    pub fn check(&self) -> Result<()> {
+    /// Checks that every report can be written (see `support::output`), so that a typo in
+    /// a path, a read-only file or two reports on one file fail at once, naming the path,
+    /// and not after an hour of runs. `inputs` are the files the command reads, by flag.
+    pub fn check(&self, inputs: &[(&str, &Path)]) -> Result<Checked> {
+        let mut reports = Vec::new();
         let files = [
-            (&self.json, "cannot write the results file"),
-            (&self.junit, "cannot write the JUnit report"),
-            (&self.markdown, "cannot write the Markdown summary"),
+            (&self.json, ReportKind::Json, "--json"),
+            (&self.junit, ReportKind::Junit, "--junit"),
+            (&self.markdown, ReportKind::Markdown, "--markdown"),
         ];
-        for (path, context) in files {
+        for (path, kind, flag) in files {
             if let Some(path) = path {
-                check_writable(path, context)?;
+                let target = Target::check(path, kind.what())?;
+                reports.push(Report { kind, flag, target });
             }
         }
         if let Some(dir) = &self.html {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io("cannot create the HTML report directory", dir, e))?;
-            check_writable(&dir.join(html::INDEX), "cannot write the HTML report")?;
+            let target = Target::check(&dir.join(html::INDEX), ReportKind::Html.what())?;
+            reports.push(Report {
+                kind: ReportKind::Html,
+                flag: "--html",
+                target,
+            });
         }
-        Ok(())
-    }
-
-    /// Writes every report asked for.
-    pub fn write(&self, results: &Results) -> Result<()> {
-        if let Some(path) = &self.json {
-            write_json(path, results)?;
-        }
-        if let Some(path) = &self.junit {
-            junit::write(path, results)?;
-        }
-        if let Some(path) = &self.markdown {
-            markdown::write(path, results)?;
-        }
-        if let Some(dir) = &self.html {
-            html::write(dir, results)?;
-        }
-        Ok(())
+        let outputs: Vec<(&str, &Target)> = reports.iter().map(|r| (r.flag, &r.target)).collect();
+        crate::support::output::check_apart(&outputs, inputs)?;
+        Ok(Checked { reports })
     }
 }
 
-fn check_writable(path: &Path, context: &'static str) -> Result<()> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map(|_| ())
-        .map_err(|e| Error::io(context, path, e))
+impl Checked {
+    /// Writes every report. One whose path fails now (its directory gone, the disk full)
+    /// is kept in `keep_in` (the artifacts directory; else the system's temporary
+    /// directory) under its own name, and stderr says where: results are never lost. The
+    /// first failure is then the error.
+    pub fn write(&self, results: &Results, keep_in: Option<&Path>) -> Result<()> {
+        let mut failed: Vec<String> = Vec::new();
+        for report in &self.reports {
+            let text = render(report.kind, results, &report.target);
+            let Err(e) = report.target.write(text.as_bytes()) else {
+                continue;
+            };
+            let what = report.kind.what();
+            let given = report.target.given.display();
+            failed.push(match keep(report.kind, &text, keep_in) {
+                Ok(path) => format!(
+                    "cannot write {what} {given}: {e}; kept it in {}",
+                    path.display()
+                ),
+                Err(e2) => format!("cannot write {what} {given}: {e}; nor keep it elsewhere: {e2}"),
+            });
+        }
+        let last = failed.pop();
+        for line in failed {
+            eprintln!("vkexit: {line}");
+        }
+        last.map_or(Ok(()), |line| Err(Error::NotWritten(line)))
+    }
+}
+
+fn render(kind: ReportKind, results: &Results, target: &Target) -> String {
+    match kind {
+        ReportKind::Json => json_text(results),
+        ReportKind::Junit => junit::render(results),
+        ReportKind::Markdown => markdown::render(results),
+        ReportKind::Html => {
+            // Links to the evidence are relative to the report's directory.
+            let base = target.real.parent().and_then(|d| d.canonicalize().ok());
+            html::render(results, base.as_deref())
+        }
+    }
+}
+
+/// A report kept where it can be: `keep_in` (made again if it went), else the temporary
+/// directory, under a name of its own.
+fn keep(kind: ReportKind, text: &str, keep_in: Option<&Path>) -> std::io::Result<PathBuf> {
+    let mut last = std::io::Error::other("no directory to keep it in");
+    let temp = std::env::temp_dir();
+    let name = kind.fallback_name();
+    let places = [
+        keep_in.map(|d| d.join(name)),
+        Some(temp.join(format!("vkexit-{}-{name}", std::process::id()))),
+    ];
+    for path in places.into_iter().flatten() {
+        let made = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| write_atomically(&path, text.as_bytes()));
+        match made {
+            Ok(()) => return Ok(path),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// What a cell's runs showed, in short, as in the README tables:

@@ -38,6 +38,10 @@ pub enum Error {
     #[error("{0}")]
     BadSelection(Selection),
 
+    /// A gate in which no run started: green it would prove nothing.
+    #[error("no run started: {why}; a gate that ran nothing is not green (--allow-no-runs, or allow_no_runs = true in the matrix, accepts it)")]
+    NoRuns { why: String },
+
     /// Nothing to run on: no driver shows a device.
     #[error("no Vulkan driver with a device was found; for the CPU driver lavapipe: apt-get install mesa-vulkan-drivers")]
     NoDevice,
@@ -65,6 +69,10 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+
+    /// A report that could not be written at the end, and where it was kept instead.
+    #[error("{0}")]
+    NotWritten(String),
 
     #[error("no Vulkan loader: {detail}\n  install it with: apt-get install libvulkan1")]
     NoLoader { detail: String },

@@ -3,6 +3,8 @@
 
 pub mod errors;
 pub mod glob;
+pub mod lock;
+pub mod output;
 pub mod stats;
 pub mod toml_file;
 pub mod util;
