@@ -88,7 +88,10 @@ done
 mkdir -p "$out"
 # The same cargo invocations as ci/setup.sh and ci/test.sh, so that after them nothing rebuilds.
 cargo build --release --locked --workspace
-target/release/vkexit bundle --strip-debug -o "$out/vkexit-bundle.tar.gz" >&2
+# Built here, against this machine's glibc: the floor it is held to (ci/bundles.sh makes the
+# portable ones, for glibc 2.31, and ci/cross-stacks.sh runs them).
+target/release/vkexit bundle --strip-debug --glibc-floor "$(getconf GNU_LIBC_VERSION | cut -d' ' -f2)" \
+    -o "$out/vkexit-bundle.tar.gz" >&2
 rm -rf "$out/bundle" && mkdir -p "$out/bundle"
 tar xzf "$out/vkexit-bundle.tar.gz" -C "$out/bundle"
 vkexit=$(cd "$out/bundle" && echo vkexit-*/vkexit)

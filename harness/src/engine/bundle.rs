@@ -184,7 +184,8 @@ pub fn build(options: &Options) -> Result<Built> {
         .map_err(|e| Error::io("cannot create a staging directory in", &parent, e))?;
     let root = staging.path().join(top_dir_name(&arch));
 
-    let binaries = copy_binaries(&from, &root.join("bin"), options.strip_debug)?;
+    let strip_with = options.strip_debug.then(|| objcopy_for(&arch));
+    let binaries = copy_binaries(&from, &root.join("bin"), strip_with.as_deref())?;
     let share = copy_includes(&include_list(options)?, &root.join("share"))?;
     let packages = unpack_packages(options, &root.join("sysroot"), staging.path())?;
     if let Some(cache) = &options.runtimes {
@@ -238,7 +239,7 @@ pub fn build(options: &Options) -> Result<Built> {
 
 /// Copies every ELF program and shared library beside vkexit (not cargo's `.rlib`s and `.d`
 /// files), so that scenarios added to the workspace travel without a list to update.
-fn copy_binaries(from: &Path, to: &Path, strip_debug: bool) -> Result<Vec<String>> {
+fn copy_binaries(from: &Path, to: &Path, strip_with: Option<&str>) -> Result<Vec<String>> {
     for name in REQUIRED
         .iter()
         .copied()
@@ -262,8 +263,8 @@ fn copy_binaries(from: &Path, to: &Path, strip_debug: bool) -> Result<Vec<String
             continue;
         }
         let dest = to.join(&name);
-        if strip_debug {
-            strip(&path, &dest)?;
+        if let Some(objcopy) = strip_with {
+            strip(objcopy, &path, &dest)?;
         } else {
             fs::copy(&path, &dest).map_err(|e| Error::io("cannot copy", &path, e))?;
         }
@@ -292,16 +293,34 @@ fn is_shippable(path: &Path, name: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn strip(from: &Path, to: &Path) -> Result<()> {
-    let output = Command::new("objcopy")
+/// The objcopy that reads `arch`'s files: this machine's own, or the cross binutils'.
+fn objcopy_for(arch: &str) -> String {
+    if arch == std::env::consts::ARCH {
+        "objcopy".to_string()
+    } else {
+        format!("{arch}-linux-gnu-objcopy")
+    }
+}
+
+fn strip(objcopy: &str, from: &Path, to: &Path) -> Result<()> {
+    let output = Command::new(objcopy)
         .arg("--strip-debug")
         .arg(from)
         .arg(to)
         .output()
-        .map_err(|e| Error::tool("--strip-debug needs objcopy (apt-get install binutils)", e))?;
+        .map_err(|e| {
+            let package = match objcopy.strip_suffix("-objcopy") {
+                Some(prefix) => format!("binutils-{prefix}"),
+                None => "binutils".to_string(),
+            };
+            Error::tool(
+                format!("--strip-debug needs {objcopy} (apt-get install {package})"),
+                e,
+            )
+        })?;
     if !output.status.success() {
         return Err(Error::tool(
-            format!("objcopy --strip-debug {} failed", from.display()),
+            format!("{objcopy} --strip-debug {} failed", from.display()),
             String::from_utf8_lossy(&output.stderr).trim(),
         ));
     }
