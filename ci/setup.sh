@@ -3,8 +3,19 @@
 # lavapipe CPU driver, the Khronos validation layer, glslc), then builds the
 # whole workspace in release mode. Safe to run again: it installs only what
 # is missing.
+#
+#   ci/setup.sh            # the above
+#   ci/setup.sh --cross    # only what ci/bundles.sh needs to build the portable bundles
+#                          # (x86_64 and aarch64, glibc 2.31), and qemu-user to run arm64
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = --cross ]; then
+    exec ci/setup-cross.sh
+elif [ $# -gt 0 ]; then
+    echo "ci/setup.sh: unknown argument $1 (expected --cross or nothing)" >&2
+    exit 2
+fi
 
 packages=(libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc cmake chromium python3-venv)
 

@@ -55,18 +55,21 @@ fi
 
 # One root per suite, rebuilt only when the package list changes. A root that was being built
 # when the script stopped is thrown away, never reused half-made.
+# A suite name may end in an architecture (`bullseye-arm64`): that root is debootstrapped for it
+# and its programs run through qemu-user (binfmt_misc; ci/cross-stacks.sh registers it).
 build_root() {
-    local suite=$1 root="$cache/$1"
+    local suite=${1%-arm64} root="$cache/$1" arch=()
+    [ "$1" = "$suite" ] || arch=(--arch=arm64)
     if [ -f "$root/.vkexit-stack" ] && [ "$(cat "$root/.vkexit-stack")" = "$packages" ]; then
         return
     fi
-    echo "stacks: building the $suite root in $root (debootstrap, about a minute)" >&2
+    echo "stacks: building the $1 root in $root (debootstrap, about a minute)" >&2
     mkdir -p "$cache"
     rm -rf "$root" "$root.partial"
-    debootstrap --variant=minbase --include="$packages" "$suite" "$root.partial" "$mirror" \
-        >"$cache/$suite.debootstrap.log" 2>&1 || {
-        echo "stacks: debootstrap $suite failed; the end of $cache/$suite.debootstrap.log:" >&2
-        tail -n 20 "$cache/$suite.debootstrap.log" >&2
+    debootstrap "${arch[@]}" --variant=minbase --include="$packages" "$suite" "$root.partial" "$mirror" \
+        >"$cache/$1.debootstrap.log" 2>&1 || {
+        echo "stacks: debootstrap $1 failed; the end of $cache/$1.debootstrap.log:" >&2
+        tail -n 20 "$cache/$1.debootstrap.log" >&2
         return 1
     }
     rm -rf "$root.partial/var/cache/apt/archives"/*.deb
@@ -85,7 +88,10 @@ done
 mkdir -p "$out"
 # The same cargo invocations as ci/setup.sh and ci/test.sh, so that after them nothing rebuilds.
 cargo build --release --locked --workspace
-target/release/vkexit bundle --strip-debug -o "$out/vkexit-bundle.tar.gz" >&2
+# Built here, against this machine's glibc: the floor it is held to (ci/bundles.sh makes the
+# portable ones, for glibc 2.31, and ci/cross-stacks.sh runs them).
+target/release/vkexit bundle --strip-debug --glibc-floor "$(getconf GNU_LIBC_VERSION | cut -d' ' -f2)" \
+    -o "$out/vkexit-bundle.tar.gz" >&2
 rm -rf "$out/bundle" && mkdir -p "$out/bundle"
 tar xzf "$out/vkexit-bundle.tar.gz" -C "$out/bundle"
 vkexit=$(cd "$out/bundle" && echo vkexit-*/vkexit)

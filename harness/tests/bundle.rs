@@ -58,6 +58,17 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// This machine's glibc (`getconf GNU_LIBC_VERSION`: "glibc 2.36"): the floor for bundles of
+/// what this machine built, which need its glibc.
+fn host_glibc() -> String {
+    let out = Command::new("getconf")
+        .arg("GNU_LIBC_VERSION")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim().strip_prefix("glibc ").unwrap().to_string()
+}
+
 /// The bundle's wrapper with a minimal environment: no cargo, no source tree, no VK_* variables.
 fn bundled(dir: &Path, xdg: &Path, args: &[&str]) -> Output {
     Command::new(dir.join("vkexit"))
@@ -82,7 +93,13 @@ fn a_bundle_unpacked_elsewhere_runs_a_matrix_with_its_own_validation_layer() {
 
     let out = sb
         .vkexit()
-        .args(["bundle", "--strip-debug", "-o"])
+        .args([
+            "bundle",
+            "--strip-debug",
+            "--glibc-floor",
+            &host_glibc(),
+            "-o",
+        ])
         .arg(&tarball)
         .arg("--deb")
         .arg(&deb)
@@ -129,10 +146,25 @@ fn a_bundle_unpacked_elsewhere_runs_a_matrix_with_its_own_validation_layer() {
         );
     }
     assert_eq!(manifest["packages"][0]["name"], "vkexit-test-validation");
+    assert_eq!(
+        manifest["target"],
+        format!("{}-unknown-linux-gnu", std::env::consts::ARCH)
+    );
+    assert_eq!(manifest["glibc_floor"], host_glibc());
     assert_eq!(manifest["debug_info"], false);
 
     let xdg = sb.path().join("xdg");
     let doctor = bundled(&moved, &xdg, &["doctor"]);
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.lines().any(|l| l.starts_with("bundle ")
+            && l.contains(&format!(
+                "-unknown-linux-gnu for glibc {} or newer",
+                host_glibc()
+            ))),
+        "doctor does not say what the bundle was built for: {}",
+        text(&doctor)
+    );
     let carried = moved.join("sysroot/usr/share/vulkan/explicit_layer.d");
     assert!(
         String::from_utf8_lossy(&doctor.stdout).contains(carried.to_str().unwrap()),
@@ -203,4 +235,83 @@ fn an_output_in_a_missing_directory_is_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/dir"));
+}
+
+#[test]
+fn a_file_needing_a_glibc_newer_than_the_floor_fails_the_bundle_by_name() {
+    // What this machine built needs more than glibc 2.17 (every glibc since 2.34 moved
+    // __libc_start_main and the pthread functions to new versions).
+    let sb = Sandbox::new();
+    let out = sb
+        .vkexit()
+        .args(["bundle", "--glibc-floor", "2.17", "-o", "b.tar.gz"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("would not start on glibc 2.17"), "{stderr}");
+    let vkexit_line = stderr
+        .lines()
+        .find(|l| l.contains("bin/vkexit needs GLIBC_2."))
+        .unwrap_or_else(|| panic!("bin/vkexit not named: {stderr}"));
+    assert!(
+        vkexit_line.contains("(libc.so.6) for "),
+        "no library and symbols: {vkexit_line}"
+    );
+    assert!(stderr.contains("--glibc-floor"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        !sb.path().join("b.tar.gz").exists(),
+        "no bundle from a failed build"
+    );
+    // The same files under the floor they do meet are packed.
+    let out = sb
+        .vkexit()
+        .args(["bundle", "--glibc-floor", &host_glibc(), "-o", "b.tar.gz"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn binaries_for_another_machine_fail_the_bundle_by_name() {
+    let sb = Sandbox::new();
+    let other = match std::env::consts::ARCH {
+        "x86_64" => "aarch64-unknown-linux-gnu",
+        _ => "x86_64-unknown-linux-gnu",
+    };
+    let out = sb
+        .vkexit()
+        .args([
+            "bundle",
+            "--glibc-floor",
+            "9.99",
+            "--target",
+            other,
+            "--from",
+        ])
+        .arg(kit::bin_dir())
+        .args(["-o", "b.tar.gz"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "is built for {}, not for the bundle's {}",
+            std::env::consts::ARCH,
+            other.split('-').next().unwrap()
+        )),
+        "{stderr}"
+    );
+    assert!(!sb.path().join("b.tar.gz").exists());
+    // A triple with cargo zigbuild's glibc suffix is not a target vkexit packs.
+    let out = sb
+        .vkexit()
+        .args(["bundle", "--target", "aarch64-unknown-linux-gnu.2.31"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("give vkexit bundle aarch64-unknown-linux-gnu"));
 }

@@ -103,6 +103,24 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
         "CI runs it with the default 3 runs a cell",
     ),
     (
+        "ci/setup.sh --cross",
+        "ci/test.sh",
+        "ci/setup.sh --cross",
+        "a step of CI before the portable bundles; it installs packages with apt-get, as root",
+    ),
+    (
+        "ci/bundles.sh",
+        "ci/test.sh",
+        "ci/bundles.sh",
+        "CI builds both portable bundles, then runs them (ci/cross-stacks.sh)",
+    ),
+    (
+        "ci/cross-stacks.sh",
+        "ci/test.sh",
+        "ci/cross-stacks.sh",
+        "the last step of CI: the portable bundles on Debian 11 and arm64 roots",
+    ),
+    (
         "ci/meta-suite.sh",
         "harness/tests/meta_suite.rs",
         "ci/meta-suite.sh",
@@ -112,6 +130,30 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
 
 /// Commands no test here can run, and why.
 const NOT_RUN: &[(&str, &str)] = &[
+    (
+        "sudo apt-get install vulkan-validationlayers",
+        "on the Jetson (Ubuntu's layer); ci/cross-stacks.sh runs the aarch64 bundle under qemu-user",
+    ),
+    (
+        "tar xzf vkexit-0.1.0-aarch64.tar.gz",
+        "on the Jetson; ci/cross-stacks.sh unpacks the same tarball into arm64 roots",
+    ),
+    (
+        "cd vkexit-0.1.0-aarch64",
+        "on the Jetson, into the unpacked bundle",
+    ),
+    (
+        "./vkexit doctor",
+        "on the Jetson; ci/cross-stacks.sh runs the bundle's doctor in each arm64 root",
+    ),
+    (
+        "./vkexit run --driver nvidia --runs 20 --json jetson.json",
+        "it needs a Jetson's Tegra driver; ci/cross-stacks.sh runs the built-in matrix on arm64 lavapipe",
+    ),
+    (
+        "./vkexit run --driver nvidia --runs 20 -- ./build/tests/my_vulkan_test --gtest_filter=Compute.*",
+        "it needs a Jetson and a program of the user's",
+    ),
     (
         "ci/test.sh",
         "it is CI itself: formatting, clippy and every test, this one included",
@@ -151,7 +193,8 @@ const GUIDE_SHARD_1: &str = "vkexit run --shard 1/2 --json shard-1.json";
 const GUIDE_SHARD_2: &str = "vkexit run --shard 2/2 --json shard-2.json";
 const GUIDE_MERGE_SHARDS: &str =
     "vkexit merge shard-*.json --json all.json --junit junit.xml --markdown summary.md --html report";
-const GUIDE_BUNDLE: &str = "vkexit bundle --with-vulkan --strip-debug -o vkexit-bundle.tar.gz";
+const GUIDE_BUNDLE: &str =
+    "vkexit bundle --with-vulkan --strip-debug --glibc-floor 2.36 -o vkexit-bundle.tar.gz";
 const GUIDE_UNPACK: &str = "tar xzf vkexit-bundle.tar.gz";
 const GUIDE_BUNDLE_DOCTOR: &str = "vkexit-0.1.0-x86_64/vkexit doctor";
 const GUIDE_LAVAPIPE: &str = "vkexit run --config ci/matrix/default.toml --baseline \

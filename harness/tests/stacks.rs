@@ -193,3 +193,70 @@ fn two_builds_of_one_version_are_refused_before_any_run() {
         "{err}"
     );
 }
+
+/// `vkexit run` of the mock, 2 runs, with the fork path forced or not: each run's verdict.
+fn mock_verdicts(sb: &Sandbox, without_clone3: bool, mock_args: &[&str]) -> Vec<String> {
+    let mut cmd = sb.vkexit();
+    cmd.args([
+        "run",
+        "--driver",
+        "lavapipe",
+        "--runs",
+        "2",
+        "--timeout",
+        "30",
+    ])
+    .arg("--json")
+    .arg(sb.results())
+    .arg("--")
+    .arg(mock())
+    .args(mock_args);
+    if without_clone3 {
+        cmd.env("VKEXIT_SPAWN_WITHOUT_CLONE3", "1");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        sb.results().exists(),
+        "no results for {mock_args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cell = only_cell(&sb.read_results()).clone();
+    std::fs::remove_file(sb.results()).unwrap();
+    let mut verdicts: Vec<String> = cell["counts"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, n)| n.as_u64().is_some_and(|n| n > 0))
+        .map(|(verdict, n)| format!("{verdict} {n}"))
+        .collect();
+    verdicts.push(format!("cell {}", cell["verdict"]));
+    verdicts
+}
+
+/// Where `clone3` is refused (qemu-user answers it with ENOSYS, as do old kernels and some
+/// seccomp filters) a run is forked and moves itself into its cgroup. Forced here on a machine
+/// that has `clone3`, that path gives every verdict the clone3 path gives, and a detached
+/// grandchild is still killed with its run: the cgroup still holds the whole tree.
+#[test]
+fn without_clone3_the_forked_runs_get_the_same_verdicts() {
+    let sb = Sandbox::new();
+    for args in [
+        &[][..],
+        &["--signal", "SIGSEGV"],
+        &["--exit-code", "7"],
+        &["--vuid"],
+        &["--child-crash"],
+        &["--crash-at-exit"],
+    ] {
+        let with = mock_verdicts(&sb, false, args);
+        let without = mock_verdicts(&sb, true, args);
+        assert_eq!(with, without, "mock {args:?}: clone3 vs fork");
+    }
+    let detached = ["--grandchild-holds-pipes", "89"];
+    assert_eq!(
+        mock_verdicts(&sb, true, &detached),
+        ["pass 2", "cell \"pass\""]
+    );
+    let left = mock_processes_with(&detached);
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+}

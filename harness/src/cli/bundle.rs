@@ -1,11 +1,24 @@
 //! `vkexit bundle`: vkexit packed for another machine.
 
 use super::Outcome;
+use crate::engine::elf::GlibcVersion;
 use crate::support::errors::Result;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub(super) struct BundleArgs {
+    /// The target the binaries were built for: x86_64-unknown-linux-gnu or
+    /// aarch64-unknown-linux-gnu [default: this machine's, from the directory vkexit runs from;
+    /// another target's from target/TRIPLE/release beside it].
+    #[arg(long, value_name = "TRIPLE")]
+    pub(super) target: Option<String>,
+    /// The directory holding the built binaries to pack [default: see --target].
+    #[arg(long, value_name = "DIR")]
+    pub(super) from: Option<PathBuf>,
+    /// The oldest glibc the bundle must start on: packing fails on any file that needs a newer
+    /// glibc symbol version [default: 2.31].
+    #[arg(long, value_name = "X.Y", value_parser = parse_glibc)]
+    pub(super) glibc_floor: Option<GlibcVersion>,
     /// The tarball to write [default: vkexit-VERSION-ARCH.tar.gz].
     #[arg(short, long, value_name = "FILE.tar.gz")]
     pub(super) output: Option<PathBuf>,
@@ -28,8 +41,16 @@ pub(super) struct BundleArgs {
     pub(super) strip_debug: bool,
 }
 
+fn parse_glibc(text: &str) -> std::result::Result<GlibcVersion, String> {
+    GlibcVersion::parse(text)
+        .ok_or_else(|| format!("expected a glibc version like 2.31, got `{text}`"))
+}
+
 pub(super) fn bundle(args: BundleArgs) -> Result<Outcome> {
     let built = crate::engine::bundle::build(&crate::engine::bundle::Options {
+        target: args.target,
+        from: args.from,
+        glibc_floor: args.glibc_floor,
         output: args.output,
         with_vulkan: args.with_vulkan,
         debs: args.debs,
@@ -39,11 +60,12 @@ pub(super) fn bundle(args: BundleArgs) -> Result<Outcome> {
     })?;
     let m = &built.manifest;
     println!(
-        "{}: {:.1} MiB, {} programs and libraries for {} (glibc {} or newer)",
+        "{}: {:.1} MiB, {} programs and libraries for {} (glibc {} or newer; the newest version needed is {})",
         built.tarball.display(),
         built.bytes as f64 / (1024.0 * 1024.0),
         m.binaries.len(),
-        m.arch,
+        m.target,
+        m.glibc_floor,
         m.glibc_min
     );
     if !m.share.is_empty() {
@@ -57,7 +79,7 @@ pub(super) fn bundle(args: BundleArgs) -> Result<Outcome> {
     }
     println!(
         "  unpack it anywhere and run: {}/vkexit doctor",
-        crate::engine::bundle::top_dir_name()
+        crate::engine::bundle::top_dir_name(&m.arch)
     );
     Ok(Outcome::Green)
 }

@@ -11,7 +11,15 @@
 //! - `share/<dir>/`: matrices, baselines and whatever `--include` named;
 //! - `sysroot/`: the unpacked `.deb` packages, when any were asked for;
 //! - `runtimes/`: a copy of a real-runtime cache, when `--runtimes` named one;
-//! - `bundle.json`: what is inside and what it needs (architecture, glibc).
+//! - `bundle.json`: what is inside and what it needs (target, glibc floor).
+//!
+//! The binaries come from a cargo build for the bundle's target: `target/release` beside this
+//! vkexit for the host's own, `target/TRIPLE/release` for `--target TRIPLE` (a cross build, or
+//! a build against an older glibc with `cargo zigbuild --target TRIPLE.2.31`; ci/bundles.sh
+//! makes both). Every ELF file packed is read before the tarball is written: one built for
+//! another machine, or one that needs a glibc symbol version newer than the floor (2.31 unless
+//! `--glibc-floor` says otherwise), fails the bundle, naming the file, the version and the
+//! symbols.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -21,6 +29,7 @@ use std::process::Command;
 
 use serde::Serialize;
 
+use super::elf::{self, GlibcVersion};
 use crate::plan::{scenario_dir, BUILTIN_CASES, REFRT_LIBRARY};
 use crate::support::errors::{Error, Result};
 
@@ -37,9 +46,22 @@ const REQUIRED: [&str; 5] = [
     "libVkLayer_vkexit_tegra_exit.so",
 ];
 
+/// The targets a bundle can be made for.
+pub const TARGETS: [&str; 2] = ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"];
+
+/// The oldest glibc a bundle runs on unless `--glibc-floor` names another: Debian 11, Ubuntu
+/// 20.04 and the Jetson's L4T 35.
+pub const GLIBC_FLOOR: GlibcVersion = GlibcVersion(2, 31);
+
 /// What `vkexit bundle` was asked to pack.
 #[derive(Debug, Default)]
 pub struct Options {
+    /// The target triple of the binaries to pack (default: this machine's).
+    pub target: Option<String>,
+    /// Where the binaries for that target were built (default: cargo's directory for it).
+    pub from: Option<PathBuf>,
+    /// The newest glibc symbol version a packed file may need (default [`GLIBC_FLOOR`]).
+    pub glibc_floor: Option<GlibcVersion>,
     /// The tarball to write (`.tar.gz`); its parent directory must exist.
     pub output: Option<PathBuf>,
     /// Download the loader and validation layer with `apt-get download` and carry them.
@@ -59,8 +81,12 @@ pub struct Options {
 pub struct Manifest {
     pub schema: &'static str,
     pub vkexit_version: &'static str,
-    pub arch: &'static str,
-    /// The glibc it was built against: the other machine needs this version or newer.
+    /// The target triple the binaries were built for.
+    pub target: String,
+    pub arch: String,
+    /// The floor every packed file was held to: it runs on this glibc or newer.
+    pub glibc_floor: String,
+    /// The newest glibc symbol version any packed file needs (at most the floor).
     pub glibc_min: String,
     pub binaries: Vec<String>,
     pub share: Vec<String>,
@@ -85,21 +111,62 @@ pub struct Built {
     pub manifest: Manifest,
 }
 
-/// `vkexit-0.1.0-x86_64`: the top directory of the tarball.
-pub fn top_dir_name() -> String {
-    format!(
-        "vkexit-{}-{}",
-        env!("CARGO_PKG_VERSION"),
-        std::env::consts::ARCH
-    )
+/// `vkexit-0.1.0-x86_64`: the top directory of the tarball for an architecture.
+pub fn top_dir_name(arch: &str) -> String {
+    format!("vkexit-{}-{arch}", env!("CARGO_PKG_VERSION"))
+}
+
+/// This machine's target triple, as cargo names it.
+pub fn host_target() -> String {
+    format!("{}-unknown-linux-gnu", std::env::consts::ARCH)
+}
+
+/// The target asked for, checked, with its architecture and where its binaries are.
+fn resolve_target(options: &Options) -> Result<(String, String, PathBuf)> {
+    let target = options.target.clone().unwrap_or_else(host_target);
+    if !TARGETS.contains(&target.as_str()) {
+        let hint = match target.split_once(".2.") {
+            Some((triple, _)) => format!(
+                "; the glibc suffix belongs to cargo zigbuild, give vkexit bundle {triple} (and --glibc-floor)"
+            ),
+            None => String::new(),
+        };
+        return Err(Error::bad_flag(
+            "--target",
+            &target,
+            format!("expected one of {}{hint}", TARGETS.join(", ")),
+        ));
+    }
+    let arch = target.split('-').next().unwrap_or_default().to_string();
+    let from = match &options.from {
+        Some(dir) => dir.clone(),
+        None if options.target.is_none() => scenario_dir(),
+        // cargo puts a `--target` build in target/TRIPLE/release, beside target/release.
+        None => scenario_dir()
+            .parent()
+            .map(|t| t.join(&target).join("release"))
+            .unwrap_or_default(),
+    };
+    if !from.join("vkexit").is_file() {
+        return Err(Error::bad_flag(
+            if options.from.is_some() { "--from" } else { "--target" },
+            from.display(),
+            format!(
+                "no vkexit built for {target} there: build it first (ci/bundles.sh builds both targets), or name the directory with --from"
+            ),
+        ));
+    }
+    Ok((target, arch, from))
 }
 
 /// Builds the tarball. Nothing is written at `output` unless every part was found and packed.
 pub fn build(options: &Options) -> Result<Built> {
+    let (target, arch, from) = resolve_target(options)?;
+    let floor = options.glibc_floor.unwrap_or(GLIBC_FLOOR);
     let tarball = options
         .output
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}.tar.gz", top_dir_name())));
+        .unwrap_or_else(|| PathBuf::from(format!("{}.tar.gz", top_dir_name(&arch))));
     let parent = match tarball.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -115,9 +182,10 @@ pub fn build(options: &Options) -> Result<Built> {
         .prefix(".vkexit-bundle-")
         .tempdir_in(&parent)
         .map_err(|e| Error::io("cannot create a staging directory in", &parent, e))?;
-    let root = staging.path().join(top_dir_name());
+    let root = staging.path().join(top_dir_name(&arch));
 
-    let binaries = copy_binaries(&scenario_dir(), &root.join("bin"), options.strip_debug)?;
+    let strip_with = options.strip_debug.then(|| objcopy_for(&arch));
+    let binaries = copy_binaries(&from, &root.join("bin"), strip_with.as_deref())?;
     let share = copy_includes(&include_list(options)?, &root.join("share"))?;
     let packages = unpack_packages(options, &root.join("sysroot"), staging.path())?;
     if let Some(cache) = &options.runtimes {
@@ -130,11 +198,14 @@ pub fn build(options: &Options) -> Result<Built> {
         }
         copy_tree(cache, &root.join("runtimes"))?;
     }
+    let glibc_min = check_elf_files(&root, &arch, floor)?;
     let manifest = Manifest {
         schema: "vkexit.bundle/1",
         vkexit_version: env!("CARGO_PKG_VERSION"),
-        arch: std::env::consts::ARCH,
-        glibc_min: glibc_version(),
+        target,
+        arch,
+        glibc_floor: floor.to_string(),
+        glibc_min: glibc_min.map_or_else(|| "none".to_string(), |v| v.to_string()),
         binaries,
         share,
         packages,
@@ -168,7 +239,7 @@ pub fn build(options: &Options) -> Result<Built> {
 
 /// Copies every ELF program and shared library beside vkexit (not cargo's `.rlib`s and `.d`
 /// files), so that scenarios added to the workspace travel without a list to update.
-fn copy_binaries(from: &Path, to: &Path, strip_debug: bool) -> Result<Vec<String>> {
+fn copy_binaries(from: &Path, to: &Path, strip_with: Option<&str>) -> Result<Vec<String>> {
     for name in REQUIRED
         .iter()
         .copied()
@@ -192,8 +263,8 @@ fn copy_binaries(from: &Path, to: &Path, strip_debug: bool) -> Result<Vec<String
             continue;
         }
         let dest = to.join(&name);
-        if strip_debug {
-            strip(&path, &dest)?;
+        if let Some(objcopy) = strip_with {
+            strip(objcopy, &path, &dest)?;
         } else {
             fs::copy(&path, &dest).map_err(|e| Error::io("cannot copy", &path, e))?;
         }
@@ -222,16 +293,34 @@ fn is_shippable(path: &Path, name: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn strip(from: &Path, to: &Path) -> Result<()> {
-    let output = Command::new("objcopy")
+/// The objcopy that reads `arch`'s files: this machine's own, or the cross binutils'.
+fn objcopy_for(arch: &str) -> String {
+    if arch == std::env::consts::ARCH {
+        "objcopy".to_string()
+    } else {
+        format!("{arch}-linux-gnu-objcopy")
+    }
+}
+
+fn strip(objcopy: &str, from: &Path, to: &Path) -> Result<()> {
+    let output = Command::new(objcopy)
         .arg("--strip-debug")
         .arg(from)
         .arg(to)
         .output()
-        .map_err(|e| Error::tool("--strip-debug needs objcopy (apt-get install binutils)", e))?;
+        .map_err(|e| {
+            let package = match objcopy.strip_suffix("-objcopy") {
+                Some(prefix) => format!("binutils-{prefix}"),
+                None => "binutils".to_string(),
+            };
+            Error::tool(
+                format!("--strip-debug needs {objcopy} (apt-get install {package})"),
+                e,
+            )
+        })?;
     if !output.status.success() {
         return Err(Error::tool(
-            format!("objcopy --strip-debug {} failed", from.display()),
+            format!("{objcopy} --strip-debug {} failed", from.display()),
             String::from_utf8_lossy(&output.stderr).trim(),
         ));
     }
@@ -429,10 +518,87 @@ fn write_tarball(root: &Path, to: &Path) -> Result<()> {
     packed.map_err(|e| Error::io("cannot write the bundle", to, e))
 }
 
-fn glibc_version() -> String {
-    // SAFETY: gnu_get_libc_version returns a pointer to a static NUL-terminated string.
-    let version = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
-    version.to_string_lossy().into_owned()
+/// Reads every ELF file under `root`: each must be built for `arch` and need no glibc
+/// symbol version newer than `floor`. Returns the newest version any of them needs.
+fn check_elf_files(root: &Path, arch: &str, floor: GlibcVersion) -> Result<Option<GlibcVersion>> {
+    let machine = elf::machine_of(arch).expect("resolve_target admits only known architectures");
+    let mut files = Vec::new();
+    elf_files(root, &mut files)?;
+    files.sort();
+    let mut newest = None;
+    let mut too_new = Vec::new();
+    for path in &files {
+        let shown = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        let bytes = fs::read(path).map_err(|e| Error::io("cannot read", path, e))?;
+        let needs = elf::read(&bytes).map_err(|e| Error::bad_input(path, e.to_string()))?;
+        if needs.machine != machine {
+            return Err(Error::bad_input(
+                path,
+                format!(
+                    "{shown} is built for {}, not for the bundle's {arch}",
+                    elf::machine_name(needs.machine)
+                ),
+            ));
+        }
+        for need in &needs.needs {
+            let Some(version) = GlibcVersion::parse(&need.version) else {
+                continue;
+            };
+            if !need.version.starts_with("GLIBC_") {
+                continue;
+            }
+            newest = newest.max(Some(version));
+            if version > floor {
+                let symbols = match need.symbols.len() {
+                    0 => String::new(),
+                    n if n <= 4 => format!(" for {}", need.symbols.join(", ")),
+                    n => format!(" for {} and {} more", need.symbols[..4].join(", "), n - 4),
+                };
+                too_new.push(format!(
+                    "{shown} needs {} ({}){symbols}",
+                    need.version, need.library
+                ));
+            }
+        }
+    }
+    if too_new.is_empty() {
+        return Ok(newest);
+    }
+    Err(Error::tool(
+        format!("the bundle would not start on glibc {floor}"),
+        format!(
+            "{}\n  build against glibc {floor} (ci/bundles.sh uses cargo zigbuild --target TRIPLE.{floor}), \
+             or state the newer floor with --glibc-floor",
+            too_new.join("\n  ")
+        ),
+    ))
+}
+
+/// Every regular file under `dir` that starts with the ELF magic (links are not followed:
+/// their targets are packed, and read, under their own names).
+fn elf_files(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = fs::read_dir(dir).map_err(|e| Error::io("cannot list", dir, e))?;
+    for entry in entries {
+        let path = entry.map_err(|e| Error::io("cannot list", dir, e))?.path();
+        let meta = fs::symlink_metadata(&path).map_err(|e| Error::io("cannot read", &path, e))?;
+        if meta.is_dir() {
+            elf_files(&path, found)?;
+        } else if meta.is_file() {
+            let mut magic = [0u8; 4];
+            let elf = fs::File::open(&path)
+                .and_then(|mut f| f.read_exact(&mut magic))
+                .map(|()| magic == *b"\x7fELF")
+                .unwrap_or(false);
+            if elf {
+                found.push(path);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The bundle's entry point. `bin/vkexit` finds its scenarios and layers beside itself; this
@@ -472,7 +638,7 @@ fn readme(manifest: &Manifest) -> String {
             .join(", ")
     };
     format!(
-        "vkexit {version} for {arch} Linux, glibc {glibc} or newer; no Rust toolchain needed.\n\
+        "vkexit {version} for {target}, glibc {glibc} or newer; no Rust toolchain needed.\n\
          \n\
          Run it through the wrapper, from anywhere:\n\
          \n\
@@ -483,8 +649,8 @@ fn readme(manifest: &Manifest) -> String {
          Carried Debian packages (in sysroot/, put first by the wrapper): {packages}.\n\
          What is inside: bundle.json.\n",
         version = manifest.vkexit_version,
-        arch = manifest.arch,
-        glibc = manifest.glibc_min,
+        target = manifest.target,
+        glibc = manifest.glibc_floor,
     )
 }
 
@@ -533,8 +699,8 @@ mod tests {
 
     #[test]
     fn the_top_directory_names_version_and_architecture() {
-        let name = top_dir_name();
+        let name = top_dir_name("aarch64");
         assert!(name.starts_with("vkexit-"));
-        assert!(name.ends_with(std::env::consts::ARCH));
+        assert!(name.ends_with("-aarch64"));
     }
 }

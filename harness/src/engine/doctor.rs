@@ -11,10 +11,44 @@ use crate::plan::{
 use std::io::Write;
 use std::path::Path;
 
+/// What a bundle's `bundle.json` (beside `bin/`, where vkexit runs from) says it was built
+/// for, and this machine's glibc; `None` outside a bundle.
+fn bundle_line(bin: &Path) -> Option<String> {
+    let manifest = bin.parent()?.join("bundle.json");
+    let text = std::fs::read_to_string(&manifest).ok()?;
+    let field = |json: &serde_json::Value, key: &str| {
+        json.get(key)
+            .and_then(|v| v.as_str())
+            .unwrap_or("unknown")
+            .to_string()
+    };
+    let line = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(json) => format!(
+            "{} for glibc {} or newer (needs at most {}; this machine has glibc {})  {}",
+            field(&json, "target"),
+            field(&json, "glibc_floor"),
+            field(&json, "glibc_min"),
+            host_glibc(),
+            manifest.display()
+        ),
+        Err(e) => format!("{} cannot be read: {e}", manifest.display()),
+    };
+    Some(line)
+}
+
+fn host_glibc() -> String {
+    // SAFETY: gnu_get_libc_version returns a pointer to a static NUL-terminated string.
+    let version = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
+    version.to_string_lossy().into_owned()
+}
+
 /// Prints the report; returns whether vkexit can run its default job here.
 pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
     let mut healthy = true;
     writeln!(out, "vkexit {}", env!("CARGO_PKG_VERSION"))?;
+    if let Some(line) = bundle_line(&scenario_dir()) {
+        writeln!(out, "bundle      {line}")?;
+    }
 
     let (found, problems) = drivers::discover();
     let scratch = tempfile::tempdir()?;

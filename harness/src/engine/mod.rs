@@ -5,5 +5,6 @@
 
 pub mod bundle;
 pub mod doctor;
+pub mod elf;
 pub mod gate;
 pub mod repro;

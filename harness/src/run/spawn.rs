@@ -4,8 +4,10 @@
 //! takes the kernel's cgroup thread-group lock for writing, and taking it
 //! waits for an RCU grace period: 5–12 ms of a run's wall time, spent
 //! asleep, once per run that starts after the lock went idle. Where `clone3`
-//! is refused (an older kernel, a seccomp filter) a plain fork is used and
-//! the child moves itself in as before.
+//! is refused (an older kernel, a seccomp filter, qemu-user, which answers
+//! it with ENOSYS) a plain fork is used and the child moves itself in as
+//! before. `VKEXIT_SPAWN_WITHOUT_CLONE3=1` takes that path on any machine, so
+//! that the tests hold it to the same verdicts.
 //!
 //! Everything the child needs is made before the clone: the child of a
 //! multi-threaded process may only make system calls until it execs.
@@ -17,8 +19,22 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// Set once `clone3` answered ENOSYS: it will not be asked again.
+static CLONE3_MISSING: AtomicBool = AtomicBool::new(false);
+
+/// Whether to try `clone3` at all: not after ENOSYS, nor when the variable
+/// that forces the fork path is set (read once).
+fn try_clone3() -> bool {
+    static FORCED_OFF: OnceLock<bool> = OnceLock::new();
+    let off = *FORCED_OFF
+        .get_or_init(|| std::env::var_os("VKEXIT_SPAWN_WITHOUT_CLONE3").is_some_and(|v| v == "1"));
+    !off && !CLONE3_MISSING.load(Ordering::Relaxed)
+}
 
 /// `struct clone_args` of Linux 5.7 (CLONE_ARGS_SIZE_VER2).
 #[repr(C)]
@@ -157,6 +173,9 @@ pub fn spawn_prepared(
 /// `clone3` into the cgroup `fd`: `None` where the kernel or a filter
 /// refuses it, so that the caller forks instead.
 pub(super) fn clone_into(fd: RawFd) -> Option<io::Result<libc::pid_t>> {
+    if !try_clone3() {
+        return None;
+    }
     let mut args = CloneArgs {
         flags: CLONE_INTO_CGROUP,
         exit_signal: libc::SIGCHLD as u64,
@@ -177,7 +196,11 @@ pub(super) fn clone_into(fd: RawFd) -> Option<io::Result<libc::pid_t>> {
     }
     let e = io::Error::last_os_error();
     match e.raw_os_error() {
-        Some(libc::ENOSYS | libc::EPERM | libc::EINVAL | libc::E2BIG | libc::EOPNOTSUPP) => None,
+        Some(libc::ENOSYS) => {
+            CLONE3_MISSING.store(true, Ordering::Relaxed);
+            None
+        }
+        Some(libc::EPERM | libc::EINVAL | libc::E2BIG | libc::EOPNOTSUPP) => None,
         _ => Some(Err(e)),
     }
 }

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# The portable bundles (ci/bundles.sh: glibc 2.31, x86_64 and aarch64) on the oldest stacks
+# they are for, each a Debian root made by ci/stacks.sh from Debian's own packages:
+#   bullseye         amd64, glibc 2.31, loader and validation layer 1.2.162, lavapipe 20.3.5
+#   bookworm-arm64   arm64 through qemu-user, glibc 2.36, loader and layer 1.3.239
+#   bullseye-arm64   arm64 through qemu-user, glibc 2.31, loader and layer 1.2.162
+# In each, as a user would run the bundle there:
+#   - `vkexit doctor` must say ready;
+#   - the built-in matrix against the built-in baseline must be green (on arm64 also with
+#     `--emulate tegra`);
+#   - the meta-suite: its checker (harness/tests/meta_suite.rs) runs here, on this machine,
+#     with the vkexit it starts being the bundle's, entered into the root; it reads the results
+#     and run directories the runs left and counts every false pass and false failure.
+#
+#   ci/cross-stacks.sh [STACK...]      # default: bullseye bookworm-arm64 bullseye-arm64
+#
+# Environment: VKEXIT_STACK_CACHE, VKEXIT_STACK_OUT, VKEXIT_STACK_GATE as for ci/stacks.sh;
+#   VKEXIT_CROSS_RUNS   runs per cell of the built-in matrix (default 3; 2 under qemu)
+#   VKEXIT_CROSS_META   0: leave the meta-suite out (default 1)
+#   VKEXIT_BUNDLE_OUT   where ci/bundles.sh left the tarballs (default target/bundles)
+# An arm64 stack needs qemu-user-static registered with binfmt_misc (flag F, so that it works
+# inside the root); as root this registers it when the kernel allows, else the stack is SKIPPED
+# with the reason.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+cache="${VKEXIT_STACK_CACHE:-$HOME/.cache/vkexit/stacks}"
+out="${VKEXIT_STACK_OUT:-$repo/target/stacks}"
+gate="${VKEXIT_STACK_GATE:-1}"
+bundles="${VKEXIT_BUNDLE_OUT:-$repo/target/bundles}"
+meta="${VKEXIT_CROSS_META:-1}"
+stacks=("$@")
+[ ${#stacks[@]} -gt 0 ] || stacks=(bullseye bookworm-arm64 bullseye-arm64)
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "ci/cross-stacks.sh: needs root (debootstrap builds the roots, bwrap enters them)" >&2
+    exit 2
+fi
+
+# qemu-aarch64 for arm64 programs, here and inside the roots; the reason when it cannot be.
+arm64_unavailable() {
+    [ "$(uname -m)" = aarch64 ] && return 1
+    command -v update-binfmts >/dev/null && [ -e /usr/libexec/qemu-binfmt/aarch64-binfmt-P ] ||
+        { echo "qemu-user-static and binfmt-support are not installed (ci/setup.sh --cross)"; return 0; }
+    [ -e /proc/sys/fs/binfmt_misc/status ] ||
+        mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>/dev/null ||
+        { echo "binfmt_misc cannot be mounted here (a container without it)"; return 0; }
+    [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 ||
+        { echo "update-binfmts --enable qemu-aarch64 failed"; return 0; }
+    grep -q '^flags:.*F' /proc/sys/fs/binfmt_misc/qemu-aarch64 ||
+        { echo "qemu-aarch64 is registered without the F flag: it cannot run inside a root"; return 0; }
+    return 1
+}
+
+# Runs a command inside a root as root, as ci/stacks.sh does, with /tmp shared (the
+# meta-suite's sandboxes are there, read from here), this checkout and the bundle at their
+# own paths.
+enter() {
+    local root=$1 dir=$2
+    shift 2
+    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+        XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/run/user/0}" \
+        bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
+        --bind /tmp /tmp --tmpfs /run --perms 0700 --dir /run/user/0 \
+        --ro-bind "$repo" "$repo" --bind "$dir" "$dir" --chdir "$dir" "$@"
+}
+
+failed=()
+summary="$out/cross-summary.md"
+mkdir -p "$out"
+: >"$summary"
+for stack in "${stacks[@]}"; do
+    case "$stack" in
+        *-arm64) arch=aarch64 runs="${VKEXIT_CROSS_RUNS:-2}" ;;
+        *) arch=x86_64 runs="${VKEXIT_CROSS_RUNS:-3}" ;;
+    esac
+    if [ "$arch" = aarch64 ] && why=$(arm64_unavailable); then
+        echo "cross-stacks: $stack SKIPPED: $why" >&2
+        printf '## %s\n\nSKIPPED: %s\n\n' "$stack" "$why" >>"$summary"
+        continue
+    fi
+    tarball=$(ls "$bundles"/vkexit-*-"$arch".tar.gz 2>/dev/null | head -n 1)
+    [ -f "$tarball" ] || { failed+=("$stack: no $arch bundle in $bundles (run ci/bundles.sh)"); continue; }
+    ci/stacks.sh --roots-only "$stack"
+    root="$cache/$stack" dir="$out/$stack"
+    rm -rf "$dir" && mkdir -p "$dir/bundle" "$dir/xdg"
+    tar xzf "$tarball" -C "$dir/bundle"
+    vkexit=$(echo "$dir"/bundle/vkexit-*/vkexit)
+    versions=$(chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' \
+        libc6 libvulkan1 mesa-vulkan-drivers vulkan-validationlayers | tr '\n' ',' | sed 's/,$//; s/,/, /g')
+    echo "cross-stacks: $stack ($versions)" >&2
+    printf '## %s\n\n%s; %s\n\n' "$stack" "$versions" "$(basename "$tarball")" >>"$summary"
+    export XDG_RUNTIME_DIR="$dir/xdg"
+
+    if enter "$root" "$dir" "$vkexit" doctor >"$dir/doctor.txt" 2>&1; then
+        echo "- doctor: ready" >>"$summary"
+    else
+        failed+=("$stack: doctor is not ready")
+        echo "- doctor: NOT ready (see $dir/doctor.txt)" >>"$summary"
+        cat "$dir/doctor.txt" >&2
+    fi
+
+    emulations=(plain)
+    [ "$arch" = aarch64 ] && emulations+=(tegra)
+    # refrt, the runtime of the built-in scenarios, needs a Vulkan 1.2 device (timeline
+    # semaphores); Debian 11's lavapipe (Mesa 20.3.5) offers 1.0. There the built-in matrix
+    # cannot run (each run exits 3, "refrt needs 1.2"), and the meta-suite, whose programs need
+    # Vulkan 1.0, is the check.
+    if ! grep -qE '^  lavapipe +device .*\(Vulkan 1\.([2-9]|[1-9][0-9])' "$dir/doctor.txt"; then
+        why=$(grep -oE '^  lavapipe +device .*\(Vulkan [0-9.]+\)' "$dir/doctor.txt" | grep -oE 'Vulkan [0-9.]+' | head -n 1)
+        echo "- built-in matrix: SKIPPED: lavapipe offers ${why:-no device}, refrt needs Vulkan 1.2" >>"$summary"
+        emulations=()
+    fi
+    for how in "${emulations[@]}"; do
+        flags=() name=builtin
+        [ "$how" = plain ] || { flags=(--emulate "$how"); name="builtin-$how"; }
+        code=0 start=$(date +%s)
+        enter "$root" "$dir" "$vkexit" run --runs "$runs" -j 2 "${flags[@]}" --json "$dir/$name.json" \
+            --markdown "$dir/$name.md" --artifacts "$dir/artifacts-$how" >"$dir/$name.txt" 2>&1 || code=$?
+        took=$(($(date +%s) - start))
+        echo "- built-in matrix ${flags[*]:-plain}, $runs runs a cell, ${took} s: $(tail -n 1 "$dir/$name.txt")" >>"$summary"
+        [ "$code" -eq 0 ] || failed+=("$stack: the built-in matrix ${flags[*]} is red (exit $code)")
+    done
+
+    [ "$meta" = 1 ] || continue
+    # The checker runs here; the vkexit it starts (CARGO_BIN_EXE_vkexit, read by the test kit) is
+    # the bundle's, in the root, beside the bundle's own mock and scenarios.
+    shim="$dir/shim"
+    mkdir -p "$shim"
+    for f in "$dir"/bundle/vkexit-*/bin/*; do ln -sf "$f" "$shim/"; done
+    rm -f "$shim/vkexit"
+    cat >"$shim/vkexit" <<EOF
+#!/bin/sh
+exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+    XDG_RUNTIME_DIR="\${XDG_RUNTIME_DIR:-/tmp}" \
+    bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
+    --bind /tmp /tmp --tmpfs /run --ro-bind "$repo" "$repo" --bind "$dir" "$dir" \
+    --chdir "\$PWD" "$vkexit" "\$@"
+EOF
+    chmod +x "$shim/vkexit"
+    meta_test=$(cargo test --release --locked -p vkexit --test meta_suite --no-run --message-format=json 2>/dev/null |
+        grep -o '"executable":"[^"]*/meta_suite-[^"]*"' | tail -n 1 | cut -d'"' -f4)
+    [ -x "$meta_test" ] || { failed+=("$stack: cannot build the meta_suite checker"); continue; }
+    # Under qemu every run costs many times more: a few runs of each program (the longer run's
+    # table with META_RUNS); natively the CI batch of ci/stacks.sh.
+    if [ "$arch" = aarch64 ] && [ "$(uname -m)" != aarch64 ]; then
+        selection=(--ignored --exact the_longer_run)
+    else
+        selection=()
+    fi
+    code=0 start=$(date +%s)
+    CARGO_BIN_EXE_vkexit="$shim/vkexit" META_RUNS="${VKEXIT_CROSS_META_RUNS:-3}" META_TABLE="$dir/meta-table.md" \
+        "$meta_test" --test-threads 1 "${selection[@]}" >"$dir/meta-suite.txt" 2>&1 || code=$?
+    took=$(($(date +%s) - start))
+    grep -E '^test result' "$dir/meta-suite.txt" | sed "s/^/- meta-suite (${took} s): /" >>"$summary" || true
+    [ "$code" -eq 0 ] || failed+=("$stack: the meta-suite found false passes or false failures (exit $code)")
+    printf '\n' >>"$summary"
+done
+
+cat "$summary"
+if [ ${#failed[@]} -gt 0 ]; then
+    printf 'cross-stacks: %s\n' "${failed[@]}" >&2
+    echo "cross-stacks: every stack's files are in $out" >&2
+    [ "$gate" = 0 ] || exit 1
+fi
