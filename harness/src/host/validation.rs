@@ -23,7 +23,7 @@
 use crate::host::vuid::{self, VuidReport};
 use crate::support::errors::{Error, Result};
 use serde::Serialize;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use vkexit_evidence::validation_logs::{self as logs, Header};
 
@@ -397,11 +397,17 @@ fn write_combined(dir: &Path, instances: &[InstanceLog]) -> std::io::Result<()> 
             (None, _) => "no header: who opened it is unknown".to_string(),
         };
         writeln!(out, "# ---- {}: {what}", log.file)?;
-        let mut text = std::fs::read(dir.join(&log.file))?;
-        if !text.ends_with(b"\n") && !text.is_empty() {
-            text.push(b'\n');
+        // Copied, not read whole: 100,000 messages are a log of a hundred megabytes.
+        let mut file = std::fs::File::open(dir.join(&log.file))?;
+        let copied = std::io::copy(&mut file, &mut out)?;
+        let mut last = [b'\n'];
+        if copied > 0 {
+            file.seek(std::io::SeekFrom::End(-1))?;
+            file.read_exact(&mut last)?;
         }
-        out.write_all(&text)?;
+        if last[0] != b'\n' {
+            out.write_all(b"\n")?;
+        }
     }
     out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     std::fs::rename(tmp, dir.join(LOG_FILE))
@@ -419,6 +425,63 @@ mod tests {
         // `info` for the layer's status message, which names the disabled checks.
         assert!(text.contains("khronos_validation.report_flags = error,warn,info\n"));
         assert!(!text.contains("DEFAULT"));
+    }
+
+    #[test]
+    fn every_instance_log_is_read_and_a_log_no_preload_saw_is_set_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs_dir = dir.path().join(logs::DIR);
+        std::fs::create_dir(&logs_dir).unwrap();
+        let leak = "Validation Error: [ VUID-vkDestroyDevice-device-00378 ] x\n";
+        let opened = |pid, t_ns| {
+            Header {
+                pid,
+                t_ns,
+                program: "/bin/app".into(),
+            }
+            .line()
+        };
+        // Opened later, named first: the order is the opening time's.
+        std::fs::write(
+            logs_dir.join("20-1.log"),
+            format!("{}{leak}", opened(20, 9)),
+        )
+        .unwrap();
+        std::fs::write(
+            logs_dir.join("30-1.log"),
+            format!("{}{leak}cut", opened(30, 5)),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(LOG_FILE), leak).unwrap();
+        let read = ValidationLogs::read(dir.path()).unwrap().unwrap();
+        let files: Vec<&str> = read.instances.iter().map(|l| l.file.as_str()).collect();
+        assert_eq!(
+            files,
+            [
+                "validation.d/30-1.log",
+                "validation.d/20-1.log",
+                "validation.d/unwatched.log"
+            ]
+        );
+        assert_eq!(read.instances[0].opener.as_ref().map(|h| h.pid), Some(30));
+        assert!(read.instances[2].unwatched && read.instances[2].opener.is_none());
+        assert_eq!(
+            read.merged.ids["VUID-vkDestroyDevice-device-00378"].count,
+            3
+        );
+        assert!(read.merged.cut_mid_line);
+        // The configured path now holds every log in turn, and reading again gives the same.
+        let combined = std::fs::read_to_string(dir.path().join(LOG_FILE)).unwrap();
+        assert!(combined.starts_with(logs::COMBINED_HEADER), "{combined}");
+        assert_eq!(combined.matches(leak).count(), 3, "{combined}");
+        assert!(
+            combined.contains("cut\n# ---- validation.d/20-1.log"),
+            "{combined}"
+        );
+        assert_eq!(ValidationLogs::read(dir.path()).unwrap().unwrap(), read);
+        // No log at all: the layer never wrote one.
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(ValidationLogs::read(empty.path()).unwrap(), None);
     }
 
     #[test]
