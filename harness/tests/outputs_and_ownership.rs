@@ -316,10 +316,11 @@ fn results_whose_path_went_during_the_run_are_kept_in_the_artifacts_directory() 
 fn a_second_vkexit_on_the_same_artifacts_directory_is_refused_naming_the_first() {
     let sb = Sandbox::new();
     let vkexit = vkexit_program();
-    // The run's program is a second vkexit given the first one's directory.
+    // The run's program is a second vkexit given the first one's directory, then a repro.
     let inner = format!(
-        "{} run --runs 1 --no-validation --artifacts shared -- true 2>inner.err; echo $? >inner.code",
-        vkexit.display()
+        "{v} run --runs 1 --no-validation --artifacts shared -- true 2>inner.err; echo $? >inner.code; \
+         {v} repro --no-validation --max-rate 99% --artifacts shared -- true 2>repro.err; echo $? >repro.code",
+        v = vkexit.display()
     );
     let out = run(
         &sb,
@@ -341,6 +342,13 @@ fn a_second_vkexit_on_the_same_artifacts_directory_is_refused_naming_the_first()
         err.contains("shared: the artifacts directory is in use by vkexit pid ")
             && err.contains("--artifacts shared -- sh -c"),
         "{err}"
+    );
+    let repro_code = std::fs::read_to_string(sb.path().join("repro.code")).unwrap();
+    let repro_err = std::fs::read_to_string(sb.path().join("repro.err")).unwrap();
+    assert_eq!(repro_code.trim(), "2", "{repro_err}");
+    assert!(
+        repro_err.contains("shared: the artifacts directory is in use by vkexit pid "),
+        "{repro_err}"
     );
     // Once the first has ended, the directory is free.
     let out = run(
