@@ -5,6 +5,7 @@
 # the program really did. Prints the table of README's "The gate tests itself" (also written
 # to target/meta-suite.md) and exits nonzero on any false pass or false failure.
 #   ci/meta-suite.sh [RUNS]        # default 100
+#   META_DRIVER=nvidia ci/meta-suite.sh 20   # the same programs on another driver than lavapipe
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -208,6 +208,34 @@ fn run_mock_kept(sb: &Sandbox, runs: u64, mock_args: &[&str]) -> (i32, Value, Du
     (code, results, start.elapsed())
 }
 
+/// [`run_mock_kept`] on another driver than lavapipe.
+fn run_mock_kept_on(
+    sb: &Sandbox,
+    driver: &str,
+    runs: u64,
+    mock_args: &[&str],
+) -> (i32, Value, Duration) {
+    let start = Instant::now();
+    let out = sb
+        .vkexit()
+        .args(["run", "--driver", driver, "--keep-passing", "--runs"])
+        .arg(runs.to_string())
+        .arg("--json")
+        .arg(sb.results())
+        .arg("--")
+        .arg(mock())
+        .args(mock_args)
+        .output()
+        .unwrap();
+    let code = out.status.code().expect("vkexit exits normally");
+    assert!(
+        sb.results().exists(),
+        "no results; exit {code}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (code, sb.read_results(), start.elapsed())
+}
+
 /// How the runs of one program were judged, against what it really did.
 #[derive(Debug, Default)]
 struct Tally {
@@ -611,12 +639,20 @@ fn no_evidence_carries_over_between_runs_of_one_worker() {
 #[ignore = "the longer run: ci/meta-suite.sh"]
 fn the_longer_run() {
     let runs: u64 = std::env::var("META_RUNS").map_or(100, |v| v.parse().expect("META_RUNS"));
+    // Another driver than the matrix's lavapipe (a GPU machine's): `META_DRIVER=nvidia`.
+    let driver = std::env::var("META_DRIVER").ok().filter(|d| !d.is_empty());
+    let on_driver: Vec<&str> = match &driver {
+        Some(d) => vec!["--driver", d],
+        None => Vec::new(),
+    };
     let sb = Sandbox::new();
     let start = Instant::now();
     let mut rows: Vec<(&Program, Tally, Option<Duration>)> = Vec::new();
     let mut wrong: Vec<String> = Vec::new();
     for p in PROGRAMS {
-        let (code, results, wall) = run_meta(&sb, &["--case", p.case, "--runs", &runs.to_string()]);
+        let count = runs.to_string();
+        let args = [&["--case", p.case, "--runs", &count][..], &on_driver].concat();
+        let (code, results, wall) = run_meta(&sb, &args);
         let t = tally(p, only_cell(&results));
         eprintln!(
             "{}: {:?} in {:.0} s",
@@ -630,7 +666,10 @@ fn the_longer_run() {
         }
         rows.push((p, t, Some(wall)));
     }
-    let (code, results, wall) = run_mock_kept(&sb, runs, VALIDATION_OFF_ARGS);
+    let (code, results, wall) = match &driver {
+        None => run_mock_kept(&sb, runs, VALIDATION_OFF_ARGS),
+        Some(d) => run_mock_kept_on(&sb, d, runs, VALIDATION_OFF_ARGS),
+    };
     let t = tally(&VALIDATION_OFF, only_cell(&results));
     wrong.extend(wrong_with(&VALIDATION_OFF, &t, runs));
     if code != 1 {

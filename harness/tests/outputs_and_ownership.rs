@@ -316,11 +316,10 @@ fn results_whose_path_went_during_the_run_are_kept_in_the_artifacts_directory() 
 fn a_second_vkexit_on_the_same_artifacts_directory_is_refused_naming_the_first() {
     let sb = Sandbox::new();
     let vkexit = vkexit_program();
-    // The run's program is a second vkexit given the first one's directory, then a repro.
+    // The run's program is a second vkexit given the first one's directory.
     let inner = format!(
-        "{v} run --runs 1 --no-validation --artifacts shared -- true 2>inner.err; echo $? >inner.code; \
-         {v} repro --no-validation --max-rate 99% --artifacts shared -- true 2>repro.err; echo $? >repro.code",
-        v = vkexit.display()
+        "{} run --runs 1 --no-validation --artifacts shared -- true 2>inner.err; echo $? >inner.code",
+        vkexit.display()
     );
     let out = run(
         &sb,
@@ -343,11 +342,28 @@ fn a_second_vkexit_on_the_same_artifacts_directory_is_refused_naming_the_first()
             && err.contains("--artifacts shared -- sh -c"),
         "{err}"
     );
-    let repro_code = std::fs::read_to_string(sb.path().join("repro.code")).unwrap();
-    let repro_err = std::fs::read_to_string(sb.path().join("repro.err")).unwrap();
-    assert_eq!(repro_code.trim(), "2", "{repro_err}");
+    // `repro` takes the same lock: here held by flock(1), as another vkexit would hold it.
+    std::fs::create_dir_all(sb.path().join("held")).unwrap();
+    let repro = std::process::Command::new("flock")
+        .arg(sb.path().join("held/.lock"))
+        .arg(&vkexit)
+        .args([
+            "repro",
+            "--no-validation",
+            "--max-rate",
+            "99%",
+            "--artifacts",
+            "held",
+        ])
+        .args(["--", "true"])
+        .current_dir(sb.path())
+        .env("XDG_RUNTIME_DIR", sb.path())
+        .output()
+        .unwrap();
+    let repro_err = stderr(&repro);
+    assert_eq!(code(&repro), 2, "{repro_err}");
     assert!(
-        repro_err.contains("shared: the artifacts directory is in use by vkexit pid "),
+        repro_err.contains("held: the artifacts directory is in use by another vkexit"),
         "{repro_err}"
     );
     // Once the first has ended, the directory is free.

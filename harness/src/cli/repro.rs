@@ -54,8 +54,6 @@ pub(super) fn repro(args: ReproArgs) -> Result<Outcome> {
         children_may_crash: args.exec.children_may_crash,
         examine: crate::classify::EXAMINE,
     };
-    // Held until vkexit exits, as `run` holds it: the slots and evidence are this repro's alone.
-    let _owner = crate::support::lock::ArtifactsLock::take(&options.artifacts)?;
     let needed = crate::engine::repro::clean_runs_needed(args.max_rate);
     if let Some(cell) = plan.cells.first().filter(|_| plan.cells.len() == 1) {
         println!(

@@ -104,6 +104,9 @@ pub fn repro(
             ),
         ));
     }
+    // Held until the repro ends, as `run` holds it: the slots and evidence are this repro's
+    // alone. Taken once the selection and the bound are known good, so bad input makes nothing.
+    let _owner = crate::support::lock::ArtifactsLock::take(&options.artifacts)?;
     let all = run::Options {
         runs: u32::try_from(needed).unwrap_or(u32::MAX),
         ..options.clone()

@@ -3,8 +3,10 @@
 //! run's changes to the environment (the variables vkexit unset, the ones it set), gives the
 //! validation layer the run's own settings and runs the command, so validation is active as
 //! it was. Every path that pointed into the run's directory points into the replay's own
-//! output directory instead: the replay writes a fresh validation log, crash report and
-//! timeline there, and the kept evidence is never overwritten.
+//! output directory instead: the replay writes a fresh validation log (each instance's in
+//! `validation.d/`, all of them in `validation.log` once the command ends), crash report and
+//! timeline there, and the kept evidence is never overwritten. It exits with the command's
+//! status as the shell reports it (128 + N for a death by signal N).
 
 use super::unix::CommandSpec;
 use std::path::Path;
@@ -69,13 +71,21 @@ fn script(dir: &Path, spec: &CommandSpec, settings: Option<&str>) -> String {
         text.push_str(&format!("export {k}={}\n", word(v)));
     }
     text.push_str(&format!("cd {}\n", word(&spec.cwd.display().to_string())));
-    text.push_str("exec ");
+    text.push_str("set +e\n");
     text.push_str(&word(&spec.program.display().to_string()));
     for a in &spec.args {
         text.push(' ');
         text.push_str(&word(&a.to_string_lossy()));
     }
-    text.push('\n');
+    // The preload gave each instance's log a file of its own, as in the run: one
+    // validation.log of them all (by process, then by open), beside them.
+    text.push_str(&format!(
+        "\nstatus=$?\n\
+         cat {OUT}/{logs}/*.log > {OUT}/{log_file} 2>/dev/null\n\
+         exit $status\n",
+        logs = vkexit_evidence::validation_logs::DIR,
+        log_file = crate::host::validation::LOG_FILE
+    ));
     text
 }
 
@@ -158,7 +168,8 @@ mod tests {
             "unset VK_INSTANCE_LAYERS",
             "export HOME=\"$out\"/home",
             "cd \"$out\"",
-            "exec /bin/prog --x 'a b'",
+            "/bin/prog --x 'a b'",
+            "exit $status",
             "    'log = '\"$out\"/validation.log > \"$out\"/vk_layer_settings.txt",
         ] {
             assert!(text.lines().any(|l| l == line), "{line}\n{text}");
