@@ -23,4 +23,4 @@ cargo test --workspace --release --locked
 # The same bundle on Debian 13's and sid's own Vulkan stacks (roots cached; ci/stacks.sh says how).
 [ "${VKEXIT_STACKS:-1}" = 0 ] || ci/stacks.sh
 # The portable bundles (glibc 2.31, x86_64 and aarch64) on Debian 11 and arm64 roots (ci/cross-stacks.sh says how).
-[ "${VKEXIT_CROSS:-1}" = 0 ] || { ci/setup.sh --cross && ci/bundles.sh && ci/cross-stacks.sh; }
+[ "${VKEXIT_CROSS:-1}" = 0 ] || { ci/setup.sh --cross && ci/bundles.sh && VKEXIT_STACK_GATE="${VKEXIT_CROSS_GATE:-0}" ci/cross-stacks.sh; }
