@@ -22,5 +22,7 @@ cargo clippy --workspace --all-targets --release --locked -- -D warnings
 cargo test --workspace --release --locked
 # The same bundle on Debian 13's and sid's own Vulkan stacks (roots cached; ci/stacks.sh says how).
 [ "${VKEXIT_STACKS:-1}" = 0 ] || ci/stacks.sh
-# The portable bundles (glibc 2.31, x86_64 and aarch64) on Debian 11 and arm64 roots (ci/cross-stacks.sh says how).
-[ "${VKEXIT_CROSS:-1}" = 0 ] || { ci/setup.sh --cross && ci/bundles.sh && ci/cross-stacks.sh; }
+# The portable bundles (glibc 2.31, x86_64 and aarch64) on Debian 11 and arm64 roots (ci/cross-stacks.sh says how):
+# two more builds of the workspace and runs under qemu-user, reporting rather than gating while the Debian 11 and
+# qemu findings of docs/stacks.md stand; VKEXIT_CROSS=1 runs them.
+[ "${VKEXIT_CROSS:-0}" = 0 ] || { ci/setup.sh --cross && ci/bundles.sh && VKEXIT_STACK_GATE="${VKEXIT_CROSS_GATE:-0}" ci/cross-stacks.sh; }
