@@ -32,6 +32,7 @@ mkdir -p "$out"
 
 # The host's vkexit packs the bundles: it reads every ELF file of them against the floor.
 cargo build --release --locked -p vkexit
+host="${CARGO_TARGET_DIR:-target}/release/vkexit"
 for arch in "${arches[@]}"; do
     triple="$arch-unknown-linux-gnu"
     case "$arch" in
@@ -52,7 +53,7 @@ for arch in "${arches[@]}"; do
     env PATH="$path" RUSTUP_TOOLCHAIN= CARGO_TARGET_DIR="$dir" cargo zigbuild --release --locked \
         --workspace --target "$triple.$floor"
     echo "bundles: $triple built in $(($(date +%s) - start)) s" >&2
-    target/release/vkexit bundle --strip-debug --target "$triple" --from "$dir/$triple/release" \
+    "$host" bundle --strip-debug --target "$triple" --from "$dir/$triple/release" \
         --glibc-floor "$floor" \
-        -o "$out/vkexit-$(target/release/vkexit --version | awk '{print $2}')-$arch.tar.gz"
+        -o "$out/vkexit-$("$host" --version | awk '{print $2}')-$arch.tar.gz"
 done

@@ -88,9 +88,12 @@ done
 mkdir -p "$out"
 # The same cargo invocations as ci/setup.sh and ci/test.sh, so that after them nothing rebuilds.
 cargo build --release --locked --workspace
+# Where cargo put it (CARGO_TARGET_DIR may be outside the checkout): the meta-suite's checker and
+# the programs it runs are read from there inside the roots too.
+target_dir=$(cd "${CARGO_TARGET_DIR:-target}" && pwd)
 # Built here, against this machine's glibc: the floor it is held to (ci/bundles.sh makes the
 # portable ones, for glibc 2.31, and ci/cross-stacks.sh runs them).
-target/release/vkexit bundle --strip-debug --glibc-floor "$(getconf GNU_LIBC_VERSION | cut -d' ' -f2)" \
+"${CARGO_TARGET_DIR:-target}/release/vkexit" bundle --strip-debug --glibc-floor "$(getconf GNU_LIBC_VERSION | cut -d' ' -f2)" \
     -o "$out/vkexit-bundle.tar.gz" >&2
 rm -rf "$out/bundle" && mkdir -p "$out/bundle"
 tar xzf "$out/vkexit-bundle.tar.gz" -C "$out/bundle"
@@ -107,7 +110,8 @@ enter() {
     env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 XDG_RUNTIME_DIR=/run/user/0 \
         bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
         --tmpfs /tmp --tmpfs /run --perms 0700 --dir /run/user/0 \
-        --ro-bind "$out/bundle" /opt/vkexit --ro-bind "$repo" "$repo" --bind "$dir" /out \
+        --ro-bind "$out/bundle" /opt/vkexit --ro-bind "$repo" "$repo" \
+        --ro-bind "$target_dir" "$target_dir" --bind "$dir" /out \
         --chdir /out "$@"
 }
 

@@ -90,7 +90,7 @@ pub(super) struct Execution {
     /// Where failing runs keep their evidence.
     #[arg(long, value_name = "DIR", default_value = "vkexit-artifacts")]
     pub(super) artifacts: PathBuf,
-    /// Do not preload the crash report and exit timeline into the runs.
+    /// Do not preload the crash report, exit timeline and per-instance validation logs into the runs; a clean run under validation is then an error (pair it with --no-validation).
     #[arg(long)]
     pub(super) no_diagnostics: bool,
     /// Time every C++ static destructor in the exit timeline too (slower exit: can change races).
