@@ -102,6 +102,13 @@ fn mock_cell(sb: &Sandbox, vkexit_args: &[&str], args: &[&str]) -> serde_json::V
     only_cell(&results).clone()
 }
 
+/// The `result.json` a kept run's directory holds: its verdict and reason.
+fn run_result(run: &str) -> serde_json::Value {
+    let path = std::path::Path::new(run).join("result.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// The per-instance logs of one kept run, by file name.
 fn instance_logs(run: &str) -> Vec<String> {
     let dir = std::path::Path::new(run).join("validation.d");
@@ -204,10 +211,7 @@ fn a_parent_and_a_child_leaking_at_once_are_both_counted() {
         let pids: std::collections::BTreeSet<&str> =
             logs.iter().map(|l| l.split('-').next().unwrap()).collect();
         assert_eq!((logs.len(), pids.len()), (2, 2), "{logs:?}");
-        let result: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(std::path::Path::new(&run).join("result.json")).unwrap(),
-        )
-        .unwrap();
+        let result = run_result(&run);
         let reason = result["reason"].as_str().unwrap();
         assert!(
             reason.ends_with("×2, from the logs of 2 instances"),
@@ -223,10 +227,10 @@ fn a_clean_program_with_two_instances_passes() {
     assert_all(&cell, "pass", 2);
     for run in strings(&cell["artifacts"]) {
         assert_eq!(instance_logs(&run).len(), 3, "{run}");
-        let result =
-            std::fs::read_to_string(std::path::Path::new(&run).join("result.json")).unwrap();
+        let result = run_result(&run);
+        let reason = result["reason"].as_str().unwrap_or_default();
         assert!(
-            result.contains("validation clean in each of 3 instances"),
+            reason.contains("validation clean in each of 3 instances"),
             "{result}"
         );
     }
@@ -262,13 +266,11 @@ fn a_log_no_preload_saw_is_never_a_pass() {
     // the log still shows fails the run.
     let cell = mock_cell(&sb, &["--no-diagnostics"], &[]);
     assert_all(&cell, "error", 2);
-    let reason = std::fs::read_to_string(
-        std::path::Path::new(&strings(&cell["artifacts"])[0]).join("result.json"),
-    )
-    .unwrap();
+    let result = run_result(&strings(&cell["artifacts"])[0]);
+    let reason = result["reason"].as_str().unwrap_or_default();
     assert!(
         reason.contains("without vkexit's diagnostics preload"),
-        "{reason}"
+        "{result}"
     );
     let cell = mock_cell(&sb, &["--no-diagnostics"], &["--vuid"]);
     assert_all(&cell, "vuid", 2);
