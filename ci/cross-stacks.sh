@@ -61,7 +61,7 @@ enter() {
     shift 2
     env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
         XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/run/user/0}" \
-        bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
+        bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys --bind /sys/fs/cgroup /sys/fs/cgroup \
         --bind /tmp /tmp --tmpfs /run --perms 0700 --dir /run/user/0 \
         --ro-bind "$repo" "$repo" --bind "$dir" "$dir" --chdir "$dir" "$@"
 }
@@ -141,7 +141,7 @@ for stack in "${stacks[@]}"; do
 #!/bin/sh
 exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
     XDG_RUNTIME_DIR="\${XDG_RUNTIME_DIR:-/tmp}" \
-    bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
+    bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys --bind /sys/fs/cgroup /sys/fs/cgroup \
     --bind /tmp /tmp --tmpfs /run --ro-bind "$repo" "$repo" --bind "$dir" "$dir" \
     --chdir "\$PWD" "$vkexit" "\$@"
 EOF

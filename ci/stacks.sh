@@ -103,12 +103,14 @@ meta_test=$(cargo test --workspace --release --locked --no-run --message-format=
 [ -x "$meta_test" ] || { echo "stacks: cannot find the meta_suite test program" >&2; exit 1; }
 
 # Runs a command inside a root as root, with /proc, /dev and /sys, a private /tmp, and no
-# variable of this environment (the host's Vulkan settings must not leak in).
+# variable of this environment (the host's Vulkan settings must not leak in). The cgroup file
+# system stays writable, as on a machine of that distribution: vkexit gives each run a cgroup
+# of its own there, which is how it ties a dead detached process to its run.
 enter() {
     local root=$1 dir=$2
     shift 2
     env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 XDG_RUNTIME_DIR=/run/user/0 \
-        bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
+        bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys --bind /sys/fs/cgroup /sys/fs/cgroup \
         --tmpfs /tmp --tmpfs /run --perms 0700 --dir /run/user/0 \
         --ro-bind "$out/bundle" /opt/vkexit --ro-bind "$repo" "$repo" \
         --ro-bind "$target_dir" "$target_dir" --bind "$dir" /out \
