@@ -17,7 +17,7 @@ elif [ $# -gt 0 ]; then
     exit 2
 fi
 
-packages=(libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc cmake chromium python3-venv)
+packages=(curl libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc cmake chromium python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -50,6 +50,7 @@ if [ ! -x target/ci-tools/bin/actionlint ] || [ ! -x target/ci-tools/bin/check-j
         echo "setup: actionlint and check-jsonschema not installed; ci/lint-templates.sh will skip" >&2
 fi
 
+ci/setup-old-layer.sh  # Debian 11's validation layer 1.2.162 into vkexit's cache, for the tests of old layers
 ci/setup-runtimes.sh   # the real runtimes (ggml, Halide) into vkexit's runtime cache; never fails setup
 ci/setup-python-runtimes.sh || echo "setup: ncnn wheel not unpacked; the ncnn cases exit 3 until it is" >&2
 ci/setup-python-more.sh   # IREE, Taichi and wgpu-py wheels into the runtime cache; never fails setup

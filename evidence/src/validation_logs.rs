@@ -19,6 +19,17 @@ pub const DIR: &str = "validation.d";
 /// What the harness calls the configured log, once it moved it into [`DIR`]: the log of
 /// instances no preloaded library saw.
 pub const UNWATCHED: &str = "unwatched.log";
+/// The file, in [`DIR`], where vkexit's trace layer writes each message the validation layer gave
+/// the application's own debug messengers (`VKEXIT_APP_MESSAGES` names it; unset, nothing is
+/// witnessed). Layers before 1.3.239 write their log only while the application has no messenger
+/// of its own: every finding after `vkCreateDebugUtilsMessengerEXT` then reaches only the
+/// application's callback, which may swallow it.
+pub const APP_MESSAGES_VAR: &str = "VKEXIT_APP_MESSAGES";
+/// That file's name in [`DIR`]: one message a line, `[ ID ] (SEVERITY / TYPE): MESSAGE`, the
+/// message on one line; a line starting `# unwitnessed ` says a messenger could not be watched.
+pub const APP_MESSAGES: &str = "app-messengers.txt";
+/// How a line of [`APP_MESSAGES`] starts that names a messenger the trace layer could not watch.
+pub const UNWITNESSED: &str = "# unwitnessed ";
 /// The first line of the combined log the harness writes at the configured path after a run.
 pub const COMBINED_HEADER: &str =
     "# vkexit: the validation layer's log of each instance of this run, in the order they were opened (one file each in validation.d/)";

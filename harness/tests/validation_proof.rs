@@ -275,3 +275,85 @@ fn a_log_no_preload_saw_is_never_a_pass() {
     let cell = mock_cell(&sb, &["--no-diagnostics"], &["--vuid"]);
     assert_all(&cell, "vuid", 2);
 }
+
+/// Debian 11's validation layer 1.2.162, as `ci/setup-old-layer.sh` unpacks it; `Err` says why
+/// the test cannot run.
+fn layer_1_2_162() -> Result<std::path::PathBuf, String> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache")))
+        .ok_or("neither XDG_CACHE_HOME nor HOME is set")?;
+    let dir = cache.join("vkexit/layers/1.2.162");
+    match dir.join("VkLayer_khronos_validation.json").is_file() {
+        true => Ok(dir),
+        false => Err(format!(
+            "validation layer 1.2.162 is not in {} (ci/setup-old-layer.sh puts it there)",
+            dir.display()
+        )),
+    }
+}
+
+/// Layer 1.2.162 writes its log only while the application has no debug messenger of its own:
+/// a program whose messenger swallows every message leaves a clean log behind a leaked buffer.
+/// vkexit's trace layer witnesses the application's messengers under such a layer, so the run
+/// is the `vuid` it is, the application's messenger still gets what it asked for, a clean
+/// program with a messenger still passes, and under the current layer nothing is witnessed.
+#[test]
+fn a_finding_the_application_messenger_swallows_under_layer_1_2_is_a_vuid() {
+    let dir = vkexit_testkit::or_skip!(layer_1_2_162());
+    let sb = Sandbox::new();
+    let mock = mock();
+    let config = sb.path().join("old-layer.toml");
+    // The old layer's library finds its libVkLayer_utils.so beside it through LD_LIBRARY_PATH,
+    // which would also hand the current layer's bare library name to the old library: the
+    // current layer runs apart, below.
+    std::fs::write(
+        &config,
+        format!(
+            "runs = 2\n[env]\nLD_LIBRARY_PATH = \"{dir}\"\n\
+             [[external]]\nname = \"swallowed\"\nargv = [\"{mock}\", \"--silent-messenger\", \"--vuid\"]\n\
+             [[external]]\nname = \"clean\"\nargv = [\"{mock}\", \"--silent-messenger\"]\n\
+             [[layers]]\nvalidation_manifest = \"{dir}/VkLayer_khronos_validation.json\"\n",
+            dir = dir.display(),
+            mock = mock.display()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let (_, results) = sb.run(&["--config", config, "--keep-passing"]);
+    let cells = results["cells"].as_array().expect("cells");
+    let cell = |case: &str| {
+        cells
+            .iter()
+            .find(|c| c["case"] == case)
+            .unwrap_or_else(|| panic!("no cell {case}: {results:#}"))
+    };
+    let swallowed = cell("swallowed");
+    assert_eq!(strings(&swallowed["layers"]), ["validation@1.2.162"]);
+    assert_all(swallowed, "vuid", 2);
+    assert_eq!(children_reported(swallowed), 2, "{swallowed:#}");
+    assert_all(cell("clean"), "pass", 2);
+    for run in strings(&swallowed["artifacts"]) {
+        let run = std::path::Path::new(&run);
+        let stdout = std::fs::read_to_string(run.join("stdout.txt")).unwrap();
+        assert!(
+            stdout.contains("it swallowed 1 validation error(s)"),
+            "the application's messenger lost its message: {stdout}"
+        );
+        let result = run_result(run.to_str().unwrap());
+        let reason = result["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("reached only the application's own debug messenger"),
+            "{reason}"
+        );
+        let log = std::fs::read_to_string(run.join("validation.log")).unwrap();
+        assert!(log.contains(&format!("[ {CHILDREN} ]")), "{log}");
+    }
+    // The current layer logs beside the application's messenger: nothing is witnessed.
+    let current = mock_cell(&sb, &[], &["--silent-messenger", "--vuid"]);
+    assert_all(&current, "vuid", 2);
+    for run in strings(&current["artifacts"]) {
+        let witnessed = std::path::Path::new(&run).join("validation.d/app-messengers.txt");
+        assert!(!witnessed.exists(), "{}", witnessed.display());
+    }
+}

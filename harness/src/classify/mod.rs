@@ -289,8 +289,16 @@ fn classify_validation(validation: &Validation) -> (RunVerdict, String) {
                 .filter(|l| !l.report.is_empty())
                 .count();
             let from = match reporting {
-                1 => String::new(),
+                0 | 1 => String::new(),
                 n => format!(", from the logs of {n} instances"),
+            };
+            let app_only: u64 = logs.app_only.ids.values().map(|s| s.count).sum();
+            let from = match app_only {
+                0 => from,
+                n => format!(
+                    "{from}; {n} of them reached only the application's own debug messenger, \
+                     which this layer gives them instead of its log"
+                ),
             };
             (
                 RunVerdict::Vuid,
@@ -318,6 +326,12 @@ fn classify_clean_logs(logs: &ValidationLogs) -> (RunVerdict, String) {
              proves nothing",
             crate::host::validation::LOG_FILE,
             log.file
+        ));
+    }
+    if let Some(what) = logs.unwitnessed.first() {
+        return error(format!(
+            "the application has a debug messenger of its own, which this validation layer \
+             gives its findings instead of its log, and vkexit could not watch {what}"
         ));
     }
     if let Some(log) = logs
@@ -454,6 +468,8 @@ mod tests {
         Validation::Active(ValidationLogs {
             instances,
             merged: scan_str(&text),
+            app_only: Default::default(),
+            unwitnessed: Vec::new(),
         })
     }
 
@@ -503,6 +519,19 @@ mod tests {
         assert_eq!(c.verdict, RunVerdict::Error);
         assert!(
             c.reason.contains("without vkexit's diagnostics preload"),
+            "{}",
+            c.reason
+        );
+        // A clean log beside an application messenger vkexit could not watch proves nothing.
+        let mut unwatched_messenger = logs(&[("validation.d/10-1.log", false, STATUS)]);
+        if let Validation::Active(l) = &mut unwatched_messenger {
+            l.unwitnessed =
+                vec!["an instance messenger behind a chained structure of type 5".into()];
+        }
+        let c = run(Termination::Exited { code: 0 }, unwatched_messenger);
+        assert_eq!(c.verdict, RunVerdict::Error);
+        assert!(
+            c.reason.contains("could not watch an instance messenger"),
             "{}",
             c.reason
         );

@@ -18,6 +18,7 @@
 use crate::host::validation::{self, ValidationLayer};
 use crate::support::errors::{Error, Result};
 use std::path::{Path, PathBuf};
+use vkexit_evidence::validation_logs as logs;
 
 /// vkexit's trace layer: Vulkan object lifetimes, as `VK_INSTANCE_LAYERS` names it.
 pub(crate) const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
@@ -105,9 +106,18 @@ impl Chain {
         names
     }
 
+    /// Whether the trace layer goes in to witness the application's own debug messengers: for a
+    /// validation layer that stops logging once the application has one (see
+    /// [`ValidationLayer::logs_beside_app_messengers`]).
+    pub(crate) fn witnesses_messengers(&self) -> bool {
+        self.validation
+            .as_ref()
+            .is_some_and(|v| !v.logs_beside_app_messengers())
+    }
+
     fn instance_layers(&self) -> Vec<&'static str> {
         let mut layers = Vec::new();
-        if self.trace {
+        if self.trace || self.witnesses_messengers() {
             layers.push(TRACE_LAYER);
         }
         if self.validation.is_some() {
@@ -123,7 +133,7 @@ impl Chain {
     /// the libraries in `library_dir`.
     pub(crate) fn write_manifests(&mut self, dir: &Path, library_dir: &Path) -> Result<()> {
         let mut wanted = Vec::new();
-        if self.trace {
+        if self.trace || self.witnesses_messengers() {
             wanted.push((
                 TRACE_LAYER,
                 "libVkLayer_vkexit_trace.so",
@@ -204,6 +214,16 @@ impl Chain {
                 run_dir.join(TRACE_FILE).display().to_string(),
             ));
         }
+        if self.witnesses_messengers() {
+            env.push((
+                logs::APP_MESSAGES_VAR.into(),
+                run_dir
+                    .join(logs::DIR)
+                    .join(logs::APP_MESSAGES)
+                    .display()
+                    .to_string(),
+            ));
+        }
         if let Some(mode) = self.emulation.mode() {
             env.push(("VKEXIT_TEGRA_MODE".into(), mode.into()));
             env.push((
@@ -224,6 +244,7 @@ pub(crate) fn is_inherited_layer_setting(key: &str) -> bool {
             | "VK_LOADER_LAYERS_ENABLE"
             | "VK_LOADER_LAYERS_DISABLE"
             | "VKEXIT_TRACE_FILE"
+            | "VKEXIT_APP_MESSAGES"
             | "VKEXIT_TEGRA_MODE"
             | "VKEXIT_TEGRA_LOG"
             | "VKEXIT_CRASH_FILE"

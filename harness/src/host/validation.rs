@@ -52,6 +52,23 @@ pub struct ValidationLayer {
     pub(crate) pinned: bool,
 }
 
+/// The oldest layer measured to keep writing its log while the application has a debug
+/// messenger of its own (Debian 12's); 1.2.162 (Debian 11) writes nothing once one exists.
+const LOGS_BESIDE_APP_MESSENGERS: (u32, u32, u32) = (1, 3, 239);
+
+impl ValidationLayer {
+    /// Whether this layer still writes its log while the application has its own debug
+    /// messenger. A layer older than [`LOGS_BESIDE_APP_MESSENGERS`], or one whose manifest names
+    /// no version, is not trusted to: its runs witness the application's messengers instead.
+    pub(crate) fn logs_beside_app_messengers(&self) -> bool {
+        let mut parts = self.api_version.split('.').map(|p| p.trim().parse::<u32>());
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(Ok(a)), Some(Ok(b)), Some(Ok(c))) => (a, b, c) >= LOGS_BESIDE_APP_MESSENGERS,
+            _ => false,
+        }
+    }
+}
+
 /// The explicit-layer directories the loader reads, in its order.
 pub(crate) fn layer_search_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = match std::env::var("VK_LAYER_PATH") {
@@ -275,8 +292,15 @@ impl InstanceLog {
 pub struct ValidationLogs {
     /// In the order they were opened; the unwatched log, if any, last.
     pub(crate) instances: Vec<InstanceLog>,
-    /// All of them together: the run's message ids and counts.
+    /// All of them together: the run's message ids and counts, those that reached only the
+    /// application's own messengers included.
     pub merged: VuidReport,
+    /// What the layer gave the application's own debug messengers and did not log
+    /// (`validation.d/app-messengers.txt`, witnessed for layers that stop logging once the
+    /// application has a messenger).
+    pub(crate) app_only: VuidReport,
+    /// The application's messengers that could not be witnessed, each said in a sentence.
+    pub(crate) unwitnessed: Vec<String>,
 }
 
 impl ValidationLogs {
@@ -300,6 +324,11 @@ impl ValidationLogs {
         let Ok(entries) = std::fs::read_dir(&logs_dir) else {
             return Ok(None);
         };
+        let witnessed = match std::fs::read(logs_dir.join(logs::APP_MESSAGES)) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e),
+        };
         let mut instances = Vec::new();
         for entry in entries {
             let path = entry?.path();
@@ -314,9 +343,21 @@ impl ValidationLogs {
             let key = |l: &InstanceLog| (l.unwatched, l.opener.as_ref().map(|h| h.t_ns));
             key(a).cmp(&key(b)).then_with(|| a.file.cmp(&b.file))
         });
-        write_combined(dir, &instances)?;
-        let merged = merge(instances.iter().map(|l| &l.report));
-        Ok(Some(ValidationLogs { instances, merged }))
+        let (app_only, unwitnessed) = app_only(&witnessed, &instances, &logs_dir)?;
+        write_combined(dir, &instances, &app_only.1)?;
+        let app_only = app_only.0;
+        let merged = merge(
+            instances
+                .iter()
+                .map(|l| &l.report)
+                .chain(std::iter::once(&app_only)),
+        );
+        Ok(Some(ValidationLogs {
+            instances,
+            merged,
+            app_only,
+            unwitnessed,
+        }))
     }
 
     /// The logs of a run with one instance, whose watched log holds `report` (for readers that
@@ -330,8 +371,52 @@ impl ValidationLogs {
                 report: report.clone(),
             }],
             merged: report,
+            app_only: VuidReport::default(),
+            unwitnessed: Vec::new(),
         }
     }
+}
+
+/// The witnessed messages no instance's log holds, scanned as a log (with their lines), and the
+/// messengers that could not be witnessed. A message counts as logged as often as its text
+/// occurs in the logs, so a layer that logs and calls the application's messenger too adds
+/// nothing; one that only calls the messenger (before 1.3.239) adds every finding.
+#[allow(clippy::type_complexity)]
+fn app_only(
+    witnessed: &str,
+    instances: &[InstanceLog],
+    logs_dir: &Path,
+) -> std::io::Result<((VuidReport, String), Vec<String>)> {
+    let mut unlogged = String::new();
+    let mut unwitnessed = Vec::new();
+    if witnessed.is_empty() {
+        return Ok(((VuidReport::default(), unlogged), unwitnessed));
+    }
+    let mut logged = String::new();
+    for log in instances {
+        let name = log.file.rsplit('/').next().unwrap_or(&log.file);
+        let bytes = std::fs::read(logs_dir.join(name))?;
+        logged.push_str(&String::from_utf8_lossy(&bytes).replace(['\n', '\r'], " "));
+    }
+    let mut used: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for line in witnessed.lines() {
+        if let Some(what) = line.strip_prefix(logs::UNWITNESSED) {
+            unwitnessed.push(what.to_string());
+            continue;
+        }
+        let message = line.split_once("): ").map_or(line, |(_, m)| m).trim();
+        if message.is_empty() {
+            continue;
+        }
+        let n = used.entry(message).or_insert(0);
+        *n += 1;
+        if *n > logged.matches(message).count() {
+            unlogged.push_str(line);
+            unlogged.push('\n');
+        }
+    }
+    let report = vuid::scan(unlogged.as_bytes())?;
+    Ok(((report, unlogged), unwitnessed))
 }
 
 fn is_combined(path: &Path) -> std::io::Result<bool> {
@@ -381,7 +466,7 @@ fn merge<'a>(reports: impl Iterator<Item = &'a VuidReport>) -> VuidReport {
 
 /// `validation.log`: every instance's log in turn, each after a line that names its file, for
 /// a reader who opens the one file the layer was told to write.
-fn write_combined(dir: &Path, instances: &[InstanceLog]) -> std::io::Result<()> {
+fn write_combined(dir: &Path, instances: &[InstanceLog], app_only: &str) -> std::io::Result<()> {
     let tmp = dir.join(format!("{LOG_FILE}.tmp"));
     let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
     writeln!(out, "{}", logs::COMBINED_HEADER)?;
@@ -408,6 +493,15 @@ fn write_combined(dir: &Path, instances: &[InstanceLog]) -> std::io::Result<()> 
         if last[0] != b'\n' {
             out.write_all(b"\n")?;
         }
+    }
+    if !app_only.is_empty() {
+        writeln!(
+            out,
+            "# ---- {}/{}: what the layer gave the application's own debug messengers and did not log",
+            logs::DIR,
+            logs::APP_MESSAGES
+        )?;
+        out.write_all(app_only.as_bytes())?;
     }
     out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     std::fs::rename(tmp, dir.join(LOG_FILE))
@@ -482,6 +576,83 @@ mod tests {
         // No log at all: the layer never wrote one.
         let empty = tempfile::tempdir().unwrap();
         assert_eq!(ValidationLogs::read(empty.path()).unwrap(), None);
+    }
+
+    #[test]
+    fn a_message_given_to_the_application_counts_once_whether_or_not_the_layer_logged_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs_dir = dir.path().join(logs::DIR);
+        std::fs::create_dir(&logs_dir).unwrap();
+        let header = Header {
+            pid: 7,
+            t_ns: 1,
+            program: "/bin/app".into(),
+        }
+        .line();
+        let logged = "Validation Error: [ VUID-vkDestroyDevice-device-00378 ] buffer 0x1\nleft";
+        std::fs::write(logs_dir.join("7-1.log"), format!("{header}x - {logged}\n")).unwrap();
+        // The same message twice: the layer logged it once (a layer that logs and calls the
+        // application's messenger); another only reached the application (a layer before 1.3.239).
+        let witnessed = format!(
+            "[ VUID-vkDestroyDevice-device-00378 ] (ERROR / SPEC): {one}\n\
+             [ VUID-vkDestroyDevice-device-00378 ] (ERROR / SPEC): {one}\n\
+             [ VUID-vkDestroyInstance-instance-00629 ] (ERROR / SPEC): Validation Error: [ VUID-vkDestroyInstance-instance-00629 ] y\n\
+             {UNWITNESSED}an instance messenger behind a chained structure of type 5\n",
+            one = logged.replace('\n', " "),
+            UNWITNESSED = logs::UNWITNESSED,
+        );
+        std::fs::write(logs_dir.join(logs::APP_MESSAGES), witnessed).unwrap();
+        let read = ValidationLogs::read(dir.path()).unwrap().unwrap();
+        assert_eq!(
+            read.instances.len(),
+            1,
+            "the witness file is no instance's log"
+        );
+        let count = |r: &VuidReport, id: &str| r.ids.get(id).map_or(0, |s| s.count);
+        assert_eq!(
+            count(&read.app_only, "VUID-vkDestroyDevice-device-00378"),
+            1
+        );
+        assert_eq!(count(&read.merged, "VUID-vkDestroyDevice-device-00378"), 2);
+        assert_eq!(
+            count(&read.merged, "VUID-vkDestroyInstance-instance-00629"),
+            1
+        );
+        assert_eq!(
+            read.unwitnessed,
+            ["an instance messenger behind a chained structure of type 5"]
+        );
+        let combined = std::fs::read_to_string(dir.path().join(LOG_FILE)).unwrap();
+        assert!(
+            combined.contains("# ---- validation.d/app-messengers.txt"),
+            "{combined}"
+        );
+        assert_eq!(ValidationLogs::read(dir.path()).unwrap().unwrap(), read);
+    }
+
+    #[test]
+    fn layers_before_1_3_239_are_not_trusted_to_log_beside_an_application_messenger() {
+        let layer = |v: &str| ValidationLayer {
+            manifest: PathBuf::from("/m.json"),
+            api_version: v.into(),
+            implementation_version: String::new(),
+            library: PathBuf::from("/l.so"),
+            pinned: false,
+        };
+        for (version, trusted) in [
+            ("1.2.162", false),
+            ("1.3.204", false),
+            ("1.3.239", true),
+            ("1.4.309", true),
+            ("", false),
+            ("1.3", false),
+        ] {
+            assert_eq!(
+                layer(version).logs_beside_app_messengers(),
+                trusted,
+                "{version}"
+            );
+        }
     }
 
     #[test]

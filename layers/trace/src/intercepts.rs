@@ -1,26 +1,31 @@
-//! The functions the layer intercepts. With a trace file, the lifecycle calls and the create,
-//! allocate, destroy and free calls of every tracked type; without one, only the six every
-//! layer must answer, so the application calls the next layer directly. Every other call
-//! goes straight to the next layer: `vkGet*ProcAddr` hands out the next layer's pointer.
+//! The functions the layer intercepts. With a trace file, the lifecycle calls, the creation of
+//! debug messengers and the create, allocate, destroy and free calls of every tracked type;
+//! witnessing messengers only (`messengers.rs`), the lifecycle and the messengers; otherwise
+//! only the six every layer must answer, so the application calls the next layer directly.
+//! Every other call goes straight to the next layer: `vkGet*ProcAddr` hands out the next
+//! layer's pointer.
 
 use ash::vk;
 use vkexit_layer_support::{intercept, Intercept};
 
 use crate::lifecycle::*;
+use crate::messengers::{create_debug_report_callback, create_debug_utils_messenger, witnessing};
 use crate::objects::*;
 use crate::tracer::tracer;
 
 /// What the layer answers to `vkGet*ProcAddr` itself.
 pub fn intercepts() -> &'static [Intercept] {
-    if tracer().is_some() {
-        TRACED
-    } else {
-        &TRACED[..LIFECYCLE]
+    match (tracer().is_some(), witnessing()) {
+        (true, _) => TRACED,
+        (false, true) => &TRACED[..WITNESSED],
+        (false, false) => &TRACED[..LIFECYCLE],
     }
 }
 
 /// How many entries of [`TRACED`], from its start, every layer must intercept.
 const LIFECYCLE: usize = 6;
+/// How many, from its start, witnessing the application's messengers needs.
+const WITNESSED: usize = LIFECYCLE + 2;
 
 /// Intercepted when tracing: the lifecycle first, then every tracked create and destroy.
 pub static TRACED: &[Intercept] = &[
@@ -30,6 +35,8 @@ pub static TRACED: &[Intercept] = &[
     intercept!(instance "vkDestroyInstance", destroy_instance => vk::PFN_vkDestroyInstance),
     intercept!(instance "vkCreateDevice", create_device => vk::PFN_vkCreateDevice),
     intercept!(device "vkDestroyDevice", destroy_device => vk::PFN_vkDestroyDevice),
+    intercept!(instance "vkCreateDebugUtilsMessengerEXT", create_debug_utils_messenger => vk::PFN_vkCreateDebugUtilsMessengerEXT),
+    intercept!(instance "vkCreateDebugReportCallbackEXT", create_debug_report_callback => vk::PFN_vkCreateDebugReportCallbackEXT),
     intercept!(device "vkAllocateMemory", allocate_memory => vk::PFN_vkAllocateMemory),
     intercept!(device "vkFreeMemory", free_memory => vk::PFN_vkFreeMemory),
     intercept!(device "vkCreateBuffer", create_buffer => vk::PFN_vkCreateBuffer),
@@ -98,7 +105,10 @@ mod tests {
     fn every_name_once_and_children_at_device_scope() {
         let names: HashSet<_> = TRACED.iter().map(|i| i.name).collect();
         assert_eq!(names.len(), TRACED.len());
-        assert!(TRACED[LIFECYCLE..].iter().all(|i| i.scope == Scope::Device));
+        assert!(TRACED[LIFECYCLE..WITNESSED]
+            .iter()
+            .all(|i| i.scope == Scope::Instance));
+        assert!(TRACED[WITNESSED..].iter().all(|i| i.scope == Scope::Device));
     }
 
     #[test]

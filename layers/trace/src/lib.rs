@@ -13,6 +13,7 @@ mod identity;
 mod intercepts;
 mod lifecycle;
 pub mod lifetimes;
+mod messengers;
 pub mod object;
 mod objects;
 pub mod record;

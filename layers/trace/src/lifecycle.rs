@@ -8,6 +8,7 @@ use ash::vk::{self, Handle};
 
 use crate::dispatch::{self, device_key, instance_key, CHAIN};
 use crate::intercepts::intercepts;
+use crate::messengers;
 use crate::tracer::tracer;
 
 pub unsafe extern "system" fn get_instance_proc_addr(
@@ -36,8 +37,12 @@ pub unsafe extern "system" fn create_instance(
     if let Some(tracer) = tracer {
         tracer.loaded();
     }
-    // SAFETY: the loader's arguments, as the loader passed them.
-    match unsafe { CHAIN.create_instance(p_create_info, p_allocator, p_instance) } {
+    // SAFETY: the loader's create info, as the loader passed it.
+    let witnessed = unsafe { messengers::witness_instance_messengers(p_create_info.cast()) };
+    // SAFETY: the loader's arguments, the application's messengers in this layer's hands.
+    let created = unsafe { CHAIN.create_instance(witnessed.info(), p_allocator, p_instance) };
+    drop(witnessed);
+    match created {
         Ok(next) => {
             dispatch::instance_created(next.handle);
             if let Some(tracer) = tracer {
