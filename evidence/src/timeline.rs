@@ -55,6 +55,9 @@ crate::wire_names! {
         Loader = "loader",
         /// A library that exports a Vulkan driver's entry points.
         Driver = "driver",
+        /// `libVkLayer_khronos_validation.so`: the validation layer's library, as the dynamic
+        /// loader found it.
+        ValidationLayer = "validation-layer",
     }
 }
 

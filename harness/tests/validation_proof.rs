@@ -357,3 +357,42 @@ fn a_finding_the_application_messenger_swallows_under_layer_1_2_is_a_vuid() {
         assert!(!witnessed.exists(), "{}", witnessed.display());
     }
 }
+
+/// Debian's manifest names its library by file name, so the dynamic loader's search chooses
+/// the file: an `LD_LIBRARY_PATH` of the run that holds another `libVkLayer_khronos_validation.so`
+/// (a Vulkan SDK's, another build's) loads that one under the manifest's version. The run is an
+/// `error` naming both files, whatever it would have been.
+#[test]
+fn a_validation_layer_library_other_than_the_manifests_is_an_error() {
+    let installed = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib",
+    ]
+    .iter()
+    .map(|d| std::path::Path::new(d).join("libVkLayer_khronos_validation.so"))
+    .find(|p| p.exists())
+    .expect("vulkan-validationlayers is installed");
+    let sb = Sandbox::new();
+    let other = sb.path().join("other-build");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(&installed, other.join("libVkLayer_khronos_validation.so")).unwrap();
+    let config = sb.path().join("m.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "runs = 1\n[env]\nLD_LIBRARY_PATH = \"{}\"\n[[external]]\nname = \"clean\"\nargv = [\"{}\"]\n",
+            other.display(),
+            mock().display()
+        ),
+    )
+    .unwrap();
+    let (_, results) = sb.run(&["--config", config.to_str().unwrap()]);
+    let cell = only_cell(&results);
+    assert_all(cell, "error", 1);
+    let reason = cell["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("is not the one its manifest names") && reason.contains("other-build"),
+        "{reason}"
+    );
+}

@@ -8,7 +8,8 @@
 //! returns (what unobserved `dlopen`s brought in). Each object is looked at once:
 //! - a **loader** is a `libvulkan.so*` (its soname on every platform that has one);
 //! - a **driver** exports `vk_icdGetInstanceProcAddr` or
-//!   `vk_icdNegotiateLoaderICDInterfaceVersion` itself, as every ICD must and nothing else does.
+//!   `vk_icdNegotiateLoaderICDInterfaceVersion` itself, as every ICD must and nothing else does;
+//! - the **validation layer** is a `libVkLayer_khronos_validation.so`.
 
 use std::ffi::{c_int, c_void, CStr};
 use std::mem::MaybeUninit;
@@ -126,6 +127,10 @@ unsafe extern "C" fn collect(info: *mut libc::dl_phdr_info, _: usize, data: *mut
     0
 }
 
+/// The validation layer's library: which file of that name the dynamic loader found (a manifest
+/// that names it by file name leaves the choice to the library search path).
+const VALIDATION_LAYER_FILE: &[u8] = b"libVkLayer_khronos_validation.so";
+
 /// What every driver exports itself, and nothing else does.
 const DRIVER_ENTRIES: [&CStr; 2] = [
     c"vk_icdGetInstanceProcAddr",
@@ -156,6 +161,8 @@ fn classify(name: &[u8], caller: Option<&CStr>, driver: Option<bool>) {
     let file = name.rsplit(|&b| b == b'/').next().unwrap_or(name);
     let role = if file.starts_with(b"libvulkan.so") {
         Role::Loader
+    } else if file == VALIDATION_LAYER_FILE {
+        Role::ValidationLayer
     } else if driver.unwrap_or_else(|| is_driver(name)) {
         Role::Driver
     } else {

@@ -34,10 +34,22 @@ fn the_loader_and_the_driver_it_opened_are_recorded() {
             "{objects:#?}"
         );
     }
-    // The validation layer and the other libraries are neither.
-    assert!(objects
+    // The validation layer is recorded as itself, with the file the dynamic loader found; no
+    // other layer library is recorded at all.
+    let layers: Vec<_> = objects
         .iter()
-        .all(|r| !file_name(&r["path"]).starts_with("libVkLayer")));
+        .filter(|r| file_name(&r["path"]).starts_with("libVkLayer"))
+        .collect();
+    assert_eq!(layers.len(), 1, "{objects:#?}");
+    assert_eq!(layers[0]["role"], "validation-layer", "{objects:#?}");
+    assert_eq!(
+        file_name(&layers[0]["path"]),
+        "libVkLayer_khronos_validation.so"
+    );
+    assert!(
+        std::path::Path::new(layers[0]["path"].as_str().unwrap()).is_absolute(),
+        "{objects:#?}"
+    );
 }
 
 #[test]

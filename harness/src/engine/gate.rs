@@ -537,6 +537,7 @@ mod tests {
                 version: Some("1.4.313".into()),
             }],
             drivers: Vec::new(),
+            validation_layers: Vec::new(),
         };
         let vulkan = match (i % 5, i % 13) {
             (0, _) => Some(loader("/c/ggml/libvulkan.so.1")),

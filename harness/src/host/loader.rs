@@ -17,6 +17,9 @@ pub struct VulkanUse {
     pub loaders: Vec<LoaderSeen>,
     /// Every driver, with the object that loaded it when a `dlopen` of it was seen.
     pub drivers: Vec<DriverSeen>,
+    /// Every validation layer library, as the dynamic loader found it (not in result files).
+    #[serde(skip)]
+    pub validation_layers: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +75,10 @@ pub fn read(timeline: &Path) -> Option<VulkanUse> {
                     seen.drivers.push(driver);
                 }
             }
+            Some(Role::ValidationLayer) if !seen.validation_layers.contains(&r.path) => {
+                seen.validation_layers.push(r.path);
+            }
+            Some(Role::ValidationLayer) => {}
             None => {}
         }
     }
@@ -108,6 +115,28 @@ impl VulkanUse {
              the run cannot be judged; make the program load Vulkan through libvulkan.so.1 \
              (ncnn: create_gpu_instance() with no driver path, or create_gpu_instance(\"libvulkan.so.1\"))",
             driver.path
+        ))
+    }
+
+    /// Why the validation layer that ran may not be the one vkexit names in the results: the
+    /// dynamic loader found another file for the library the manifest names (a manifest that
+    /// names its library by file name, and an `LD_LIBRARY_PATH` that holds another build).
+    pub fn other_validation_layer(&self, expected: &Path) -> Option<String> {
+        let expected_file = same_file(&expected.display().to_string());
+        let ran: Vec<&String> = self
+            .validation_layers
+            .iter()
+            .filter(|p| same_file(p) != expected_file)
+            .collect();
+        if ran.is_empty() || self.validation_layers.len() > ran.len() {
+            return None;
+        }
+        Some(format!(
+            "the validation layer library that ran, {}, is not the one its manifest names, {} \
+             (a manifest that names its library by file name lets LD_LIBRARY_PATH choose \
+             another build): which layer, and which version, validated the run is unknown",
+            ran[0],
+            expected.display()
         ))
     }
 

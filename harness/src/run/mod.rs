@@ -422,6 +422,10 @@ fn judge_loader_use(dir: &Path, cell: &Cell, options: &Options, record: &mut Run
     let problems = [
         used.bypass().filter(|_| layers),
         used.selection_ignored(selection(cell)),
+        chain
+            .validation
+            .as_ref()
+            .and_then(|v| used.other_validation_layer(&v.library)),
     ];
     for problem in problems.into_iter().flatten() {
         overrule(&mut record.classification, problem);
