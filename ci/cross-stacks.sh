@@ -103,13 +103,10 @@ for stack in "${stacks[@]}"; do
 
     emulations=(plain)
     [ "$arch" = aarch64 ] && emulations+=(tegra)
-    # refrt, the runtime of the built-in scenarios, needs a Vulkan 1.2 device (timeline
-    # semaphores); Debian 11's lavapipe (Mesa 20.3.5) offers 1.0. There the built-in matrix
-    # cannot run (each run exits 3, "refrt needs 1.2"), and the meta-suite, whose programs need
-    # Vulkan 1.0, is the check.
-    if ! grep -qE '^  lavapipe +device .*\(Vulkan 1\.([2-9]|[1-9][0-9])' "$dir/doctor.txt"; then
-        why=$(grep -oE '^  lavapipe +device .*\(Vulkan [0-9.]+\)' "$dir/doctor.txt" | grep -oE 'Vulkan [0-9.]+' | head -n 1)
-        echo "- built-in matrix: SKIPPED: lavapipe offers ${why:-no device}, refrt needs Vulkan 1.2" >>"$summary"
+    # refrt runs on any Vulkan device (Debian 11's lavapipe, Mesa 20.3.5, is Vulkan 1.0: its events
+    # use fences there); a stack with no lavapipe device at all has no built-in matrix to run.
+    if ! grep -qE '^  lavapipe +device ' "$dir/doctor.txt"; then
+        echo "- built-in matrix: SKIPPED: lavapipe shows no device" >>"$summary"
         emulations=()
     fi
     for how in "${emulations[@]}"; do

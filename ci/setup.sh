@@ -50,7 +50,7 @@ if [ ! -x target/ci-tools/bin/actionlint ] || [ ! -x target/ci-tools/bin/check-j
         echo "setup: actionlint and check-jsonschema not installed; ci/lint-templates.sh will skip" >&2
 fi
 
-ci/setup-old-layer.sh  # Debian 11's validation layer 1.2.162 into vkexit's cache, for the tests of old layers
+ci/setup-debian11-vulkan.sh  # Debian 11's validation layer 1.2.162 and Mesa 20.3.5's lavapipe into vkexit's cache, for their tests
 ci/setup-runtimes.sh   # the real runtimes (ggml, Halide) into vkexit's runtime cache; never fails setup
 ci/setup-python-runtimes.sh || echo "setup: ncnn wheel not unpacked; the ncnn cases exit 3 until it is" >&2
 ci/setup-python-more.sh   # IREE, Taichi and wgpu-py wheels into the runtime cache; never fails setup

@@ -76,3 +76,55 @@ fn without_a_baseline_match_a_policy_that_fails_is_reported_as_failing() {
     assert_eq!(c["verdict"], "fail");
     assert_eq!(code, 1);
 }
+
+/// Debian 11's stack, on this machine: Mesa 20.3.5's lavapipe is a Vulkan 1.0 device (refrt's
+/// events then use fences, not timeline semaphores) and layer 1.2.162 validates. The built-in
+/// matrix is green against the built-in baseline there too, where one cell differs: the
+/// destructor of `static-destructor` runs after the layer's own exit handlers and faults inside
+/// the layer.
+#[test]
+fn the_builtin_matrix_is_green_on_debian_11s_vulkan_1_0_lavapipe_and_layer_1_2() {
+    let debian11 = vkexit_testkit::or_skip!(vkexit_testkit::debian11::Debian11::find());
+    let sb = Sandbox::new();
+    let config = sb.path().join("layer-1.2.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[layers]]\nvalidation_manifest = \"{}\"\n",
+            debian11.layer_manifest().display()
+        ),
+    )
+    .unwrap();
+    let results = sb.results();
+    let out = sb
+        .vkexit()
+        .env("LD_LIBRARY_PATH", debian11.lib_dir())
+        .args(["run", "--runs", "1", "--config"])
+        .arg(&config)
+        .arg("--driver")
+        .arg(debian11.lavapipe_manifest())
+        .arg("--json")
+        .arg(&results)
+        .output()
+        .expect("vkexit starts");
+    let r = sb.read_results();
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 20, "{r:#}");
+    for c in cells {
+        assert_eq!(strings(&c["layers"]), ["validation@1.2.162"], "{c:#}");
+        assert_eq!(c["provenance"]["vulkan"], "1.0.2", "{c:#}");
+        let v = c["verdict"].as_str().unwrap();
+        assert!(v == "pass" || v == "expected-fail", "{c:#}");
+    }
+    assert_eq!(out.status.code(), Some(0), "{r:#}");
+    let c = cell(&r, "clean-exit", "static-destructor");
+    assert_eq!(count(c, "crash"), 1, "{c:#}");
+    assert_eq!(c["verdict"], "expected-fail");
+    for case in ["clean-exit", "buffer-kept-at-exit", "handler-before-load"] {
+        assert_eq!(
+            count(cell(&r, case, "release-children"), "pass"),
+            1,
+            "{case}"
+        );
+    }
+}

@@ -276,23 +276,6 @@ fn a_log_no_preload_saw_is_never_a_pass() {
     assert_all(&cell, "vuid", 2);
 }
 
-/// Debian 11's validation layer 1.2.162, as `ci/setup-old-layer.sh` unpacks it; `Err` says why
-/// the test cannot run.
-fn layer_1_2_162() -> Result<std::path::PathBuf, String> {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache")))
-        .ok_or("neither XDG_CACHE_HOME nor HOME is set")?;
-    let dir = cache.join("vkexit/layers/1.2.162");
-    match dir.join("VkLayer_khronos_validation.json").is_file() {
-        true => Ok(dir),
-        false => Err(format!(
-            "validation layer 1.2.162 is not in {} (ci/setup-old-layer.sh puts it there)",
-            dir.display()
-        )),
-    }
-}
-
 /// Layer 1.2.162 writes its log only while the application has no debug messenger of its own:
 /// a program whose messenger swallows every message leaves a clean log behind a leaked buffer.
 /// vkexit's trace layer witnesses the application's messengers under such a layer, so the run
@@ -300,21 +283,19 @@ fn layer_1_2_162() -> Result<std::path::PathBuf, String> {
 /// program with a messenger still passes, and under the current layer nothing is witnessed.
 #[test]
 fn a_finding_the_application_messenger_swallows_under_layer_1_2_is_a_vuid() {
-    let dir = vkexit_testkit::or_skip!(layer_1_2_162());
+    let debian11 = vkexit_testkit::or_skip!(vkexit_testkit::debian11::Debian11::find());
     let sb = Sandbox::new();
     let mock = mock();
     let config = sb.path().join("old-layer.toml");
-    // The old layer's library finds its libVkLayer_utils.so beside it through LD_LIBRARY_PATH,
-    // which would also hand the current layer's bare library name to the old library: the
-    // current layer runs apart, below.
     std::fs::write(
         &config,
         format!(
             "runs = 2\n[env]\nLD_LIBRARY_PATH = \"{dir}\"\n\
              [[external]]\nname = \"swallowed\"\nargv = [\"{mock}\", \"--silent-messenger\", \"--vuid\"]\n\
              [[external]]\nname = \"clean\"\nargv = [\"{mock}\", \"--silent-messenger\"]\n\
-             [[layers]]\nvalidation_manifest = \"{dir}/VkLayer_khronos_validation.json\"\n",
-            dir = dir.display(),
+             [[layers]]\nvalidation_manifest = \"{manifest}\"\n",
+            dir = debian11.lib_dir().display(),
+            manifest = debian11.layer_manifest().display(),
             mock = mock.display()
         ),
     )
