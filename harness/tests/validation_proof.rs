@@ -314,6 +314,11 @@ fn a_finding_the_application_messenger_swallows_under_layer_1_2_is_a_vuid() {
     assert_all(swallowed, "vuid", 2);
     assert_eq!(children_reported(swallowed), 2, "{swallowed:#}");
     assert_all(cell("clean"), "pass", 2);
+    // Nothing above information reached the clean program's messenger: no witness file.
+    for run in strings(&cell("clean")["artifacts"]) {
+        let witnessed = std::path::Path::new(&run).join("validation.d/app-messengers.txt");
+        assert!(!witnessed.exists(), "{}", witnessed.display());
+    }
     for run in strings(&swallowed["artifacts"]) {
         let run = std::path::Path::new(&run);
         let stdout = std::fs::read_to_string(run.join("stdout.txt")).unwrap();

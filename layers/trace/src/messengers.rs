@@ -22,21 +22,30 @@ use vkexit_evidence::validation_logs::{APP_MESSAGES_VAR, UNWITNESSED};
 
 use crate::dispatch::CHAIN;
 
-/// The witness file, opened for appending on first use; `None` when nothing is witnessed.
+/// The witness file's path, when messengers are witnessed in this process.
+fn witness_path() -> Option<&'static std::path::Path> {
+    static PATH: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    PATH.get_or_init(|| {
+        std::env::var_os(APP_MESSAGES_VAR)
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from)
+    })
+    .as_deref()
+}
+
+/// The witness file, opened for appending at the first message, so that a run whose
+/// application messengers got nothing leaves none.
 fn witness() -> Option<&'static File> {
     static FILE: OnceLock<Option<File>> = OnceLock::new();
     FILE.get_or_init(|| {
-        let path = std::path::PathBuf::from(std::env::var_os(APP_MESSAGES_VAR)?);
-        if path.as_os_str().is_empty() {
-            return None;
-        }
+        let path = witness_path()?;
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
         std::fs::OpenOptions::new()
             .append(true)
             .create(true)
-            .open(&path)
+            .open(path)
             .ok()
     })
     .as_ref()
@@ -44,7 +53,7 @@ fn witness() -> Option<&'static File> {
 
 /// Whether messengers are witnessed in this process.
 pub fn witnessing() -> bool {
-    witness().is_some()
+    witness_path().is_some()
 }
 
 /// One line, in one write: every process of a run appends to the same file.
