@@ -139,7 +139,7 @@ for suite in "${suites[@]}"; do
     echo "stacks: $suite ($versions)" >&2
     printf '## %s\n\n%s\n\n' "$suite" "$versions" >>"$summary"
 
-    if enter "$root" "$dir" "/opt/vkexit/$vkexit" doctor >"$dir/doctor.txt" 2>&1; then
+    if enter "$root" "$dir" env VKEXIT_RUNTIME_CACHE=/opt/vkexit-runtimes "/opt/vkexit/$vkexit" doctor >"$dir/doctor.txt" 2>&1; then
         echo "- doctor: ready" >>"$summary"
     else
         failed+=("$suite: doctor is not ready")
