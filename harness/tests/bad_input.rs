@@ -167,6 +167,7 @@ fn a_validation_log_that_is_not_utf8_or_cut_mid_line_is_still_a_vuid() {
             tegra: None,
             fail_on_leak: false,
             tree: Default::default(),
+            setup_failure: None,
         });
         assert_eq!(
             c.verdict,
@@ -184,6 +185,7 @@ fn a_validation_log_that_is_not_utf8_or_cut_mid_line_is_still_a_vuid() {
         tegra: None,
         fail_on_leak: false,
         tree: Default::default(),
+        setup_failure: None,
     });
     assert_eq!(c.verdict, RunVerdict::Error);
 }

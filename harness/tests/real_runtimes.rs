@@ -156,3 +156,46 @@ fn halides_fini_array_cleanup_runs_after_the_tegra_drivers_exit_handler() {
     assert_eq!(clean["verdict"], "expected-fail");
     assert!(clean.to_string().contains("vkexit-tegra-0"), "{clean:#}");
 }
+
+/// A `GGML_BACKEND_DL` module that ggml refuses is an `error` naming ggml's own reason: nothing
+/// of the exit path was checked. The module is built here and lies beside the cache's ggml 0.20.
+#[test]
+fn a_ggml_module_that_does_not_load_is_an_error_in_ggmls_words() {
+    let wheel = or_skip!(cached("ggml"));
+    let sb = Sandbox::new();
+    let dir = sb.path().join("backends");
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&wheel).unwrap() {
+        let entry = entry.unwrap();
+        std::os::unix::fs::symlink(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    std::fs::write(dir.join("m.c"), "int not_a_backend(void) { return 0; }\n").unwrap();
+    let module = dir.join("libggml-fake.so");
+    let cc = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&module)
+        .arg(dir.join("m.c"))
+        .arg("-Wl,--no-as-needed")
+        .arg("-L")
+        .arg(&dir)
+        .arg("-l:libggml-base.so.0")
+        .output()
+        .expect("this test builds a module with the C compiler `cc` (apt-get install gcc)");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let runtime = format!("ggml:{}", module.display());
+    let (code, r) = sb.run(&["--runtime", &runtime, "--case", "clean-exit", "--runs", "1"]);
+    assert_ne!(code, 0, "{r:#}");
+    let clean = cell(&r, "clean-exit");
+    assert_eq!(count(clean, "error"), 1, "{clean:#}");
+    assert_eq!(clean["verdict"], "error", "{clean:#}");
+    let summary = clean.to_string();
+    assert!(
+        summary.contains("could not set up")
+            && summary.contains("ggml said: load_backend: failed to find ggml_backend_init"),
+        "{summary}"
+    );
+}

@@ -91,6 +91,13 @@ pub fn classify(evidence: &RunEvidence) -> Classification {
             signal = Some(name.clone());
             (RunVerdict::Crash, format!("killed by {name}{core}"))
         }
+        Termination::Exited { .. } if evidence.setup_failure.is_some() => (
+            RunVerdict::Error,
+            format!(
+                "the scenario could not set up, so nothing was checked: {}",
+                evidence.setup_failure.as_deref().unwrap_or_default()
+            ),
+        ),
         Termination::Exited { code } if *code != 0 => {
             (RunVerdict::Exit, format!("exited with code {code}"))
         }
@@ -386,6 +393,7 @@ mod tests {
             tegra: None,
             fail_on_leak: false,
             tree: ProcessTree::default(),
+            setup_failure: None,
         })
     }
 
@@ -397,6 +405,7 @@ mod tests {
             tegra: None,
             fail_on_leak,
             tree: ProcessTree::default(),
+            setup_failure: None,
         })
     }
 
@@ -667,6 +676,33 @@ mod tests {
     }
 
     #[test]
+    fn a_scenario_that_could_not_set_up_is_an_error_with_its_reason() {
+        let why = "ggml: ggml_backend_load(/x/libggml-vulkan.so) registered nothing; ggml said: …";
+        let stderr = format!(
+            "ggml_vulkan: …\n{}{why}\n",
+            crate::run::observed::SCENARIO_SETUP_FAILED_LINE
+        );
+        let setup_failure = crate::run::observed::setup_failure(3, &stderr);
+        assert_eq!(setup_failure.as_deref(), Some(why));
+        let c = classify(&RunEvidence {
+            termination: Termination::Exited { code: 3 },
+            validation: clean_log(),
+            trace: None,
+            tegra: None,
+            fail_on_leak: false,
+            tree: ProcessTree::default(),
+            setup_failure,
+        });
+        assert_eq!(c.verdict, RunVerdict::Error);
+        assert!(c.reason.ends_with(why), "{}", c.reason);
+        // Exit code 3 without that line, or the line with another code, is the program's exit.
+        assert_eq!(crate::run::observed::setup_failure(3, "exit 3\n"), None);
+        assert_eq!(crate::run::observed::setup_failure(1, &stderr), None);
+        let c = run(Termination::Exited { code: 3 }, clean_log());
+        assert_eq!(c.verdict, RunVerdict::Exit);
+    }
+
+    #[test]
     fn no_validation_requested_passes_on_exit_zero() {
         let c = run(Termination::Exited { code: 0 }, Validation::NotRequested);
         assert_eq!(c.verdict, RunVerdict::Pass);
@@ -685,6 +721,7 @@ mod tests {
                 children_may_crash,
                 orphans: Vec::new(),
             },
+            setup_failure: None,
         })
     }
 
@@ -716,6 +753,7 @@ mod tests {
                     core_dumped: false,
                 }],
             },
+            setup_failure: None,
         })
     }
 

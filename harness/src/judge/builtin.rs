@@ -171,6 +171,44 @@ mod tests {
     }
 
     #[test]
+    fn debians_ggml_module_frees_its_kept_pinned_buffer_after_a_new_layer_tore_down() {
+        const MODULE: &str = "ggml:/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so";
+        let layers = vec!["validation".to_string()];
+        let at = |case, runtime, version| {
+            let mut s = subject(case, runtime, "lavapipe", "none", &layers);
+            s.layer_version = Some(version);
+            expectation(&s).unwrap()
+        };
+        let kept = at("buffer-kept-at-exit", MODULE, "1.4.363");
+        assert!(
+            matches!(kept.outcome, Outcome::Fail { ref verdicts, .. } if verdicts == &[RunVerdict::Crash]),
+            "{kept:?}"
+        );
+        assert!(kept
+            .reason
+            .contains("static destructor of libggml-vulkan.so"));
+        // ggml 0.20, which links its Vulkan backend in, frees nothing then; older layers see
+        // nothing of the late free.
+        assert_eq!(
+            at("buffer-kept-at-exit", "ggml", "1.4.363").outcome,
+            Outcome::Pass
+        );
+        assert_eq!(
+            at("buffer-kept-at-exit", MODULE, "1.3.239").outcome,
+            Outcome::Pass
+        );
+        // Both crash in the torn-down layer when the application frees late.
+        for runtime in [MODULE, "ggml"] {
+            let late = at("handler-before-load", runtime, "1.4.363");
+            assert!(
+                late.reason.contains("validation layer's exit handler"),
+                "{late:?}"
+            );
+        }
+        assert_eq!(at("clean-exit", MODULE, "1.4.363").outcome, Outcome::Pass);
+    }
+
+    #[test]
     fn the_built_in_baseline_covers_every_case_and_policy() {
         for case in BUILTIN_CASES {
             for policy in POLICIES {

@@ -131,6 +131,30 @@ pub(super) fn absolute_runtime(spec: &str) -> String {
     }
 }
 
+/// The layouts a `ggml:<path>` may name, as the ggml adapter resolves them (its `layout`
+/// module says how each is opened).
+pub const GGML_LAYOUTS: &str = "a directory holding libggml.so, a libggml.so[.N], or a \
+     GGML_BACKEND_DL module libggml-<backend>.so (Debian: \
+     /usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so)";
+
+/// Whether an existing `path` is one of ggml's layouts, by what it is: a directory, or a file
+/// named as ggml names its registry library or its backend modules. What the files need is
+/// found by the scenario, in the environment it runs in.
+fn check_ggml_layout(path: &Path) -> std::result::Result<(), String> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let library = name == "libggml.so" || name.starts_with("libggml.so.");
+    let module = name.starts_with("libggml-") && name.contains(".so");
+    match path.is_dir() || library || module {
+        true => Ok(()),
+        false => Err(format!(
+            "`{name}` is none of ggml's layouts; expected {GGML_LAYOUTS}"
+        )),
+    }
+}
+
 /// Checks a runtime spec: `refrt:<policy>`, `ggml[:<path>]`, `halide[:<path>]`.
 pub fn check_runtime(spec: &str) -> Result<()> {
     let bad = |reason: String| Error::BadRuntime {
@@ -147,6 +171,7 @@ pub fn check_runtime(spec: &str) -> Result<()> {
             POLICIES.join(", ")
         ))),
         Some((kind, path)) if REAL_RUNTIMES.contains(&kind) => match Path::new(path).exists() {
+            true if kind == "ggml" => check_ggml_layout(Path::new(path)).map_err(bad),
             true => Ok(()),
             false => Err(bad(format!("{path} does not exist"))),
         },

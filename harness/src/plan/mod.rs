@@ -555,6 +555,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("does not exist"), "{e}");
+        // A file that is none of ggml's layouts is refused with the layouts listed.
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["libggml-vulkan.so", "libggml.so.0", "libvulkan.so.1"] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        let spec = |name: &str| format!("ggml:{}", dir.path().join(name).display());
+        assert!(check_runtime(&spec("libggml-vulkan.so")).is_ok());
+        assert!(check_runtime(&spec("libggml.so.0")).is_ok());
+        let e = check_runtime(&spec("libvulkan.so.1"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`libvulkan.so.1` is none of ggml's layouts")
+                && e.contains("backends0/libggml-vulkan.so"),
+            "{e}"
+        );
         let e = check_runtime("wgpu:x").unwrap_err().to_string();
         assert!(e.contains("not supported by this build yet"), "{e}");
         let e = check_runtime("guarded").unwrap_err().to_string();

@@ -303,6 +303,14 @@ fn run_one(
             children_may_crash: options.children_may_crash,
             orphans: outcome.orphans,
         },
+        // An external program's exit code 3 is its own; only a built-in scenario means this.
+        setup_failure: match (&outcome.termination, cell.runtime.as_str()) {
+            (_, "external") => None,
+            (Termination::Exited { code }, _) => {
+                observed::setup_failure(*code, &outcome.stderr.to_lossy_string())
+            }
+            _ => None,
+        },
     };
     let mut record = RunRecord {
         cell: cell_index,

@@ -86,6 +86,28 @@ pub struct RunEvidence {
     pub fail_on_leak: bool,
     /// The crash reports of every process of the run.
     pub tree: ProcessTree,
+    /// A built-in scenario's own account of why it could not set up its runtime (it exits
+    /// with [`SCENARIO_SETUP_FAILED`] and says why on stderr): nothing was checked then.
+    pub setup_failure: Option<String>,
+}
+
+/// The exit code of a built-in scenario that could not set up (its runtime did not load, a
+/// call before the exit path failed): no exit-time failure produces it.
+pub const SCENARIO_SETUP_FAILED: i32 = 3;
+/// How a built-in scenario's stderr line of that failure starts.
+pub const SCENARIO_SETUP_FAILED_LINE: &str = "vkexit: scenario setup failed: ";
+
+/// The reason a built-in scenario gave on `stderr` for exiting with `code`, when that is its
+/// setup failure.
+pub fn setup_failure(code: i32, stderr: &str) -> Option<String> {
+    if code != SCENARIO_SETUP_FAILED {
+        return None;
+    }
+    stderr
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix(SCENARIO_SETUP_FAILED_LINE))
+        .map(str::to_owned)
 }
 
 /// The processes of a run, as the crash report saw them.
