@@ -224,3 +224,31 @@ fn explain_svg_to_a_path_that_cannot_be_written_names_it() {
     assert!(stderr.contains("/proc/vkexit-no/x.svg"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// A hang has no time of its own: its threads are drawn at the end, still running when the
+/// timeout came, after `main` returned for a hang in an exit handler.
+#[test]
+fn explain_svg_marks_a_hang_at_exit_on_its_threads_lane() {
+    let sb = Sandbox::new();
+    let (code, r) = sb.run_mock(1, &["--timeout", "2"], &["--hang-at-exit"]);
+    assert_eq!(code, 1);
+    let dir = strings(&only_cell(&r)["artifacts"])[0].clone();
+    let svg_path = sb.path().join("hang.svg");
+    explain(&sb, &dir, Some(&svg_path));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+    let titles: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("title"))
+        .filter_map(|n| n.text())
+        .collect();
+    let returned = titles.iter().position(|t| t.starts_with("main returned"));
+    let hung = titles
+        .iter()
+        .position(|t| t.starts_with("still running at the timeout: thread mock"));
+    assert!(returned.is_some() && hung > returned, "{titles:#?}");
+    assert!(
+        titles[hung.unwrap()].ends_with(", during exit"),
+        "{titles:#?}"
+    );
+}

@@ -63,6 +63,8 @@ pub(crate) enum Kind {
     Report,
     /// The crash.
     Crash,
+    /// A thread still running when the run's timeout came (from `hang.json`).
+    Hang,
 }
 
 /// One line of the story as told: consecutive events of one group folded into one.

@@ -83,7 +83,7 @@ pub(super) fn explain(run_dir: &std::path::Path, svg: Option<&std::path::Path>) 
     println!();
     let story = crate::classify::explain::Story::read(run_dir);
     if let Some(path) = svg {
-        let picture = crate::report::swimlane::render(&story, &run.messages);
+        let picture = crate::report::swimlane::of_run(run_dir);
         crate::report::write_atomically(path, picture.as_bytes())
             .map_err(|e| Error::io("cannot write the --svg picture", path, e))?;
     }

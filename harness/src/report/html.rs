@@ -309,11 +309,11 @@ fn evidence_sections(out: &mut String, results: &Results, base: Option<&Path>) {
         return;
     }
     out.push_str("<h2>Evidence of the failing cells</h2>\n");
-    for c in failing {
+    for (n, c) in failing.into_iter().enumerate() {
         let run = Path::new(&c.artifacts[0]);
         let _ = writeln!(
             out,
-            "<section class=\"evidence\"><h3><span class=\"v-{v}\">{v}</span> <code>{}</code> × <code>{}</code> · {} · emulation {}</h3>",
+            "<section class=\"evidence\"><h3 id=\"evidence-{n}\"><span class=\"v-{v}\">{v}</span> <code>{}</code> × <code>{}</code> · {} · emulation {}</h3>",
             text(&c.case),
             text(&c.runtime),
             text(&c.driver),
@@ -347,12 +347,10 @@ fn evidence_sections(out: &mut String, results: &Results, base: Option<&Path>) {
         );
         out.push_str(&files.collect::<Vec<_>>().join(" · "));
         out.push_str("</p>\n");
-        let story = crate::classify::explain::Story::read(run);
-        let messages = FirstRun::read(run).messages;
         out.push_str("<div class=\"swimlane-box\">");
-        out.push_str(&super::swimlane::render(&story, &messages));
+        out.push_str(&super::swimlane::of_run(run));
         out.push_str("</div>\n");
-        let story = story.render();
+        let story = crate::classify::explain::Story::read(run).render();
         let lines: Vec<&str> = story.lines().collect();
         out.push_str("<pre class=\"story\">");
         for line in lines.iter().take(STORY_LINES) {

@@ -605,8 +605,15 @@ fn width(lens: impl Iterator<Item = usize>, min: usize) -> usize {
 }
 
 fn evidence_line(c: &CellResult) -> String {
+    let said = first_run::FirstRun::of(c).and_then(|run| run.one_line());
     let mut parts: Vec<String> = c.signals.clone();
-    parts.extend(c.vuids.iter().cloned());
+    // An id the run's message names is shown with the message, not twice.
+    parts.extend(
+        c.vuids
+            .iter()
+            .filter(|id| !said.as_ref().is_some_and(|s| s.contains(id.as_str())))
+            .cloned(),
+    );
     parts.extend(c.findings.iter().take(3).map(|f| format!("[{f}]")));
     if parts.is_empty() || !matches!(c.verdict, CellVerdict::ExpectedFail) {
         if let Some(reason) = &c.reason {
@@ -616,10 +623,8 @@ fn evidence_line(c: &CellResult) -> String {
         }
     }
     // What the first kept run said, then where its evidence is: the line ends with it.
-    if let Some(run) = first_run::FirstRun::of(c) {
-        if let Some(said) = run.one_line() {
-            parts.push(format!("— {said}"));
-        }
+    if let Some(said) = said {
+        parts.push(format!("— {said}"));
     }
     if let Some(dir) = c.artifacts.first() {
         parts.push(format!("→ {dir}"));

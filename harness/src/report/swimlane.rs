@@ -11,6 +11,7 @@
 use super::markup::text;
 use crate::classify::explain::{Kind, Line, Story};
 use crate::host::messages::LayerMessage;
+use crate::run::hang::HangReport;
 use std::fmt::Write as _;
 
 /// Width of the lane names.
@@ -49,11 +50,12 @@ fn style(kind: Kind) -> Style {
         Kind::Driver => ("#6a1b9a", "the (emulated) driver"),
         Kind::Report => ("#e65100", "a layer's report"),
         Kind::Crash => ("#c62828", "crash"),
+        Kind::Hang => ("#b71c1c", "hung: still running at the timeout"),
     };
     Style { colour, legend }
 }
 
-const LEGEND: [Kind; 9] = [
+const LEGEND: [Kind; 10] = [
     Kind::Process,
     Kind::HandlerRegistered,
     Kind::HandlerRan,
@@ -63,6 +65,7 @@ const LEGEND: [Kind; 9] = [
     Kind::Driver,
     Kind::Report,
     Kind::Crash,
+    Kind::Hang,
 ];
 
 /// One mark to draw.
@@ -77,10 +80,21 @@ struct Mark {
     never_ran: bool,
 }
 
+/// The picture of the run in `dir`: its story, its validation layer's first messages, and
+/// the threads a hang left running.
+pub fn of_run(dir: &std::path::Path) -> String {
+    let story = Story::read(dir);
+    let messages = super::first_run::FirstRun::read(dir).messages;
+    let hang = std::fs::read_to_string(dir.join("hang.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<HangReport>(&t).ok());
+    render(&story, &messages, hang.as_ref())
+}
+
 /// The picture of one run's story; `messages` are the validation layer's first reports,
 /// whose log holds no times: each is placed just after the call it names when the trace
 /// recorded that call on one of its objects, and listed under the lanes otherwise.
-pub fn render(story: &Story, messages: &[LayerMessage]) -> String {
+pub fn render(story: &Story, messages: &[LayerMessage], hang: Option<&HangReport>) -> String {
     let mut lines = story.lines();
     let left_out = lines.len().saturating_sub(MAX_EVENTS);
     lines.drain(..left_out);
@@ -140,6 +154,31 @@ pub fn render(story: &Story, messages: &[LayerMessage]) -> String {
                 never_ran: true,
             });
         }
+    }
+    // A hang has no time of its own: its threads were still running when the timeout came,
+    // after every event recorded.
+    for t in hang.map(|h| h.threads.as_slice()).unwrap_or_default() {
+        let lane = lane_of(i64::from(t.pid), &t.name);
+        let wchan = match t.wchan.as_str() {
+            "" | "0" => String::new(),
+            w => format!(" in {w}"),
+        };
+        let when = match hang.is_some_and(|h| h.during_exit) {
+            true => ", during exit",
+            false => "",
+        };
+        marks.push(Mark {
+            t_ns: marks.last().map_or(0, |m| m.t_ns),
+            lane,
+            kind: Kind::Hang,
+            label: format!("HUNG: state {}{wchan}{when}", t.state),
+            title: format!(
+                "still running at the timeout: thread {} (tid {}) of pid {}, state {}{wchan}{when}",
+                t.name, t.tid, t.pid, t.state
+            ),
+            columns: 1,
+            never_ran: false,
+        });
     }
     draw(&marks, &lanes, story, &untimed, left_out)
 }
@@ -405,7 +444,7 @@ fn draw(
             svg,
             "<text x=\"8\" y=\"{ny}\" fill=\"{}\">validation layer (its log has no times; run with --trace to place it): {}</text>",
             style(Kind::Report).colour,
-            text(&cut(&m.line(), 140))
+            text(&cut(&m.line(), 125))
         );
         ny += 18;
     }
@@ -474,6 +513,12 @@ fn shape(svg: &mut String, m: &Mark, colour: &str, mx: usize, cx: usize, cy: usi
             cx - 6,
             cy - 6
         ),
+        Kind::Hang => write!(
+            svg,
+            "<path d=\"M{} {} l12 0 l-12 14 l12 0 z\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2.5\"/>",
+            cx - 6,
+            cy - 7
+        ),
         Kind::Crash => write!(
             svg,
             "<path d=\"M{} {} l14 14 m0 -14 l-14 14\" stroke=\"{colour}\" stroke-width=\"4\"/>",
@@ -522,7 +567,7 @@ mod tests {
         );
         let crash = r#"{"ev":"crash","t_ns":90001000,"pid":7,"thread":"vkexit-tegra-0","signal":"SIGSEGV","pc":"0x1","pc_mapping":"unmapped","exiting":true}
 "#;
-        let svg = render(&story(&t, crash), &[]);
+        let svg = render(&story(&t, crash), &[], None);
         assert!(svg.starts_with("<svg "), "{svg}");
         assert!(svg.contains(">main · pid 7</text>"), "{svg}");
         assert!(svg.contains(">vkexit-tegra-0 · pid 7</text>"), "{svg}");
@@ -543,6 +588,33 @@ mod tests {
     }
 
     #[test]
+    fn a_hang_is_drawn_last_on_its_threads_lane() {
+        let s = story(
+            r#"{"ev":"main-returned","t_ns":10,"pid":7,"thread":"main","status":0}
+"#,
+            "",
+        );
+        let hang = HangReport {
+            threads: vec![crate::run::hang::ThreadState {
+                pid: 7,
+                tid: 8,
+                name: "worker".into(),
+                state: "S".into(),
+                wchan: "futex_wait_queue".into(),
+            }],
+            backtraces: vec![],
+            during_exit: true,
+        };
+        let svg = render(&s, &[], Some(&hang));
+        assert!(svg.contains(">worker · pid 7</text>"), "{svg}");
+        assert!(
+            svg.contains(">HUNG: state S in futex_wait_queue, during exit</text>"),
+            "{svg}"
+        );
+        assert!(svg.find("main returned 0") < svg.find("HUNG: state S"));
+    }
+
+    #[test]
     fn a_validation_message_goes_after_the_call_the_trace_saw_else_under_the_lanes() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
@@ -559,7 +631,7 @@ mod tests {
             objects: vec!["VkDevice 0xd1".into(), "VkBuffer 0x2".into()],
             text: "VkBuffer 0x2 has not been destroyed.".into(),
         };
-        let svg = render(&story, std::slice::from_ref(&m));
+        let svg = render(&story, std::slice::from_ref(&m), None);
         let destroy = svg.find("vkDestroyDevice VkDevice 0xd1 on thread main</title>");
         let report = svg.find("validation: VUID-vkDestroyDevice-device-00378 in vkDestroyDevice");
         assert!(destroy.is_some() && report > destroy, "{svg}");
@@ -569,7 +641,7 @@ mod tests {
             objects: vec!["VkDevice 0xff".into()],
             ..m
         };
-        let svg = render(&story, &[other]);
+        let svg = render(&story, &[other], None);
         assert!(
             svg.contains("its log has no times; run with --trace"),
             "{svg}"
