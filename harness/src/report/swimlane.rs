@@ -262,6 +262,8 @@ fn label(sentence: &str) -> String {
         .replace("C++ static destructors", "static destructors")
         .replace("C++ static destructor", "static destructor")
         .replace(" (not timed)", "")
+        .replace(", the validation layer", "")
+        .replace(", a layer", "")
         .replace(" (.fini_array and __attribute__((destructor)) run now)", "");
     cut(&short, LABEL_CHARS)
 }
