@@ -21,7 +21,7 @@ const COLUMN: usize = 17;
 const BAR_COLUMNS: usize = 3;
 const LANE: usize = 30;
 /// Characters of an event's words written above the lanes.
-const LABEL_CHARS: usize = 64;
+const LABEL_CHARS: usize = 76;
 /// Pixels per character of the 11 px labels (a generous estimate).
 const CHAR_PX: usize = 6;
 /// At most this many events are drawn: the last ones, where the exit is.
@@ -275,6 +275,9 @@ fn cut(s: &str, max: usize) -> String {
     s.chars().take(max - 1).collect::<String>() + "…"
 }
 
+/// Before a validation message that could not be placed in time.
+const UNTIMED: &str = "validation layer (its log has no times; run with --trace to place it): ";
+
 /// A gap between events longer than this share of the run is cut short in the picture.
 const GAP_SHARE: f64 = 0.08;
 
@@ -292,7 +295,15 @@ fn draw(
     let top = 28 + label_h;
     let lanes_h = lanes.len().max(1) * LANE;
     let columns: usize = marks.iter().map(|m| m.columns).sum::<usize>() + 2;
-    let width = (LEFT + columns * COLUMN + 20).max(1000);
+    // Wide enough for the lanes, the legend and the notes under them.
+    let note_chars = untimed
+        .iter()
+        .map(|m| UNTIMED.len() + cut(&m.line(), 125).chars().count())
+        .max()
+        .unwrap_or(0);
+    let width = (LEFT + columns * COLUMN + 20)
+        .max(1000)
+        .max(16 + note_chars * CHAR_PX);
     let notes = untimed.len() + usize::from(left_out > 0);
     let legend_top = top + lanes_h + 56;
     let height = legend_top + 24 * LEGEND.len().div_ceil(3) + 18 * notes + 16;
@@ -444,7 +455,7 @@ fn draw(
     for m in untimed {
         let _ = writeln!(
             svg,
-            "<text x=\"8\" y=\"{ny}\" fill=\"{}\">validation layer (its log has no times; run with --trace to place it): {}</text>",
+            "<text x=\"8\" y=\"{ny}\" fill=\"{}\">{UNTIMED}{}</text>",
             style(Kind::Report).colour,
             text(&cut(&m.line(), 125))
         );
