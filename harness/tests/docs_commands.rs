@@ -27,6 +27,10 @@ const RUN_HERE: &[(&str, &str)] = &[
         "readme_the_main_job_gives_the_lavapipe_table",
     ),
     (README_OWN_PROGRAM, "readme_your_own_program_is_one_case"),
+    (
+        README_LINK,
+        "readme_a_link_on_path_runs_vkexit_from_anywhere",
+    ),
     (GUIDE_SHARD_1, "guide_two_shards_merge_into_one_report"),
     (GUIDE_SHARD_2, "guide_two_shards_merge_into_one_report"),
     (GUIDE_MERGE_SHARDS, "guide_two_shards_merge_into_one_report"),
@@ -189,6 +193,7 @@ const NOT_RUN: &[(&str, &str)] = &[
 
 const README_MAIN_JOB: &str = "cargo run --release -- run";
 const README_OWN_PROGRAM: &str = "vkexit run --runs 20 -- ./my-test --some-arg";
+const README_LINK: &str = r#"ln -sf "$PWD/target/release/vkexit" ~/.local/bin/vkexit"#;
 const GUIDE_SHARD_1: &str = "vkexit run --shard 1/2 --json shard-1.json";
 const GUIDE_SHARD_2: &str = "vkexit run --shard 2/2 --json shard-2.json";
 const GUIDE_MERGE_SHARDS: &str =
@@ -602,6 +607,58 @@ fn readme_your_own_program_is_one_case() {
     );
     assert_eq!((r.runs, r.vuid), (20, 20), "{out}");
     assert!(r.evidence.contains(VUID_00378), "{out}");
+}
+
+/// The link the README puts on `PATH` finds the scenarios, layers and preload beside the
+/// vkexit it leads to: a built-in case runs from another directory, through `PATH` alone.
+#[test]
+fn readme_a_link_on_path_runs_vkexit_from_anywhere() {
+    let sb = folder();
+    let home = sb.path().join("home");
+    fs::create_dir_all(home.join(".local/bin")).unwrap();
+    let s = shown(README_LINK);
+    // `$PWD/target/release` is where cargo put vkexit: for these tests, their build directory.
+    let command = bounded(&s, "$PWD/target/release", &bin_dir().display().to_string());
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&command)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}: `{command}`: {out:?}", s.at);
+    let link = home.join(".local/bin/vkexit");
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
+    let elsewhere = sb.path().join("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    let xdg = sb.path().join("xdg");
+    fs::create_dir_all(&xdg).unwrap();
+    let out = Command::new("vkexit")
+        .args([
+            "run",
+            "--runs",
+            "1",
+            "--case",
+            "clean-exit",
+            "--runtime",
+            "refrt:never",
+        ])
+        .args(["--driver", "lavapipe", "--json", "r.json"])
+        .current_dir(&elsewhere)
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", home.join(".local/bin").display()),
+        )
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let r: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(elsewhere.join("r.json")).unwrap()).unwrap();
+    assert_eq!(only_cell(&r)["verdict"], "pass", "{r:#}");
 }
 
 #[test]

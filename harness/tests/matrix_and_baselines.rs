@@ -403,7 +403,7 @@ fn baseline_update_from_a_real_run_then_a_run_with_it_is_green() {
         cmd.assert().code(0)
     };
     update(false).stdout(contains(
-        "0 entries kept, 2 added, 0 removed; 1 need a reason",
+        "0 entries kept, 2 added, 0 removed; 1 needs a reason",
     ));
     let text = std::fs::read_to_string(sb.path().join("ci.toml")).unwrap();
     assert!(text.starts_with("# vkexit baseline"), "{text}");

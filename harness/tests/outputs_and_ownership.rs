@@ -116,7 +116,7 @@ fn a_gate_in_which_no_run_started_is_an_error_unless_allowed() {
         assert_eq!(code(&out), 2, "{}", stderr(&out));
         let err = stderr(&out);
         assert!(
-            err.contains("no run started: all 1 cells were left out: driver radv shows no device"),
+            err.contains("no run started: the one cell was left out: driver radv shows no device"),
             "{err}"
         );
         // A results file of skipped cells only merges into no gate either.

@@ -229,15 +229,16 @@ fn unwritable_report_paths_fail_before_any_run() {
         .stderr(contains("/proc/vkexit-html"));
 }
 
+const CHROMIUM: &str = "/usr/bin/chromium";
+
 /// Debian's Chromium, headless: `--dump-dom` prints the document as the browser built it.
-fn chromium(args: &[&str]) -> std::process::Output {
-    let chromium = Path::new("/usr/bin/chromium");
-    assert!(
-        chromium.exists(),
-        "Debian's chromium is not installed: run ci/setup.sh (apt-get install chromium)"
-    );
+/// `None` when it is not installed (ci/setup.sh installs it).
+fn chromium(args: &[&str]) -> Option<std::process::Output> {
+    if !Path::new(CHROMIUM).exists() {
+        return None;
+    }
     let profile = tempfile::tempdir().unwrap();
-    std::process::Command::new(chromium)
+    let out = std::process::Command::new(CHROMIUM)
         .args([
             "--headless",
             "--no-sandbox",
@@ -249,7 +250,19 @@ fn chromium(args: &[&str]) -> std::process::Output {
         .args(args)
         .stdin(std::process::Stdio::null())
         .output()
-        .unwrap()
+        .unwrap();
+    Some(out)
+}
+
+macro_rules! chromium_or_skip {
+    ($($arg:expr),* $(,)?) => {
+        match chromium(&[$($arg),*]) {
+            Some(out) => out,
+            None => vkexit_testkit::skip!(
+                "Debian's chromium is not installed ({CHROMIUM}): run ci/setup.sh (apt-get install chromium)"
+            ),
+        }
+    };
 }
 
 #[test]
@@ -267,7 +280,7 @@ fn the_html_report_renders_in_chromium_with_the_expected_matrix_and_evidence() {
     assert_eq!(code, 0, "the built-in baseline knows every cell");
     let url = format!("file://{}", html.join("index.html").display());
 
-    let out = chromium(&["--dump-dom", &url]);
+    let out = chromium_or_skip!("--dump-dom", &url);
     let dom = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && dom.contains("</html>"),
@@ -314,11 +327,11 @@ fn the_html_report_renders_in_chromium_with_the_expected_matrix_and_evidence() {
     );
 
     let shot = sb.path().join("shot.png");
-    let out = chromium(&[
+    let out = chromium_or_skip!(
         "--window-size=1280,1600",
         &format!("--screenshot={}", shot.display()),
         &url,
-    ]);
+    );
     let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {out:?}"));
     assert!(
         png.starts_with(b"\x89PNG") && png.len() > 10_000,
@@ -522,5 +535,119 @@ fn a_flaky_cell_is_red_in_every_report_unless_a_baseline_knows_it() {
         green.html.contains("flaky (known flaky: gate green)"),
         "{}",
         green.html
+    );
+}
+
+/// What the browser measured once it laid the page out, written into the DOM by a copy of
+/// the report with a script added (the report itself has none): how far the page scrolls
+/// sideways, and per swimlane picture its size and that of the box it scrolls in.
+const PROBE: &str = "<script>
+const d = document.documentElement;
+document.body.dataset.pageOverflow = d.scrollWidth - d.clientWidth;
+document.body.dataset.swimlanes = [...document.querySelectorAll('.swimlane-box > svg')].map(s => {
+  const r = s.getBoundingClientRect();
+  return [Math.round(r.width), Math.round(r.height), s.parentElement.clientWidth, s.parentElement.scrollWidth].join('x');
+}).join(' ');
+</script>";
+
+#[test]
+fn the_report_of_real_failures_shows_swimlanes_and_the_layers_message_in_chromium() {
+    let sb = Sandbox::new();
+    // The Jetson ordering, emulated: the driver's exit handler unmaps under a live worker.
+    let (code, _) = sb.run(&[
+        "--runs",
+        "1",
+        "--case",
+        "clean-exit",
+        "--runtime",
+        "refrt:static-destructor",
+        "--emulate",
+        "tegra",
+    ]);
+    assert_eq!(code, 0, "known to fail");
+    std::fs::rename(sb.results(), sb.path().join("tegra.json")).unwrap();
+    // A user program that leaves a buffer alive at vkDestroyDevice.
+    let (code, _) = sb.run_mock(1, &[], &["--vuid"]);
+    assert_eq!(code, 1);
+    let html = sb.path().join("report");
+    let out = sb
+        .vkexit()
+        .args([
+            "merge",
+            "tegra.json",
+            "r.json",
+            "--json",
+            "all.json",
+            "--html",
+        ])
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let page = std::fs::read_to_string(html.join("index.html")).unwrap();
+    assert!(!page.contains("<script"), "the report itself has no script");
+    let probe = html.join("probe.html");
+    std::fs::write(&probe, page.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
+    let url = format!("file://{}", probe.display());
+
+    let out = chromium_or_skip!("--window-size=1280,1000", "--dump-dom", &url);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(dom.contains("</html>"), "chromium: {out:?}");
+    let attr = |name: &str| {
+        regex::Regex::new(r#"<body data-page-overflow="(-?\d+)" data-swimlanes="([^"]*)""#)
+            .unwrap()
+            .captures(&dom)
+            .map(|c| c[if name == "overflow" { 1 } else { 2 }].to_string())
+            .unwrap_or_else(|| panic!("the probe did not run:\n{dom}"))
+    };
+    assert_eq!(attr("overflow"), "0", "the page scrolls sideways");
+    let swimlanes: Vec<Vec<u32>> = attr("swimlanes")
+        .split(' ')
+        .map(|s| s.split('x').map(|n| n.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(swimlanes.len(), 2, "one per failing cell: {swimlanes:?}");
+    for s in &swimlanes {
+        let [w, h, box_w, box_scroll] = s[..] else {
+            panic!("{s:?}")
+        };
+        assert!(w >= 1000 && h >= 300, "sized: {s:?}");
+        assert!(
+            box_w <= 1280 && box_scroll >= w,
+            "scrolls in its own box: {s:?}"
+        );
+    }
+    // The layer's message with its call and objects, beside the picture.
+    assert!(
+        regex::Regex::new(r"The validation layer: <code>VUID-vkDestroyDevice-device-00378</code> in <code>vkDestroyDevice</code>: For VkDevice 0x[0-9a-f]+, VkBuffer 0x[0-9a-f]+ has not been destroyed\.")
+            .unwrap()
+            .is_match(&dom),
+        "{dom}"
+    );
+    assert!(dom.contains("CRASH SIGSEGV"), "{dom}");
+    // The colours explained; verdicts no cell has are not listed.
+    assert!(dom.contains(r#"<p class="legend">"#), "{dom}");
+    let counts = regex::Regex::new(r#"(?s)<table class="counts">(.*?)</table>"#)
+        .unwrap()
+        .captures(&dom)
+        .unwrap()[1]
+        .to_string();
+    let rows: Vec<&str> = regex::Regex::new(r#"<td class="v-([a-z-]+)">"#)
+        .unwrap()
+        .captures_iter(&counts)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    assert_eq!(rows, ["fail", "expected-fail"], "{counts}");
+
+    let shot = sb.path().join("shot.png");
+    let out = chromium_or_skip!(
+        "--window-size=1280,1600",
+        &format!("--screenshot={}", shot.display()),
+        &format!("file://{}", html.join("index.html").display()),
+    );
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {out:?}"));
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
     );
 }

@@ -36,6 +36,50 @@ pub(crate) struct Event {
     /// C++ static destructors come by the thousand: consecutive events of
     /// one group (what happened, registrant) are shown as one line.
     group: Option<Group>,
+    /// The process and thread that wrote it: a lane of the picture.
+    pub(crate) pid: i64,
+    pub(crate) thread: String,
+    pub(crate) kind: Kind,
+}
+
+/// What kind of thing an event is, for the picture's marks and colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// The process starts, main starts or returns, exit is called, the loader finalizes.
+    Process,
+    /// An exit handler registered.
+    HandlerRegistered,
+    /// An exit handler runs or returns.
+    HandlerRan,
+    /// Many C++ static destructors of one library, registered or run.
+    Destructors,
+    /// dlopen or dlclose.
+    Library,
+    /// A VkInstance or VkDevice created or destroyed, an object left alive.
+    Vulkan,
+    /// The emulated driver's own doings.
+    Driver,
+    /// A layer's report: a call on a dead handle, a validation message.
+    Report,
+    /// The crash.
+    Crash,
+    /// A thread still running when the run's timeout came (from `hang.json`).
+    Hang,
+}
+
+/// One line of the story as told: consecutive events of one group folded into one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Line {
+    pub(crate) t_ns: u64,
+    /// The last folded event's time (`t_ns` for a single event).
+    pub(crate) end_ns: u64,
+    pub(crate) source: &'static str,
+    pub(crate) text: String,
+    pub(crate) pid: i64,
+    pub(crate) thread: String,
+    pub(crate) kind: Kind,
+    /// Events folded into this line: more than 1 for a run of static destructors.
+    pub(crate) folded: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,14 +226,15 @@ impl Story {
         }
     }
 
-    fn push(&mut self, stamp: &Stamp, source: &'static str, text: String) {
-        self.push_grouped(stamp, source, text, None);
+    fn push(&mut self, stamp: &Stamp, source: &'static str, kind: Kind, text: String) {
+        self.push_grouped(stamp, source, kind, text, None);
     }
 
     fn push_grouped(
         &mut self,
         stamp: &Stamp,
         source: &'static str,
+        kind: Kind,
         text: String,
         group: Option<Group>,
     ) {
@@ -198,6 +243,9 @@ impl Story {
             source,
             text,
             group,
+            pid: stamp.pid.unwrap_or(0),
+            thread: stamp.thread.clone().unwrap_or_default(),
+            kind,
         });
     }
 
@@ -216,26 +264,30 @@ impl Story {
         const SOURCE: &str = "exit";
         let pid = stamp.pid.unwrap_or(0);
         let thread = stamp.thread.as_deref().unwrap_or("");
-        let text = match record {
+        let (kind, text) = match record {
             timeline::Entry::PreloadLoaded(loaded) => {
                 if self.main_pid.is_none_or(|(t, _)| stamp.t_ns < t) {
                     self.main_pid = Some((stamp.t_ns, pid));
                 }
-                format!(
+                let text = format!(
                     "process starts: {} (pid {pid})",
                     loaded.program.unwrap_or_default()
-                )
+                );
+                (Kind::Process, text)
             }
-            timeline::Entry::MainStart(_) => "main starts".to_string(),
+            timeline::Entry::MainStart(_) => (Kind::Process, "main starts".to_string()),
             timeline::Entry::MainReturned(returned) => {
                 self.main_returned = true;
-                format!("main returned {}", returned.status)
+                (Kind::Process, format!("main returned {}", returned.status))
             }
-            timeline::Entry::ExitCalled(called) => format!(
-                "exit({}) called from {} on thread {thread}",
-                called.status,
-                short(called.caller.as_deref().unwrap_or(""))
-            ),
+            timeline::Entry::ExitCalled(called) => {
+                let text = format!(
+                    "exit({}) called from {} on thread {thread}",
+                    called.status,
+                    short(called.caller.as_deref().unwrap_or(""))
+                );
+                (Kind::Process, text)
+            }
             timeline::Entry::HandlerRegistered(registered) => {
                 let id = registered.id;
                 let h = Handler {
@@ -247,7 +299,7 @@ impl Story {
                 let text = format!("{} registered", h.describe(id));
                 self.handlers.insert((pid, id), h);
                 let group = self.group_of((pid, id), "registered");
-                self.push_grouped(&stamp, SOURCE, text, group);
+                self.push_grouped(&stamp, SOURCE, Kind::HandlerRegistered, text, group);
                 return;
             }
             timeline::Entry::HandlersRegistered(run) => {
@@ -280,6 +332,9 @@ impl Story {
                     source: SOURCE,
                     text,
                     group: None,
+                    pid,
+                    thread: thread.to_string(),
+                    kind: Kind::Destructors,
                 });
                 return;
             }
@@ -291,22 +346,29 @@ impl Story {
                 self.handler_ran(&stamp, pid, handler.id, false);
                 return;
             }
-            timeline::Entry::DlFiniStart => {
+            timeline::Entry::DlFiniStart => (
+                Kind::Process,
                 "loader finalization starts (.fini_array and __attribute__((destructor)) run now)"
-                    .into()
-            }
-            timeline::Entry::DlFiniEnd => "loader finalization done".into(),
+                    .into(),
+            ),
+            timeline::Entry::DlFiniEnd => (Kind::Process, "loader finalization done".into()),
             timeline::Entry::Dlopen(dlopen) => match dlopen.path.as_deref().unwrap_or("") {
-                "" => format!("dlopen of the program itself on thread {thread}"),
-                path => format!("dlopen {path} on thread {thread}"),
+                "" => (
+                    Kind::Library,
+                    format!("dlopen of the program itself on thread {thread}"),
+                ),
+                path => (Kind::Library, format!("dlopen {path} on thread {thread}")),
             },
             timeline::Entry::Dlclose(dlclose) => match dlclose.path.as_str() {
-                "" => "dlclose of the program's own handle".to_string(),
-                path => format!("dlclose {path}"),
+                "" => (
+                    Kind::Library,
+                    "dlclose of the program's own handle".to_string(),
+                ),
+                path => (Kind::Library, format!("dlclose {path}")),
             },
             timeline::Entry::VulkanObject(_) => return,
         };
-        self.push(&stamp, SOURCE, text);
+        self.push(&stamp, SOURCE, kind, text);
     }
 
     fn handler_ran(&mut self, stamp: &Stamp, pid: i64, id: u64, start: bool) {
@@ -320,35 +382,42 @@ impl Story {
         let what = if start { "runs" } else { "returned" };
         let text = format!("{} {what}", h.describe(id));
         let group = self.group_of((pid, id), "ran");
-        self.push_grouped(stamp, "exit", text, group);
+        self.push_grouped(stamp, "exit", Kind::HandlerRan, text, group);
     }
 
     fn add_trace(&mut self, stamp: Stamp, record: trace::Entry) {
         let thread = stamp.thread.as_deref().unwrap_or("");
-        let text = match record {
-            trace::Entry::Loaded(_) => "trace layer in the chain".into(),
+        let (kind, text) = match record {
+            trace::Entry::Loaded(_) => (Kind::Library, "trace layer in the chain".into()),
             trace::Entry::Create(object) | trace::Entry::Destroy(object)
                 if matches!(object.ty.as_str(), "VkInstance" | "VkDevice") =>
             {
-                format!(
+                let text = format!(
                     "{} {} {} on thread {thread}",
                     object.call, object.ty, object.handle
-                )
+                );
+                (Kind::Vulkan, text)
             }
-            trace::Entry::DeadHandle(dead) => format!("{} (thread {thread})", dead.message),
-            trace::Entry::Orphaned(orphan) => format!(
-                "{} {} still alive at vkDestroyDevice",
-                orphan.ty, orphan.handle
-            ),
+            trace::Entry::DeadHandle(dead) => {
+                (Kind::Report, format!("{} (thread {thread})", dead.message))
+            }
+            trace::Entry::Orphaned(orphan) => {
+                let text = format!(
+                    "{} {} still alive at vkDestroyDevice",
+                    orphan.ty, orphan.handle
+                );
+                (Kind::Vulkan, text)
+            }
             trace::Entry::ExitHandlerStart(start) => {
-                format!("trace layer's exit handler: {} objects alive", start.live)
+                let text = format!("trace layer's exit handler: {} objects alive", start.live);
+                (Kind::HandlerRan, text)
             }
             trace::Entry::Create(_)
             | trace::Entry::Destroy(_)
             | trace::Entry::Alive(_)
             | trace::Entry::ExitHandlerEnd => return,
         };
-        self.push(&stamp, "trace", text);
+        self.push(&stamp, "trace", kind, text);
     }
 
     fn add_tegra(&mut self, stamp: Stamp, record: tegra::Entry) {
@@ -377,14 +446,14 @@ impl Story {
             | tegra::Entry::WaitingForFault
             | tegra::Entry::ExitHandlerEnd => return,
         };
-        self.push(&stamp, "tegra", text);
+        self.push(&stamp, "tegra", Kind::Driver, text);
     }
 
     fn add_crash(&mut self, stamp: Stamp, record: crash::Entry) {
         match record {
             crash::Entry::Crash(crash) => {
                 let text = format!("CRASH {}", crash_line(&stamp, &crash));
-                self.push(&stamp, "crash", text);
+                self.push(&stamp, "crash", Kind::Crash, text);
                 self.crash = Some((stamp, *crash));
             }
             crash::Entry::Backtrace(backtrace) => self.backtrace = frames(&backtrace),
@@ -438,6 +507,58 @@ impl Story {
         lines
     }
 
+    /// The events as the story tells them: a run of C++ static destructors of one library
+    /// is one line.
+    pub(crate) fn lines(&self) -> Vec<Line> {
+        let mut lines = Vec::new();
+        let mut i = 0;
+        while i < self.events.len() {
+            let e = &self.events[i];
+            let run = self.events[i..]
+                .iter()
+                .take_while(|n| same_group(&e.group, &n.group))
+                .count()
+                .max(1);
+            let text = match (&e.group, run) {
+                (Some(g), n) if n > 1 => {
+                    let last = self.events[i + n - 1].group.as_ref().map_or(g.id, |l| l.id);
+                    grouped_line(g, last, n)
+                }
+                _ => e.text.clone(),
+            };
+            lines.push(Line {
+                t_ns: e.t_ns,
+                end_ns: self.events[i + run - 1].t_ns,
+                source: e.source,
+                text,
+                pid: e.pid,
+                thread: e.thread.clone(),
+                kind: if run > 1 { Kind::Destructors } else { e.kind },
+                folded: run,
+            });
+            i += run;
+        }
+        lines
+    }
+
+    /// The exit handlers a crash cut off, one line each (destructors counted per library);
+    /// empty without a crash.
+    pub(crate) fn cut_off(&self) -> Vec<String> {
+        match self.crash {
+            Some(_) => self.never_ran(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The process and thread that crashed, with the library of the pc.
+    pub(crate) fn crash_lane(&self) -> Option<(i64, String)> {
+        let (stamp, _) = self.crash.as_ref()?;
+        Some((
+            stamp.pid.unwrap_or(0),
+            stamp.thread.clone().unwrap_or_default(),
+        ))
+    }
+
     /// The whole story, one event a line with its time since the first event, then the
     /// exit handlers a crash cut off: what `vkexit explain RUN_DIR` prints.
     pub fn render(&self) -> String {
@@ -454,24 +575,12 @@ impl Story {
             return out
                 + "no other timeline, trace, driver or crash evidence in this run directory\n";
         };
-        let mut i = 0;
-        while i < self.events.len() {
-            let e = &self.events[i];
-            let run = self.events[i..]
-                .iter()
-                .take_while(|n| same_group(&e.group, &n.group))
-                .count()
-                .max(1);
-            let ms = (e.t_ns.saturating_sub(first.t_ns)) as f64 / 1e6;
-            let text = match (&e.group, run) {
-                (Some(g), n) if n > 1 => {
-                    let last = self.events[i + n - 1].group.as_ref().map_or(g.id, |l| l.id);
-                    grouped_line(g, last, n)
-                }
-                _ => e.text.clone(),
-            };
-            out.push_str(&format!("{ms:>10.3} ms  {:<5}  {text}\n", e.source));
-            i += run;
+        for line in self.lines() {
+            let ms = (line.t_ns.saturating_sub(first.t_ns)) as f64 / 1e6;
+            out.push_str(&format!(
+                "{ms:>10.3} ms  {:<5}  {}\n",
+                line.source, line.text
+            ));
         }
         if self.crash.is_some() {
             let cut = self.never_ran();

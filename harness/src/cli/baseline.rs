@@ -62,12 +62,17 @@ pub(super) fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> R
         .iter()
         .filter(|e| e.reason == crate::judge::update::TODO_REASON)
         .count();
+    let counted = crate::support::util::counted;
     println!(
-        "{}: {} entries kept, {} added, {} removed; {todo} need a reason (\"{}\")",
+        "{}: {} kept, {} added, {} removed; {} (\"{}\")",
         baseline.display(),
-        changes.kept,
+        counted(changes.kept as u64, "entry", "entries"),
         changes.added.len(),
         changes.removed.len(),
+        match todo {
+            1 => "1 needs a reason".to_string(),
+            n => format!("{n} need a reason"),
+        },
         crate::judge::update::TODO_REASON
     );
     Ok(Outcome::Green)

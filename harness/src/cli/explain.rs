@@ -1,9 +1,10 @@
 //! `vkexit explain`: the story of one kept run.
 
 use super::Outcome;
+use crate::report::first_run::FirstRun;
 use crate::support::errors::{Error, Result};
 
-pub(super) fn explain(run_dir: &std::path::Path) -> Result<Outcome> {
+pub(super) fn explain(run_dir: &std::path::Path, svg: Option<&std::path::Path>) -> Result<Outcome> {
     if !run_dir.is_dir() {
         return Err(Error::bad_input(
             run_dir,
@@ -58,11 +59,35 @@ pub(super) fn explain(run_dir: &std::path::Path) -> Result<Outcome> {
         Ok(None) => {}
         Err(why) => println!("could not read {why}"),
     }
+    // What the layer said and how the program ended, before the timeline.
+    let run = FirstRun::read(run_dir);
+    for m in &run.messages {
+        println!("validation: {}", m.line());
+        if !m.objects.is_empty() {
+            println!("  objects: {}", m.objects.join(", "));
+        }
+    }
+    if let Some(exit) = run.exit_line() {
+        println!("{exit}");
+        if run.stderr_tail.is_empty() {
+            println!("stderr: (empty)");
+        }
+        for line in &run.stderr_tail {
+            println!("stderr: {line}");
+        }
+    }
+    let log = run_dir.join(crate::host::validation::LOG_FILE);
+    if log.is_file() {
+        println!("validation log: {}", log.display());
+    }
     println!();
-    print!(
-        "{}",
-        crate::classify::explain::Story::read(run_dir).render()
-    );
+    let story = crate::classify::explain::Story::read(run_dir);
+    if let Some(path) = svg {
+        let picture = crate::report::swimlane::of_run(run_dir);
+        crate::report::write_atomically(path, picture.as_bytes())
+            .map_err(|e| Error::io("cannot write the --svg picture", path, e))?;
+    }
+    print!("{}", story.render());
     Ok(Outcome::Green)
 }
 

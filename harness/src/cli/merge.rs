@@ -52,10 +52,10 @@ pub(super) fn merge(args: MergeArgs) -> Result<Outcome> {
         .fold(0u64, |n, c| n.saturating_add(c.runs));
     if runs == 0 && !results.interrupted && !args.allow_no_runs {
         return Err(Error::NoRuns {
-            why: format!(
-                "the {} cells of the files given hold no run",
-                results.cells.len()
-            ),
+            why: match results.cells.len() {
+                1 => "the one cell of the files given holds no run".to_string(),
+                n => format!("the {n} cells of the files given hold no run"),
+            },
         });
     }
     Ok(Outcome::from(report::gate_green(&results)))

@@ -49,6 +49,9 @@ enum Command {
     Explain {
         /// A run directory under the artifacts directory.
         run_dir: PathBuf,
+        /// Also draw the exit timeline as an SVG swimlane into FILE (one lane per thread).
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
     },
     /// Pack vkexit, its scenarios, refrt, layers and the CI files into one tarball that runs on
     /// another Linux machine of the same architecture without a Rust toolchain.
@@ -97,7 +100,7 @@ pub fn main() -> ExitCode {
                     prune,
                 },
         } => baseline::baseline_update(&results, &baseline, prune),
-        Command::Explain { run_dir } => explain::explain(&run_dir),
+        Command::Explain { run_dir, svg } => explain::explain(&run_dir, svg.as_deref()),
         Command::Bundle(args) => bundle::bundle(args),
         Command::Bench(args) => bench::bench(*args).map(Outcome::from),
         Command::Schema => print(&format!("{:#}\n", crate::results::json_schema())),

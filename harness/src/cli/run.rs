@@ -207,7 +207,8 @@ pub(super) fn run_command(args: RunArgs) -> Result<Outcome> {
         let (from_files, builtin) = gate::judged_by(&cells);
         let _ = writeln!(
             out,
-            "expectations: {from_files} cells judged by the baseline files, {builtin} by the built-in baseline"
+            "expectations: {} judged by the baseline files, {builtin} by the built-in baseline",
+            crate::support::util::counted(from_files as u64, "cell", "cells")
         );
     }
     drop(out);

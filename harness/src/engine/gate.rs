@@ -180,11 +180,11 @@ impl<'a> Gate<'a> {
                 reasons.push(why);
             }
         }
-        Some(format!(
-            "all {} cells were left out: {}",
-            cells.len(),
-            reasons.join("; ")
-        ))
+        let all = match cells.len() {
+            1 => "the one cell was".to_string(),
+            n => format!("all {n} cells were"),
+        };
+        Some(format!("{all} left out: {}", reasons.join("; ")))
     }
 
     /// Makes every run and judges every cell; `on_cell_done` sees each cell

@@ -166,10 +166,15 @@ fn only_cell(plan: &Plan) -> Result<&Cell> {
     }
 }
 
-/// "1 %", "0.5 %", "9.89 %".
+/// "1 %", "0.5 %", "9.89 %", "0.0001 %": two decimals, or as many as a small rate needs
+/// for its first three significant digits.
 pub fn percent(rate: f64) -> String {
     let p = rate * 100.0;
-    let text = format!("{p:.2}");
+    let decimals = match p {
+        p if p > 0.0 && p < 0.01 => ((-p.log10()).floor() as usize + 3).min(15),
+        _ => 2,
+    };
+    let text = format!("{p:.decimals$}");
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("{text} %")
 }
@@ -212,5 +217,9 @@ mod tests {
         assert_eq!(percent(0.01), "1 %");
         assert_eq!(percent(0.005), "0.5 %");
         assert_eq!(percent(0.0989), "9.89 %");
+        // A small rate is printed exactly, never as "0 %".
+        assert_eq!(percent(0.000001), "0.0001 %");
+        assert_eq!(percent(0.0000123), "0.00123 %");
+        assert_eq!(percent(0.0), "0 %");
     }
 }

@@ -5,6 +5,7 @@
 pub mod drivers;
 pub mod layers;
 pub mod loader;
+pub mod messages;
 pub mod probe;
 pub mod provenance;
 pub mod validation;

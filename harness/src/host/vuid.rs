@@ -204,14 +204,14 @@ impl VuidReport {
     }
 }
 
-fn id_pattern() -> &'static Regex {
+pub(super) fn id_pattern() -> &'static Regex {
     static PATTERN: OnceLock<Regex> = OnceLock::new();
     PATTERN.get_or_init(|| {
         Regex::new(r"\[ ((?:VUID|UNASSIGNED)-[A-Za-z0-9_-]+) \]").expect("valid VUID pattern")
     })
 }
 
-fn severity_of(line: &str) -> Severity {
+pub(super) fn severity_of(line: &str) -> Severity {
     if line.contains("Performance Warning") || line.contains("/ PERF)") {
         Severity::Performance
     } else if line.contains("Validation Warning") || line.contains("(WARN /") {
@@ -225,7 +225,7 @@ fn severity_of(line: &str) -> Severity {
 
 /// Information is no finding; a line that says error anywhere counts, whatever
 /// else it says.
-fn is_information(line: &str, severity: Severity) -> bool {
+pub(super) fn is_information(line: &str, severity: Severity) -> bool {
     severity == Severity::Info && !line.contains("Validation Error") && !line.contains("(ERROR /")
 }
 

@@ -64,7 +64,6 @@ pub fn update(old: &BaselineFile, results: &Results, prune: bool) -> (BaselineFi
         let seen = observed(cell, &subject, old);
         if let Some(i) = mine {
             if fits(Some(&exact[i].0.expectation()), &seen) {
-                changes.kept += 1;
                 continue;
             }
             let (gone, _) = exact.remove(i);
@@ -109,6 +108,9 @@ pub fn update(old: &BaselineFile, results: &Results, prune: bool) -> (BaselineFi
         .into_iter()
         .filter_map(|x| keep(x, &mut changes))
         .collect();
+    // Every entry of the file that was not removed is kept: those that fit their cell, the
+    // patterns, and those about cells these results do not hold.
+    changes.kept = old.entries.len().saturating_sub(changes.removed.len());
     let file = BaselineFile {
         path: old.path.clone(),
         entries: exact.into_iter().chain(patterns).collect(),
@@ -234,8 +236,9 @@ const HEADER: &str = "\
 # [[expect]] entries are tried in order, and the first that matches a cell judges it;
 # a cell that none matches is judged by vkexit's built-in baseline.
 # [[allow]] entries remove message ids from every run they apply to, before judging.
-# An update keeps each entry that still fits, with its reason; a reason of
-# \"TODO: explain\" still needs writing. Comments other than this header are not kept.
+# An update keeps each entry that still fits, with its reason, and the file's comments,
+# blank lines and layout; a dropped entry goes with the comment just above it.
+# A reason of \"TODO: explain\" still needs writing.
 ";
 
 /// The file's text: stable for the same entries, so updates diff cleanly.
@@ -398,11 +401,17 @@ fn prefix_of(t: &toml_edit::Table) -> String {
         .to_string()
 }
 
-/// Takes the file's header off the comment above a table: everything up to
-/// the comment's last blank line.
+/// Takes the file's header off the comment above its first table: everything up to the
+/// comment's last blank line; a comment with no blank line in it, at the top of the file,
+/// is the file's (it stays at the top when an added entry comes first).
 fn take_header(t: &mut toml_edit::Table) -> String {
     let prefix = prefix_of(t);
-    let split = prefix.rfind("\n\n").map_or(0, |i| i + 2);
+    let whole = prefix.trim_start().starts_with('#') && !prefix.trim_end().contains("\n\n");
+    let split = match prefix.rfind("\n\n") {
+        Some(i) => i + 2,
+        None if whole => prefix.len(),
+        None => 0,
+    };
     t.decor_mut().set_prefix(prefix[split..].to_string());
     prefix[..split].to_string()
 }
@@ -592,7 +601,8 @@ reason = "a pattern"
         assert_eq!(kept.reason, "my own words");
         assert!(matches!(&kept.expect, Expect::Fail { run_verdicts: Some(v), .. } if v.len() == 2));
         assert!(!text.contains("fixed since"), "{text}");
-        assert_eq!(changes.kept, 1);
+        // Kept: the guarded entry, the one about a cell not in these results, the pattern.
+        assert_eq!(changes.kept, 3);
         assert_eq!(changes.removed.len(), 1, "{changes:?}");
         assert!(
             changes.removed[0].starts_with("b.toml:17: my-test × external"),
@@ -750,8 +760,8 @@ reason = "newer layers fault at exit"
         );
         let (new, changes) = update(&old, &results(vec![]), false);
         assert_eq!(
-            changes.kept + changes.added.len() + changes.removed.len(),
-            0
+            (changes.kept, changes.added.len(), changes.removed.len()),
+            (1, 0, 0)
         );
         let again = parse(&render(&new));
         assert_eq!(again.entries.len(), 1);
@@ -844,5 +854,73 @@ reason = "fixed since"
             "{changes:?}"
         );
         assert_eq!(render_over(&out, &again, &second), out);
+    }
+
+    #[test]
+    fn kept_counts_every_entry_left_in_the_file() {
+        // A pattern entry and an entry about a cell these results do not hold are kept
+        // too, and counted so.
+        let text = r#"[[expect]]
+case = "buffer-kept-at-exit"
+runtime = "refrt:*"
+expect = "fail"
+reason = "a pattern"
+
+[[expect]]
+case = "gone"
+runtime = "external"
+driver = "lavapipe"
+layers = "validation"
+emulation = "none"
+expect = "pass"
+reason = "not in these results"
+"#;
+        let old = parse(text);
+        let r = results(vec![vuid_cell("buffer-kept-at-exit", "refrt:guarded")]);
+        let (file, changes) = update(&old, &r, false);
+        assert_eq!(file.entries.len(), 2);
+        assert_eq!((changes.kept, changes.added.len()), (2, 0), "{changes:?}");
+        let (_, pruned) = update(&old, &r, true);
+        assert_eq!((pruned.kept, pruned.removed.len()), (1, 1), "{pruned:?}");
+    }
+
+    #[test]
+    fn a_new_files_header_says_comments_are_kept() {
+        let text = render(&BaselineFile::default());
+        assert!(!text.contains("not kept"), "{text}");
+        assert!(text.contains("the file's comments"), "{text}");
+    }
+
+    #[test]
+    fn an_added_entry_goes_below_the_files_top_comment() {
+        let text = r#"# Our CI's baseline: reviewed by the driver team.
+[[expect]]
+case = "my-test"
+runtime = "external"
+driver = "lavapipe"
+layers = "validation"
+emulation = "none"
+expect = "pass"
+reason = "it is clean"
+"#;
+        let old = parse(text);
+        // Sorted before `my-test`: a built-in case.
+        let r = results(vec![
+            pass_cell("my-test", "external"),
+            crash_cell("aaa-first", "external"),
+        ]);
+        let (file, changes) = update(&old, &r, false);
+        assert_eq!(changes.added.len(), 1, "{changes:?}");
+        let out = render_over(text, &old, &file);
+        assert!(
+            out.starts_with("# Our CI's baseline: reviewed by the driver team.\n"),
+            "{out}"
+        );
+        assert_eq!(
+            out.matches("reviewed by the driver team").count(),
+            1,
+            "{out}"
+        );
+        assert_eq!(parse(&out).entries.len(), 2);
     }
 }

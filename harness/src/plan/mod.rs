@@ -412,10 +412,13 @@ fn choose_drivers(request: &Request, notes: &mut Vec<String>) -> Result<Vec<Chos
             )),
             Err(e) => NotRun::Broken(format!("driver {} could not be probed: {e}", driver.name)),
         };
+        // A driver the user did not ask for is simply not used (`vkexit list` says which
+        // show a device); one asked for gives cells that say why they did not run.
         if explicit {
+            if matches!(not_run, NotRun::Skipped(_)) && !absent.contains(&driver.name) {
+                absent.push(driver.name.clone());
+            }
             chosen.push((driver, None, Some(not_run)));
-        } else {
-            absent.push(driver.name.clone());
         }
     }
     if !absent.is_empty() {

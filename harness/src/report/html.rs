@@ -5,6 +5,7 @@
 //! lifetimes, crash); and a table of every cell with its counts, pass rate,
 //! VUIDs, signals and findings.
 
+use super::first_run::FirstRun;
 use super::markup::{attr, text, url_path};
 use super::{gate_green, groups, observation, pass_rate_line, red_first, short_vuid, summary_line};
 use crate::results::{CellResult, Counts, Results};
@@ -25,7 +26,12 @@ const VERDICTS: [CellVerdict; 7] = [
 ];
 
 const STYLE: &str = "
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #1b1b1b; }
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #1b1b1b; overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.swimlane-box { overflow-x: auto; max-width: 100%; border: 1px solid #e0e0e0; margin: 0.5em 0; }
+.swimlane-box svg { display: block; }
+.legend span { display: inline-block; padding: 0.1em 0.5em; margin: 0 0.3em 0.3em 0; border: 1px solid #9e9e9e; }
+ul.said { padding-left: 1.2em; } ul.said code { overflow-wrap: anywhere; }
 h1 .green { color: #1b5e20; } h1 .red { color: #b71c1c; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #9e9e9e; padding: 0.3em 0.5em; vertical-align: top; text-align: left; }
@@ -50,7 +56,7 @@ code { font-family: ui-monospace, monospace; font-size: 1em; }
 .v-skipped { background: #eeeeee; color: #616161; }
 .empty { color: #9e9e9e; }
 .evidence h3 span { padding: 0 0.3em; }
-pre.story { background: #fafafa; border: 1px solid #e0e0e0; padding: 0.5em; overflow-x: auto; font-size: 0.85em; }
+pre.story { background: #fafafa; border: 1px solid #e0e0e0; padding: 0.5em; overflow-x: auto; max-width: 100%; font-size: 0.85em; overflow-wrap: normal; }
 ";
 
 /// The page; `base` is the report's directory, for relative links.
@@ -99,6 +105,9 @@ pub fn render(results: &Results, base: Option<&Path>) -> String {
     );
     for v in VERDICTS {
         let of_verdict = || results.cells.iter().filter(|c| c.verdict == v);
+        if of_verdict().next().is_none() {
+            continue;
+        }
         let _ = writeln!(
             out,
             "<tr><td class=\"v-{v}\">{v}</td><td>{}</td><td>{}</td></tr>",
@@ -107,6 +116,7 @@ pub fn render(results: &Results, base: Option<&Path>) -> String {
         );
     }
     out.push_str("</table>\n");
+    legend(&mut out);
 
     let index_of = |c: &CellResult| {
         results
@@ -118,7 +128,9 @@ pub fn render(results: &Results, base: Option<&Path>) -> String {
     for group in groups(&results.cells) {
         let _ = writeln!(out, "<h2>{}</h2>", text(&group.title()));
         let (cases, runtimes) = group.axes();
-        out.push_str("<table class=\"matrix\">\n<tr><th>ordering ↓ / runtime →</th>");
+        out.push_str(
+            "<div class=\"scroll\"><table class=\"matrix\">\n<tr><th>ordering ↓ / runtime →</th>",
+        );
         for r in &runtimes {
             let _ = write!(out, "<th>{}</th>", text(r));
         }
@@ -133,16 +145,16 @@ pub fn render(results: &Results, base: Option<&Path>) -> String {
             }
             out.push_str("</tr>\n");
         }
-        out.push_str("</table>\n");
+        out.push_str("</table></div>\n");
     }
 
     evidence_sections(&mut out, results, base);
 
-    out.push_str("<h2>Cells</h2>\n<table class=\"cells\">\n<tr><th>verdict</th><th>cell</th><th>runs</th><th>pass rate</th><th>signals</th><th>VUIDs</th><th>findings</th><th>reason</th><th>evidence</th></tr>\n");
+    out.push_str("<h2>Cells</h2>\n<div class=\"scroll\"><table class=\"cells\">\n<tr><th>verdict</th><th>cell</th><th>runs</th><th>pass rate</th><th>signals</th><th>VUIDs</th><th>findings</th><th>reason</th><th>evidence</th></tr>\n");
     for c in red_first(&results.cells) {
         detail_row(&mut out, c, index_of(c), base);
     }
-    out.push_str("</table>\n</body>\n</html>\n");
+    out.push_str("</table></div>\n</body>\n</html>\n");
     out
 }
 
@@ -158,8 +170,44 @@ fn matrix_cell(out: &mut String, c: &CellResult, index: usize, base: Option<&Pat
         attr(c.reason.as_deref().unwrap_or("")),
         attr(&href),
         verdict_label(c),
-        text(&observation(c))
+        text(&runs_seen(c))
     );
+}
+
+/// The cell's runs as the matrix shows them under the verdict: "20/20" under `pass`, not
+/// "pass 20/20" again.
+fn runs_seen(c: &CellResult) -> String {
+    let seen = observation(c);
+    let verdict = c.verdict.name();
+    match seen.strip_prefix(verdict) {
+        Some("") => String::new(),
+        Some(rest) if rest.starts_with(' ') => rest.trim_start().to_string(),
+        _ => seen,
+    }
+}
+
+/// What each colour means.
+fn legend(out: &mut String) {
+    const MEANING: [(CellVerdict, &str); 7] = [
+        (CellVerdict::Pass, "every run passed"),
+        (
+            CellVerdict::ExpectedFail,
+            "failed as a baseline expects: gate green",
+        ),
+        (CellVerdict::Fail, "runs failed unexpectedly"),
+        (CellVerdict::Flaky, "some runs failed, some passed"),
+        (
+            CellVerdict::UnexpectedPass,
+            "passed where a failure was expected",
+        ),
+        (CellVerdict::Error, "vkexit could not judge the runs"),
+        (CellVerdict::Skipped, "not run here"),
+    ];
+    out.push_str("<p class=\"legend\">");
+    for (v, meaning) in MEANING {
+        let _ = write!(out, "<span class=\"v-{v}\">{v}: {meaning}</span>");
+    }
+    out.push_str("</p>\n");
 }
 
 fn detail_row(out: &mut String, c: &CellResult, index: usize, base: Option<&Path>) {
@@ -261,11 +309,11 @@ fn evidence_sections(out: &mut String, results: &Results, base: Option<&Path>) {
         return;
     }
     out.push_str("<h2>Evidence of the failing cells</h2>\n");
-    for c in failing {
+    for (n, c) in failing.into_iter().enumerate() {
         let run = Path::new(&c.artifacts[0]);
         let _ = writeln!(
             out,
-            "<section class=\"evidence\"><h3><span class=\"v-{v}\">{v}</span> <code>{}</code> × <code>{}</code> · {} · emulation {}</h3>",
+            "<section class=\"evidence\"><h3 id=\"evidence-{n}\"><span class=\"v-{v}\">{v}</span> <code>{}</code> × <code>{}</code> · {} · emulation {}</h3>",
             text(&c.case),
             text(&c.runtime),
             text(&c.driver),
@@ -290,6 +338,7 @@ fn evidence_sections(out: &mut String, results: &Results, base: Option<&Path>) {
                 attr(&link(&run.join(f), base, false))
             )
         });
+        said(out, run);
         let _ = write!(
             out,
             "<p>Run <a href=\"{}\">{}</a>: ",
@@ -298,6 +347,9 @@ fn evidence_sections(out: &mut String, results: &Results, base: Option<&Path>) {
         );
         out.push_str(&files.collect::<Vec<_>>().join(" · "));
         out.push_str("</p>\n");
+        out.push_str("<div class=\"swimlane-box\">");
+        out.push_str(&super::swimlane::of_run(run));
+        out.push_str("</div>\n");
         let story = crate::classify::explain::Story::read(run).render();
         let lines: Vec<&str> = story.lines().collect();
         out.push_str("<pre class=\"story\">");
@@ -314,6 +366,47 @@ fn evidence_sections(out: &mut String, results: &Results, base: Option<&Path>) {
         }
         out.push_str("</pre></section>\n");
     }
+}
+
+/// What the run's validation layer said, first message of each id with its objects, and how
+/// it exited when not with 0, with stderr's last lines.
+fn said(out: &mut String, run: &Path) {
+    let first = FirstRun::read(run);
+    if first.messages.is_empty() && first.exit_code.is_none() {
+        return;
+    }
+    out.push_str("<ul class=\"said\">");
+    for m in &first.messages {
+        let _ = write!(
+            out,
+            "<li>The validation layer: <code>{}</code>{}: {}",
+            text(&m.id),
+            m.call
+                .as_deref()
+                .map(|c| format!(" in <code>{}</code>", text(c)))
+                .unwrap_or_default(),
+            text(&m.text)
+        );
+        if !m.objects.is_empty() {
+            let _ = write!(out, " (objects: {})", text(&m.objects.join(", ")));
+        }
+        out.push_str("</li>");
+    }
+    if let Some(exit) = first.exit_line() {
+        let _ = write!(out, "<li>{}", text(&exit));
+        match first.stderr_tail.is_empty() {
+            true => out.push_str(", stderr empty"),
+            false => {
+                out.push_str(", stderr ends:<pre class=\"story\">");
+                for l in &first.stderr_tail {
+                    let _ = writeln!(out, "{}", text(l));
+                }
+                out.push_str("</pre>");
+            }
+        }
+        out.push_str("</li>");
+    }
+    out.push_str("</ul>\n");
 }
 
 fn list(out: &mut String, items: impl Iterator<Item = String>) {
@@ -458,5 +551,20 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("<h1>vkexit: gate <span class=\"red\">red</span></h1>"));
+        // The verdict once, then the runs: not "pass" and "pass 5/5".
+        assert!(
+            html.contains("<span class=\"verdict\">pass</span>5/5</a></td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<span class=\"verdict\">flaky (gate red)</span>pass 3/5, crash 2/5</a>"),
+            "{html}"
+        );
+        // Only the verdicts some cell has are counted; every colour is explained.
+        assert!(html.contains("<tr><td class=\"v-pass\">pass</td><td>1</td><td>0</td></tr>"));
+        assert!(!html.contains("<tr><td class=\"v-error\">"), "{html}");
+        assert!(
+            html.contains("<span class=\"v-error\">error: vkexit could not judge the runs</span>")
+        );
     }
 }

@@ -280,6 +280,9 @@ fn message(c: &CellResult) -> String {
     if c.runs > 0 {
         parts.push(format!("runs: {} ({})", c.runs, observation(c)));
     }
+    if let Some(said) = super::first_run::FirstRun::of(c).and_then(|r| r.one_line()) {
+        parts.push(said);
+    }
     evidence(c, &mut parts);
     parts.join("; ")
 }
@@ -349,6 +352,13 @@ fn details(c: &CellResult) -> String {
     }
     if let Some(device) = &c.device {
         lines.push(format!("device: {device}"));
+    }
+    if let Some(run) = super::first_run::FirstRun::of(c) {
+        lines.extend(run.lines());
+        let log = run.dir.join(crate::host::validation::LOG_FILE);
+        if log.is_file() {
+            lines.push(format!("validation log: {}", log.display()));
+        }
     }
     for a in &c.artifacts {
         lines.push(format!("artifacts: {a}"));

@@ -2,7 +2,8 @@
 //! the totals, a table of the cells that are not green, then one ordering ×
 //! policy matrix per driver, emulation and layers, like the README's tables.
 
-use super::markup::{md, md_code};
+use super::first_run::FirstRun;
+use super::markup::{md, md_code, url_path};
 use super::{gate_green, groups, observation, summary_line};
 use crate::results::{CellResult, Results};
 use std::fmt::Write as _;
@@ -38,7 +39,7 @@ pub fn render(results: &Results) -> String {
                 md(&observation(c)),
                 md(&evidence(c)),
                 md(c.reason.as_deref().unwrap_or("")),
-                c.artifacts.first().map(|a| md_code(a)).unwrap_or_default(),
+                artifacts(c),
             );
         }
     }
@@ -78,12 +79,44 @@ pub fn render(results: &Results) -> String {
     out
 }
 
-/// Signals, VUIDs and the first findings of a cell.
+/// Signals, VUIDs and the first findings of a cell, then what its first kept run said: the
+/// layer's first message of each id, or the exit code and stderr's last lines.
 fn evidence(c: &CellResult) -> String {
     let mut parts: Vec<String> = c.signals.clone();
-    parts.extend(c.vuids.iter().cloned());
+    let run = FirstRun::of(c);
+    let said = run.as_ref().map(FirstRun::lines).unwrap_or_default();
+    // An id the run's messages name is shown with its message.
+    parts.extend(
+        c.vuids
+            .iter()
+            .filter(|id| !said.iter().any(|l| l.contains(id.as_str())))
+            .cloned(),
+    );
     parts.extend(c.findings.iter().take(3).cloned());
-    parts.join(", ")
+    let mut text = parts.join(", ");
+    for line in said {
+        if !text.is_empty() {
+            text.push_str("; ");
+        }
+        text.push_str(&line);
+    }
+    text
+}
+
+/// The first kept run's directory, and a link to its validation log when it has one.
+fn artifacts(c: &CellResult) -> String {
+    let Some(first) = c.artifacts.first() else {
+        return String::new();
+    };
+    let log = std::path::Path::new(first).join(crate::host::validation::LOG_FILE);
+    match log.is_file() {
+        true => format!(
+            "{} [validation.log](<{}>)",
+            md_code(first),
+            url_path(&log.to_string_lossy())
+        ),
+        false => md_code(first),
+    }
 }
 
 #[cfg(test)]

@@ -153,9 +153,14 @@ pub fn parse(text: &str) -> Result<Results, String> {
     serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
+/// Where a cell comes in a plan: its group, its case (external ones first), its runtime, and
+/// the order it came in.
+type PlanKey = (usize, (u8, usize), usize, usize);
+
 /// Joins results into one. Cells come in the order of a plan: grouped by
-/// driver, emulation and layers as they first appear, the built-in cases
-/// and refrt policies in their order within a group.
+/// driver, emulation and layers as they first appear; within a group the
+/// external cases as they first appear, then the built-in cases and refrt
+/// policies in their order.
 pub fn merge(inputs: Vec<Results>) -> Results {
     let interrupted = inputs.iter().any(|r| r.interrupted);
     let mut parts: Vec<Vec<CellResult>> = Vec::new();
@@ -170,7 +175,7 @@ pub fn merge(inputs: Vec<Results>) -> Results {
         }
     }
     let mut groups: Vec<(String, String, Vec<String>)> = Vec::new();
-    let mut keyed: Vec<((usize, usize, usize, usize), CellResult)> = parts
+    let mut keyed: Vec<(PlanKey, CellResult)> = parts
         .into_iter()
         .map(combine)
         .enumerate()
@@ -180,7 +185,13 @@ pub fn merge(inputs: Vec<Results>) -> Results {
                 groups.push(group);
                 groups.len() - 1
             });
-            ((g, case_rank(&c.case), runtime_rank(&c.runtime), order), c)
+            // As a plan has them: each group's external cases first, in the order they
+            // come, then the built-in cases and runtimes in their order.
+            let case = match c.runtime == "external" {
+                true => (0, 0),
+                false => (1, case_rank(&c.case)),
+            };
+            ((g, case, runtime_rank(&c.runtime), order), c)
         })
         .collect();
     keyed.sort_by_key(|(key, _)| *key);
@@ -310,6 +321,34 @@ mod tests {
             ]
         );
         assert_eq!(merged.schema, SCHEMA);
+    }
+
+    #[test]
+    fn external_cases_keep_their_place_first_in_their_group_as_a_plan_has_them() {
+        let ext = |name: &str| cell(name, "external", CellVerdict::Pass, counts(1, 0, 0));
+        let builtin = cell(
+            "clean-exit",
+            "refrt:never",
+            CellVerdict::Pass,
+            counts(1, 0, 0),
+        );
+        // One run's file, in its plan order; and the same split in two.
+        let one = merge(vec![results(vec![
+            ext("b-test"),
+            ext("a-test"),
+            builtin.clone(),
+        ])]);
+        let two = merge(vec![
+            results(vec![ext("b-test"), builtin]),
+            results(vec![ext("a-test")]),
+        ]);
+        for (merged, want) in [
+            (one, ["b-test", "a-test", "clean-exit"]),
+            (two, ["b-test", "a-test", "clean-exit"]),
+        ] {
+            let names: Vec<&str> = merged.cells.iter().map(|c| c.case.as_str()).collect();
+            assert_eq!(names, want);
+        }
     }
 
     #[test]

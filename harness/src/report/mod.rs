@@ -2,11 +2,13 @@
 //! and the report files: the results file (JSON), JUnit XML for a CI's test
 //! view, a Markdown summary for a pull request, and an HTML matrix.
 
+pub(crate) mod first_run;
 pub(crate) mod html;
 pub(crate) mod junit;
 pub(crate) mod markdown;
 mod markup;
 pub mod merge;
+pub(crate) mod swimlane;
 
 use crate::host::provenance::{FromHost, LoadersUsed, Provenance};
 use crate::judge::{self, Expectation, Observed};
@@ -14,6 +16,7 @@ use crate::plan::{case_rank, runtime_rank, Cell};
 use crate::results::{CellResult, Counts, Results, SCHEMA};
 use crate::run::RunRecord;
 use crate::support::errors::{Error, Result};
+use crate::support::util::counted;
 use crate::verdict::{CellVerdict, RunVerdict};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -602,8 +605,15 @@ fn width(lens: impl Iterator<Item = usize>, min: usize) -> usize {
 }
 
 fn evidence_line(c: &CellResult) -> String {
+    let said = first_run::FirstRun::of(c).and_then(|run| run.one_line());
     let mut parts: Vec<String> = c.signals.clone();
-    parts.extend(c.vuids.iter().cloned());
+    // An id the run's message names is shown with the message, not twice.
+    parts.extend(
+        c.vuids
+            .iter()
+            .filter(|id| !said.as_ref().is_some_and(|s| s.contains(id.as_str())))
+            .cloned(),
+    );
     parts.extend(c.findings.iter().take(3).map(|f| format!("[{f}]")));
     if parts.is_empty() || !matches!(c.verdict, CellVerdict::ExpectedFail) {
         if let Some(reason) = &c.reason {
@@ -611,6 +621,13 @@ fn evidence_line(c: &CellResult) -> String {
                 parts.push(format!("({reason})"));
             }
         }
+    }
+    // What the first kept run said, then where its evidence is: the line ends with it.
+    if let Some(said) = said {
+        parts.push(format!("— {said}"));
+    }
+    if let Some(dir) = c.artifacts.first() {
+        parts.push(format!("→ {dir}"));
     }
     parts.join(" ")
 }
@@ -633,7 +650,12 @@ pub fn summary_line(cells: &[CellResult]) -> String {
         }
     }
     let runs = cells.iter().fold(0u64, |sum, c| sum.saturating_add(c.runs));
-    format!("{} cells, {runs} runs: {}", cells.len(), parts.join(", "))
+    format!(
+        "{}, {}: {}",
+        counted(cells.len() as u64, "cell", "cells"),
+        counted(runs, "run", "runs"),
+        parts.join(", ")
+    )
 }
 
 #[cfg(test)]

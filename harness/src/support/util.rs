@@ -12,6 +12,12 @@ pub fn signal_name(signal: i32) -> String {
 }
 
 /// Adds the strings of `from` that `into` lacks, and sorts it.
+/// "1 cell", "2 cells": a count with its noun in the right number.
+pub fn counted(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 pub fn union_sorted(into: &mut Vec<String>, from: Vec<String>) {
     for s in from {
         if !into.contains(&s) {
