@@ -391,13 +391,20 @@ impl Matrix {
                 .iter()
                 .filter(|t| t.props.not_run.is_none())
                 .count();
-            notes.push(format!(
-                "{}: {} tests listed ({runnable} to run) in {:.0} ms by `{}`",
-                suite.label(),
-                listing.tests.len(),
-                listing.took.as_secs_f64() * 1000.0,
-                listing.command
-            ));
+            let ms = listing.took.as_secs_f64() * 1000.0;
+            notes.push(match listing.failed {
+                true => format!(
+                    "{}: the listing failed after {ms:.0} ms (`{}`): its case is an error",
+                    suite.label(),
+                    listing.command
+                ),
+                false => format!(
+                    "{}: {} tests listed ({runnable} to run) in {ms:.0} ms by `{}`",
+                    suite.label(),
+                    listing.tests.len(),
+                    listing.command
+                ),
+            });
             for test in listing.tests {
                 for note in &test.props.notes {
                     notes.push(format!("{}: {note}", test.name));

@@ -98,6 +98,8 @@ pub(crate) struct Listing {
     /// The listing command, as a user would type it.
     pub(crate) command: String,
     pub(crate) took: Duration,
+    /// The listing failed or listed nothing: its one test is the error that says so.
+    pub(crate) failed: bool,
 }
 
 impl Suite {
@@ -123,23 +125,24 @@ impl Suite {
             Kind::Libtest => libtest::list(self),
         };
         let took = start.elapsed();
-        let (command, tests) = match listed {
+        let (command, tests, failed) = match listed {
             Ok((command, tests)) if tests.is_empty() => {
                 let why = format!("`{command}` listed no test");
-                (command, vec![self.failed(why)])
+                (command, vec![self.failed(why)], true)
             }
             Ok((command, mut tests)) => {
                 for test in &mut tests {
                     self.finish(test);
                 }
-                (command, tests)
+                (command, tests, false)
             }
-            Err((command, why)) => (command, vec![self.failed(why)]),
+            Err((command, why)) => (command, vec![self.failed(why)], true),
         };
         Listing {
             tests,
             command,
             took,
+            failed,
         }
     }
 
