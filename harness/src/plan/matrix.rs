@@ -399,9 +399,11 @@ impl Matrix {
                     listing.command
                 ),
                 false => format!(
-                    "{}: {} tests listed ({runnable} to run) in {ms:.0} ms by `{}`",
+                    "{}: {} tests listed ({runnable} to run) in {ms:.0} ms ({:.0} ms of them {}'s own) by `{}`",
                     suite.label(),
                     listing.tests.len(),
+                    listing.tool.as_secs_f64() * 1000.0,
+                    suite.kind.name(),
                     listing.command
                 ),
             });

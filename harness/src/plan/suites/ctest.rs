@@ -25,7 +25,10 @@ const HARMLESS: [&str; 8] = [
     "TIMEOUT_SIGNAL_GRACE_PERIOD",
 ];
 
-pub(super) fn list(suite: &Suite) -> Result<(String, Vec<Test>), (String, String)> {
+pub(super) fn list(
+    suite: &Suite,
+    tool: &mut Duration,
+) -> Result<(String, Vec<Test>), (String, String)> {
     let mut args = vec!["--show-only=json-v1".to_string()];
     args.extend(suite.args.iter().cloned());
     let command = format!(
@@ -35,7 +38,7 @@ pub(super) fn list(suite: &Suite) -> Result<(String, Vec<Test>), (String, String
     );
     let mut ctest = Command::new("ctest");
     ctest.args(&args).current_dir(&suite.target);
-    let text = run_listing(&mut ctest, &suite.env).map_err(|why| (command.clone(), why))?;
+    let text = run_listing(&mut ctest, &suite.env, tool).map_err(|why| (command.clone(), why))?;
     let dirs = test_dirs(&suite.target);
     let tests = parse(&text, &suite.target, &dirs).map_err(|why| (command.clone(), why))?;
     Ok((command, tests))

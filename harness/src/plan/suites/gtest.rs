@@ -8,16 +8,20 @@ use super::{command_line, run_listing, Props, Suite, Test};
 use crate::plan::NotRun;
 use std::ffi::OsString;
 use std::process::Command;
+use std::time::Duration;
 
 const ALSO_DISABLED: &str = "--gtest_also_run_disabled_tests";
 
-pub(super) fn list(suite: &Suite) -> Result<(String, Vec<Test>), (String, String)> {
+pub(super) fn list(
+    suite: &Suite,
+    tool: &mut Duration,
+) -> Result<(String, Vec<Test>), (String, String)> {
     let mut args = suite.args.clone();
     args.push("--gtest_list_tests".into());
     let command = command_line(&suite.target, &args);
     let mut gtest = Command::new(&suite.target);
     gtest.args(&args);
-    let text = run_listing(&mut gtest, &suite.env).map_err(|why| (command.clone(), why))?;
+    let text = run_listing(&mut gtest, &suite.env, tool).map_err(|why| (command.clone(), why))?;
     let names = parse(&text).map_err(|why| (command.clone(), why))?;
     let disabled_run = suite.args.iter().any(|a| a == ALSO_DISABLED);
     let tests = names

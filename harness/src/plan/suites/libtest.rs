@@ -8,9 +8,13 @@ use super::{command_line, run_listing, Props, Suite, Test};
 use crate::plan::NotRun;
 use std::ffi::OsString;
 use std::process::Command;
+use std::time::Duration;
 
-pub(super) fn list(suite: &Suite) -> Result<(String, Vec<Test>), (String, String)> {
-    let listing = |extra: &[&str]| {
+pub(super) fn list(
+    suite: &Suite,
+    tool: &mut Duration,
+) -> Result<(String, Vec<Test>), (String, String)> {
+    let mut listing = |extra: &[&str]| {
         let mut args: Vec<String> = ["--list", "--format", "terse"].map(String::from).to_vec();
         args.extend(extra.iter().map(|s| s.to_string()));
         args.extend(
@@ -23,7 +27,8 @@ pub(super) fn list(suite: &Suite) -> Result<(String, Vec<Test>), (String, String
         let command = command_line(&suite.target, &args);
         let mut libtest = Command::new(&suite.target);
         libtest.args(&args);
-        let text = run_listing(&mut libtest, &suite.env).map_err(|why| (command.clone(), why))?;
+        let text =
+            run_listing(&mut libtest, &suite.env, tool).map_err(|why| (command.clone(), why))?;
         let names = parse(&text).map_err(|why| (command.clone(), why))?;
         Ok::<_, (String, String)>((command, names))
     };

@@ -98,6 +98,8 @@ pub(crate) struct Listing {
     /// The listing command, as a user would type it.
     pub(crate) command: String,
     pub(crate) took: Duration,
+    /// Of which the tool itself, from its start to its exit.
+    pub(crate) tool: Duration,
     /// The listing failed or listed nothing: its one test is the error that says so.
     pub(crate) failed: bool,
 }
@@ -118,11 +120,12 @@ impl Suite {
     /// tool said.
     pub(crate) fn list(&self) -> Listing {
         let start = Instant::now();
+        let mut tool = Duration::ZERO;
         let listed = match self.kind {
-            Kind::Ctest => ctest::list(self),
-            Kind::Gtest => gtest::list(self),
-            Kind::Pytest => pytest::list(self),
-            Kind::Libtest => libtest::list(self),
+            Kind::Ctest => ctest::list(self, &mut tool),
+            Kind::Gtest => gtest::list(self, &mut tool),
+            Kind::Pytest => pytest::list(self, &mut tool),
+            Kind::Libtest => libtest::list(self, &mut tool),
         };
         let took = start.elapsed();
         let (command, tests, failed) = match listed {
@@ -142,6 +145,7 @@ impl Suite {
             tests,
             command,
             took,
+            tool,
             failed,
         }
     }
@@ -212,15 +216,18 @@ fn startable(test: &Test) -> Result<(), String> {
 }
 
 /// Runs a listing command; its stdout when it exits 0, else why not (its stderr, cut).
+/// `tool` adds the time it took.
 pub(super) fn run_listing(
     command: &mut Command,
     env: &[(String, String)],
+    tool: &mut Duration,
 ) -> Result<String, String> {
     command.envs(env.iter().map(|(k, v)| (k, v)));
     command.stdin(std::process::Stdio::null());
-    let out = command
-        .output()
-        .map_err(|e| format!("cannot start it: {e}"))?;
+    let start = Instant::now();
+    let out = command.output();
+    *tool += start.elapsed();
+    let out = out.map_err(|e| format!("cannot start it: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if out.status.success() {
         return Ok(stdout);

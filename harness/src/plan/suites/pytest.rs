@@ -7,10 +7,14 @@
 use super::{run_listing, Props, Suite, Test};
 use std::ffi::OsString;
 use std::process::Command;
+use std::time::Duration;
 
 const FLAGS: [&str; 3] = ["-m", "pytest", "-p"];
 
-pub(super) fn list(suite: &Suite) -> Result<(String, Vec<Test>), (String, String)> {
+pub(super) fn list(
+    suite: &Suite,
+    tool: &mut Duration,
+) -> Result<(String, Vec<Test>), (String, String)> {
     let mut args: Vec<String> = FLAGS.map(String::from).to_vec();
     args.extend(["no:cacheprovider", "--collect-only", "-q"].map(String::from));
     args.extend(suite.args.iter().cloned());
@@ -20,7 +24,7 @@ pub(super) fn list(suite: &Suite) -> Result<(String, Vec<Test>), (String, String
         .join(" ");
     let mut pytest = Command::new(&suite.python);
     pytest.args(&args);
-    let text = run_listing(&mut pytest, &suite.env).map_err(|why| (command.clone(), why))?;
+    let text = run_listing(&mut pytest, &suite.env, tool).map_err(|why| (command.clone(), why))?;
     let tests = parse(&text)
         .into_iter()
         .map(|id| {
