@@ -165,6 +165,22 @@ fn ctest_properties_are_honoured_or_said_per_test() {
     let will_fail = cell(&r, "exits-nonzero-on-purpose", "none");
     assert_verdict(will_fail, "expected-fail", 1, "exit");
     assert_eq!(will_fail["expectation"], "ctest WILL_FAIL", "{will_fail:#}");
+    // Merged, it is judged as its suite said.
+    let merged = sb.path().join("m.json");
+    let out = sb
+        .vkexit()
+        .arg("merge")
+        .arg(sb.results())
+        .arg("--json")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(
+        cell(&m, "exits-nonzero-on-purpose", "none")["verdict"],
+        "expected-fail"
+    );
     // TIMEOUT 3 over the default 60 s.
     let hang = cell(&r, "hangs-at-exit", "none");
     assert_verdict(hang, "fail", 1, "timeout");

@@ -171,7 +171,7 @@ pub(crate) const WILL_FAIL_SOURCE: &str = "ctest WILL_FAIL";
 
 /// A `WILL_FAIL` test: every run must exit nonzero, as CTest counts its pass; a crash, a
 /// VUID or a hang still fails it, and so does a run that exits 0.
-fn will_fail() -> Expectation {
+pub(crate) fn will_fail() -> Expectation {
     Expectation {
         outcome: Outcome::Fail {
             verdicts: vec![RunVerdict::Exit],
