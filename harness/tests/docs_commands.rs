@@ -218,6 +218,25 @@ const NOT_RUN: &[(&str, &str)] = &[
         "it needs the NVIDIA H200 (on lavapipe the case passes)",
     ),
     (
+        "cmake -S ggml -B build -DGGML_VULKAN=ON -DGGML_BUILD_TESTS=ON -DGGML_BUILD_EXAMPLES=OFF \
+         -DGGML_NATIVE=OFF -DCMAKE_BUILD_TYPE=Release -DVulkan_INCLUDE_DIR=$PWD/trixie-vk/usr/include",
+        "it needs a checkout of ggml and Debian 13's Vulkan headers, outside the repository; \
+         harness/tests/suites.rs runs --ctest on the repository's own CMake project",
+    ),
+    (
+        "cmake --build build -j 2",
+        "ggml's build: 20 to 40 minutes on 2 shared cores",
+    ),
+    (
+        "GGML_VK_VISIBLE_DEVICES=0 vkexit run --ctest build --ctest-args \"-R test-backend-ops|test-opt\" \
+         --runs 5 --timeout 120",
+        "it needs ggml's build (above)",
+    ),
+    (
+        "GGML_VK_VISIBLE_DEVICES=0 vkexit run --ctest build --ctest-args \"-E test-backend-ops|test-opt\" --runs 1",
+        "it needs ggml's build (above)",
+    ),
+    (
         "vkexit repro --driver lavapipe --max-runs 1000 -- $PWD/scenarios/python/taichi/version-check-at-exit.py",
         "a crash in 1 run of 160, each run about 12 s: hours of runs",
     ),
