@@ -191,6 +191,7 @@ fn modify(
             .map(|(_, v)| v.clone())
             .unwrap_or_else(|| std::env::var(k).ok())
     };
+    let base = env.clone();
     for (k, v) in env {
         now.push((k, Some(v)));
     }
@@ -208,7 +209,12 @@ fn modify(
             Some(_) => s.to_string(),
         };
         let new = match op {
-            "reset" => std::env::var(name).ok(),
+            // As `ENVIRONMENT` set it, else as inherited.
+            "reset" => base
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(name).ok()),
             "set" => Some(value.to_string()),
             "unset" => None,
             "string_append" => Some(format!("{}{value}", old.unwrap_or_default())),
@@ -317,8 +323,8 @@ mod tests {
     const DOC: &str = r#"{"kind":"ctestInfo","version":{"major":1,"minor":0},"backtraceGraph":{},
       "tests":[
         {"name":"a b/c","command":["/bin/prog","--x"],"properties":[
-          {"name":"ENVIRONMENT","value":["K=1","L=x"]},
-          {"name":"ENVIRONMENT_MODIFICATION","value":["L=path_list_append:y","K=unset:","M=string_prepend:p","N=cmake_list_append:z"]},
+          {"name":"ENVIRONMENT","value":["K=1","L=x","K2=from-environment"]},
+          {"name":"ENVIRONMENT_MODIFICATION","value":["L=path_list_append:y","K=unset:","M=string_prepend:p","N=cmake_list_append:z","VKEXIT_NEVER_SET=set:1","VKEXIT_NEVER_SET=reset:","L2=set:a","K2=reset:"]},
           {"name":"LABELS","value":["gpu"]},
           {"name":"TIMEOUT","value":2.5},
           {"name":"WILL_FAIL","value":true},
@@ -352,8 +358,11 @@ mod tests {
                 _ => "z".into(),
             },
         ));
+        want.insert(1, ("K2".into(), "from-environment".into()));
+        want.push(("L2".into(), "a".into()));
         assert_eq!(a.props.env, want);
-        assert_eq!(a.props.env_remove, ["K"]);
+        // `reset` goes back to what ENVIRONMENT set, else to what the runs inherit: here nothing.
+        assert_eq!(a.props.env_remove, ["K", "VKEXIT_NEVER_SET"]);
         assert!(a.props.notes.is_empty(), "{:?}", a.props.notes);
         assert_eq!(
             tests[1].props.not_run,
