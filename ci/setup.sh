@@ -17,7 +17,7 @@ elif [ $# -gt 0 ]; then
     exit 2
 fi
 
-packages=(curl libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc cmake chromium python3-venv)
+packages=(curl libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc cmake g++ libgtest-dev python3-pytest chromium python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do

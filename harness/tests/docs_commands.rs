@@ -125,6 +125,42 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
         "the last step of CI: the portable bundles on Debian 11 and arm64 roots",
     ),
     (
+        "suites/build.sh",
+        "harness/tests/suites.rs",
+        "suites/build.sh",
+        "it builds the fixture suites once per test process",
+    ),
+    (
+        "vkexit run --ctest target/suites/cmake --ctest-args \"-R teardown\" --runs 20",
+        "harness/tests/suites.rs",
+        "vkexit run --ctest target/suites/cmake --ctest-args \\\"-R teardown\\\" --runs 20",
+        "ctest_teardown_tests_get_the_verdict_their_programs_deserve, 3 runs a test",
+    ),
+    (
+        "vkexit run --gtest target/suites/cmake/teardown-gtest --runs 20",
+        "harness/tests/suites.rs",
+        "vkexit run --gtest target/suites/cmake/teardown-gtest --runs 20",
+        "gtest_runs_each_test_alone_by_its_full_name, 2 runs a test",
+    ),
+    (
+        "vkexit run --libtest target/suites/teardown-tests --runs 20",
+        "harness/tests/suites.rs",
+        "vkexit run --libtest target/suites/teardown-tests --runs 20",
+        "libtest_runs_each_test_alone_by_its_exact_name, 2 runs a test",
+    ),
+    (
+        "vkexit run --pytest suites/pytest --python /usr/bin/python3 --emulate tegra --runs 20",
+        "harness/tests/suites.rs",
+        "vkexit run --pytest suites/pytest --python /usr/bin/python3 --emulate tegra --runs 20",
+        "pytest_runs_each_node_in_its_own_interpreter, 2 runs a test",
+    ),
+    (
+        "vkexit run --config ci/matrix/suites.toml --baseline ci/baselines/suites.toml",
+        "harness/tests/suites.rs",
+        "vkexit run --config ci/matrix/suites.toml --baseline ci/baselines/suites.toml",
+        "a_matrix_of_suites_is_judged_by_its_baseline_and_lists_each_suite_once, 1 run a cell",
+    ),
+    (
         "ci/meta-suite.sh",
         "harness/tests/meta_suite.rs",
         "ci/meta-suite.sh",
@@ -184,6 +220,25 @@ const NOT_RUN: &[(&str, &str)] = &[
         "vkexit repro --driver /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json --max-runs 100 \
          -- $PWD/scenarios/python/iree/worker-releases-at-exit.py",
         "it needs the NVIDIA H200 (on lavapipe the case passes)",
+    ),
+    (
+        "cmake -S ggml -B build -DGGML_VULKAN=ON -DGGML_BUILD_TESTS=ON -DGGML_BUILD_EXAMPLES=OFF \
+         -DGGML_NATIVE=OFF -DCMAKE_BUILD_TYPE=Release -DVulkan_INCLUDE_DIR=$PWD/trixie-vk/usr/include",
+        "it needs a checkout of ggml and Debian 13's Vulkan headers, outside the repository; \
+         harness/tests/suites.rs runs --ctest on the repository's own CMake project",
+    ),
+    (
+        "cmake --build build -j 2",
+        "ggml's build: 20 to 40 minutes on 2 shared cores",
+    ),
+    (
+        "GGML_VK_VISIBLE_DEVICES=0 vkexit run --ctest build --ctest-args \"-R test-backend-ops|test-opt\" \
+         --runs 5 --timeout 120",
+        "it needs ggml's build (above)",
+    ),
+    (
+        "GGML_VK_VISIBLE_DEVICES=0 vkexit run --ctest build --ctest-args \"-E test-backend-ops|test-opt\" --runs 1",
+        "it needs ggml's build (above)",
     ),
     (
         "vkexit repro --driver lavapipe --max-runs 1000 -- $PWD/scenarios/python/taichi/version-check-at-exit.py",
@@ -889,8 +944,10 @@ fn every_vkexit_command_in_the_prose_parses_with_todays_command_line() {
                 continue;
             };
             // What a shell would hand vkexit: up to a redirection, a pipe or a comment.
-            let words: Vec<&str> = command
-                .split_whitespace()
+            let words = shell_words(command);
+            let words: Vec<&str> = words
+                .iter()
+                .map(String::as_str)
                 .take_while(|w| !matches!(*w, ">" | "|" | "&&" | "#"))
                 .collect();
             checked += 1;
@@ -901,6 +958,32 @@ fn every_vkexit_command_in_the_prose_parses_with_todays_command_line() {
     }
     assert!(checked > 30, "only {checked} inline vkexit commands found");
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// The words a shell makes of a command: split at spaces, a double-quoted part kept whole
+/// (`--ctest-args "-R teardown"`).
+fn shell_words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let (mut word, mut quoted, mut any) = (String::new(), false, false);
+    for c in command.chars() {
+        match c {
+            '"' => (quoted, any) = (!quoted, true),
+            c if c.is_whitespace() && !quoted => {
+                if any {
+                    words.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            c => {
+                word.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        words.push(word);
+    }
+    words
 }
 
 /// A whole command (`vkexit merge a.json --json m.json`) must parse and name every required
@@ -920,7 +1003,16 @@ fn check_inline(words: &[&str]) -> Result<(), String> {
     }
     let h = try_help(&path)?;
     let before_program = args.split(|w| *w == "--").next().unwrap_or_default();
-    for flag in before_program.iter().filter(|w| w.starts_with('-')) {
+    let takes_value = |w: &str| h.flags.get(w).is_some_and(|(_, value)| *value);
+    // A flag's value may start with `-` itself (`--ctest-args "-R teardown"`).
+    let values: Vec<bool> = std::iter::once(false)
+        .chain(before_program.iter().map(|w| takes_value(w)))
+        .collect();
+    let flags = before_program
+        .iter()
+        .zip(&values)
+        .filter(|(_, is_value)| !**is_value);
+    for flag in flags.map(|(w, _)| w).filter(|w| w.starts_with('-')) {
         let known = h
             .flags
             .iter()

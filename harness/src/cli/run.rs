@@ -3,7 +3,8 @@
 use super::{cores, Outcome};
 use crate::engine::gate::{self, Gate};
 use crate::judge::Baseline;
-use crate::plan::matrix::{Matrix, Overrides};
+use crate::plan::matrix::{check_suite_target, Matrix, Overrides, DEFAULT_PYTHON};
+use crate::plan::suites::{Kind, Suite};
 use crate::support::errors::{Error, Result};
 use crate::support::lock::ArtifactsLock;
 use crate::{report, run};
@@ -23,6 +24,8 @@ pub(super) struct RunArgs {
     pub(super) baselines: Vec<PathBuf>,
     #[command(flatten)]
     pub(super) select: Selection,
+    #[command(flatten)]
+    pub(super) suites: SuiteArgs,
     /// Runs per cell [default: 5].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::plan::matrix::MAX_RUNS)))]
     pub(super) runs: Option<u32>,
@@ -76,6 +79,105 @@ pub(super) struct Selection {
     /// The case name of the program after `--` [default: its file name, or its script's].
     #[arg(long, value_name = "NAME")]
     pub(super) name: Option<String>,
+}
+
+/// A project's own test suite, each test a case run in its own process.
+#[derive(clap::Args)]
+pub(super) struct SuiteArgs {
+    /// A CMake build directory: each CTest test a case (listed by `ctest --show-only=json-v1` there).
+    #[arg(long, value_name = "BUILD_DIR")]
+    pub(super) ctest: Option<PathBuf>,
+    /// CTest's own selection for --ctest, split at spaces: "-R teardown -LE slow" (-R, -E, -L, -LE, -C).
+    #[arg(
+        long,
+        value_name = "ARGS",
+        allow_hyphen_values = true,
+        requires = "ctest"
+    )]
+    pub(super) ctest_args: Option<String>,
+    /// A GoogleTest program: each test a case, run with --gtest_filter=Suite.Name.
+    #[arg(long, value_name = "PROGRAM")]
+    pub(super) gtest: Option<PathBuf>,
+    /// Arguments for --gtest, its listing and every test, split at spaces: "--gtest_filter=Teardown.*".
+    #[arg(
+        long,
+        value_name = "ARGS",
+        allow_hyphen_values = true,
+        requires = "gtest"
+    )]
+    pub(super) gtest_args: Option<String>,
+    /// pytest's collection arguments, split at spaces: "tests/test_gpu.py -k teardown"; each node id a case.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub(super) pytest: Option<String>,
+    /// The interpreter for --pytest [default: python3].
+    #[arg(long, value_name = "PROGRAM", requires = "pytest")]
+    pub(super) python: Option<PathBuf>,
+    /// A Rust test program (libtest): each test a case, run with --exact NAME.
+    #[arg(long, value_name = "PROGRAM")]
+    pub(super) libtest: Option<PathBuf>,
+    /// Arguments for --libtest's listing, split at spaces: a filter, --include-ignored.
+    #[arg(
+        long,
+        value_name = "ARGS",
+        allow_hyphen_values = true,
+        requires = "libtest"
+    )]
+    pub(super) libtest_args: Option<String>,
+}
+
+impl SuiteArgs {
+    /// The suites the flags name, checked: a build directory or program that cannot be
+    /// used is an error naming its flag.
+    pub(super) fn suites(self) -> Result<Vec<Suite>> {
+        let words = |a: Option<String>| -> Vec<String> {
+            a.map(|a| a.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default()
+        };
+        let mut out = Vec::new();
+        let given = [
+            (Kind::Ctest, "--ctest", self.ctest, words(self.ctest_args)),
+            (Kind::Gtest, "--gtest", self.gtest, words(self.gtest_args)),
+            (
+                Kind::Libtest,
+                "--libtest",
+                self.libtest,
+                words(self.libtest_args),
+            ),
+        ];
+        for (kind, flag, target, args) in given {
+            let Some(target) = target else { continue };
+            let target = check_suite_target(kind, &target)
+                .map_err(|why| Error::bad_flag(flag, target.display(), why))?;
+            out.push(Suite {
+                kind,
+                target,
+                args,
+                python: DEFAULT_PYTHON.into(),
+                env: Vec::new(),
+            });
+        }
+        if let Some(args) = self.pytest {
+            let python = self.python.unwrap_or_else(|| DEFAULT_PYTHON.into());
+            let python = check_suite_target(Kind::Pytest, &python)
+                .map_err(|why| Error::bad_flag("--python", python.display(), why))?;
+            let args = words(Some(args));
+            if args.is_empty() {
+                return Err(Error::bad_flag(
+                    "--pytest",
+                    "\"\"",
+                    "give what pytest collects: a path, a node id, -k EXPR",
+                ));
+            }
+            out.push(Suite {
+                kind: Kind::Pytest,
+                target: PathBuf::new(),
+                args,
+                python: python.display().to_string(),
+                env: Vec::new(),
+            });
+        }
+        Ok(out)
+    }
 }
 
 /// How runs are made: what `run` and `repro` share.
@@ -164,6 +266,8 @@ pub(super) fn run_command(args: RunArgs) -> Result<Outcome> {
         Some(path) => Matrix::read(path)?,
         None => Matrix::default(),
     };
+    matrix.suites.extend(args.suites.suites()?);
+    let suite_notes = matrix.list_suites()?;
     matrix.apply(args.select.overrides(&args.exec, args.runs, args.command))?;
     matrix.check_programs()?;
     let baseline = Baseline::read(&args.baselines)?;
@@ -189,7 +293,7 @@ pub(super) fn run_command(args: RunArgs) -> Result<Outcome> {
     // Held until vkexit exits: the runs' slots and evidence are this gate's alone.
     let _owner = ArtifactsLock::take(&artifacts)?;
     let gate = Gate::plan(&matrix, &baseline, settings)?;
-    for note in &gate.notes {
+    for note in suite_notes.iter().chain(&gate.notes) {
         eprintln!("vkexit: {note}");
     }
     let no_runs = gate.why_no_runs();

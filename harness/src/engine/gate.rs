@@ -257,6 +257,9 @@ impl<'a> Gate<'a> {
             if let Some(layer) = &result.crash_in_layer {
                 result.findings.insert(0, layer.summary.clone());
             }
+            for (i, note) in cell.props.notes.iter().enumerate() {
+                result.findings.insert(i, note.clone());
+            }
             results.push(result);
         }
         Ok(results)
@@ -476,6 +479,9 @@ pub fn request(matrix: &Matrix, chain: Chain) -> plan::Request {
                 name: e.name.clone(),
                 argv: from_here(&e.argv),
                 private_cwd: e.private_cwd,
+                workdir: e.workdir.clone(),
+                not_run: e.not_run.clone(),
+                props: e.props.clone(),
             })
             .collect(),
         chain,
@@ -523,6 +529,7 @@ mod tests {
             not_run: None,
             env: Vec::new(),
             validation_layer: None,
+            props: Default::default(),
         }
     }
 

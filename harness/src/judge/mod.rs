@@ -157,9 +157,30 @@ pub(crate) fn expectations(cells: &[Cell], baseline: &Baseline) -> Vec<Option<Ex
         .iter()
         .map(|cell| {
             let subject = Subject::of_cell(cell);
-            baseline.judge(&subject, builtin::expectation(&subject))
+            let own = match cell.props.will_fail {
+                true => Some(will_fail()),
+                false => builtin::expectation(&subject),
+            };
+            baseline.judge(&subject, own)
         })
         .collect()
+}
+
+/// Where an expectation comes from that the test suite itself gave (CTest's `WILL_FAIL`).
+pub(crate) const WILL_FAIL_SOURCE: &str = "ctest WILL_FAIL";
+
+/// A `WILL_FAIL` test: every run must exit nonzero, as CTest counts its pass; a crash, a
+/// VUID or a hang still fails it, and so does a run that exits 0.
+pub(crate) fn will_fail() -> Expectation {
+    Expectation {
+        outcome: Outcome::Fail {
+            verdicts: vec![RunVerdict::Exit],
+            vuids: Vec::new(),
+            signals: Vec::new(),
+        },
+        reason: "WILL_FAIL in CTest: a nonzero exit is its pass".into(),
+        source: WILL_FAIL_SOURCE.into(),
+    }
 }
 
 /// Every allow-list that applies to a cell's runs: the baseline files', then

@@ -44,6 +44,7 @@
 
 use crate::host::layers::{self, Emulation};
 use crate::host::validation;
+use crate::plan::suites::{self, Kind};
 use crate::plan::{self, BUILTIN_CASES};
 use crate::support::errors::{Error, Result, Selection};
 use crate::support::toml_file::TomlFile;
@@ -84,7 +85,10 @@ fn check_timeout(secs: f64) -> std::result::Result<f64, String> {
 /// Whether `program` names a file vkexit can start, as the runs will look
 /// it up: a path with a `/` from the directory vkexit runs in, a bare name
 /// in `path` (the runs' PATH).
-fn find_program(program: &Path, path: Option<&std::ffi::OsStr>) -> std::result::Result<(), String> {
+pub(crate) fn find_program(
+    program: &Path,
+    path: Option<&std::ffi::OsStr>,
+) -> std::result::Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -140,6 +144,14 @@ pub(crate) struct External {
     pub(crate) env: Vec<(String, String)>,
     /// `private_cwd`: its runs start in their own private directory, not in the caller's.
     pub(crate) private_cwd: bool,
+    /// Where its runs start, when not where vkexit runs (a suite's test).
+    pub(crate) workdir: Option<PathBuf>,
+    /// Why it is not run: a suite's disabled test, one that cannot start, a failed listing.
+    pub(crate) not_run: Option<plan::NotRun>,
+    /// What its suite says of it beyond its command.
+    pub(crate) props: plan::CellProps,
+    /// It is a test of a `[[suite]]`: its program was checked when it was listed.
+    pub(crate) from_suite: bool,
 }
 
 impl External {
@@ -151,6 +163,30 @@ impl External {
             argv,
             env: Vec::new(),
             private_cwd: false,
+            workdir: None,
+            not_run: None,
+            props: plan::CellProps::default(),
+            from_suite: false,
+        }
+    }
+
+    /// A suite's test as a case.
+    fn from_test(test: suites::Test) -> External {
+        let props = test.props;
+        External {
+            name: test.name,
+            argv: test.argv,
+            env: props.env,
+            private_cwd: false,
+            workdir: test.workdir,
+            not_run: props.not_run,
+            props: plan::CellProps {
+                env_remove: props.env_remove,
+                timeout: props.timeout,
+                will_fail: props.will_fail,
+                notes: props.notes,
+            },
+            from_suite: true,
         }
     }
 
@@ -172,6 +208,9 @@ pub struct Matrix {
     pub(crate) cases: Vec<String>,
     /// `[[external]]`: programs run as cases, in file order.
     pub(crate) externals: Vec<External>,
+    /// `[[suite]]` and `--ctest`, `--gtest`, `--pytest`, `--libtest`: test suites whose
+    /// tests become external cases when they are listed (`list_suites`).
+    pub(crate) suites: Vec<suites::Suite>,
     /// `runtimes`: empty means every refrt policy.
     pub(crate) runtimes: Vec<String>,
     /// `drivers`: short names or ICD manifest paths; empty means every driver that shows
@@ -340,6 +379,46 @@ impl Matrix {
         Ok(())
     }
 
+    /// Lists every suite, once, and adds its tests as external cases, in the suites' order
+    /// and each suite's; the lines it returns say what each listing found and cost, and
+    /// what vkexit does not honour of a test. Two cases of one name are refused.
+    pub(crate) fn list_suites(&mut self) -> Result<Vec<String>> {
+        let mut notes = Vec::new();
+        for suite in std::mem::take(&mut self.suites) {
+            let listing = suite.list();
+            let runnable = listing
+                .tests
+                .iter()
+                .filter(|t| t.props.not_run.is_none())
+                .count();
+            let ms = listing.took.as_secs_f64() * 1000.0;
+            notes.push(match listing.failed {
+                true => format!(
+                    "{}: the listing failed after {ms:.0} ms (`{}`): its case is an error",
+                    suite.label(),
+                    listing.command
+                ),
+                false => format!(
+                    "{}: {} tests listed ({runnable} to run) in {ms:.0} ms ({:.0} ms of them {}'s own) by `{}`",
+                    suite.label(),
+                    listing.tests.len(),
+                    listing.tool.as_secs_f64() * 1000.0,
+                    suite.kind.name(),
+                    listing.command
+                ),
+            });
+            for test in listing.tests {
+                for note in &test.props.notes {
+                    notes.push(format!("{}: {note}", test.name));
+                }
+                let external = External::from_test(test);
+                self.check_new_name(&external)?;
+                self.externals.push(external);
+            }
+        }
+        Ok(notes)
+    }
+
     pub(crate) fn layer_sets(&self) -> Vec<LayerSet> {
         match self.layer_sets.is_empty() {
             true => vec![LayerSet::default()],
@@ -361,7 +440,7 @@ impl Matrix {
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| OsString::from(v))
             .or_else(|| std::env::var_os("PATH"));
-        for e in &self.externals {
+        for e in self.externals.iter().filter(|e| !e.from_suite) {
             let Some(program) = e.argv.first() else {
                 continue;
             };
@@ -413,6 +492,8 @@ struct RawMatrix {
     cases: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     external: Vec<Spanned<RawExternal>>,
+    #[serde(default)]
+    suite: Vec<Spanned<RawSuite>>,
     runtimes: Option<Spanned<Vec<Spanned<String>>>>,
     drivers: Option<Spanned<Vec<Spanned<String>>>>,
     layers: Option<Spanned<Vec<Spanned<RawLayerSet>>>>,
@@ -436,6 +517,19 @@ struct RawExternal {
     env: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
     private_cwd: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSuite {
+    kind: Spanned<String>,
+    build_dir: Option<Spanned<String>>,
+    program: Option<Spanned<String>>,
+    python: Option<Spanned<String>>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -480,6 +574,10 @@ impl RawMatrix {
                 ));
             }
             m.externals.push(e);
+        }
+        for raw in self.suite {
+            let at = raw.span().start;
+            m.suites.push(check_suite(file, at, raw.into_inner())?);
         }
         if let Some(cases) = self.cases {
             m.cases = list(file, cases, "cases", "every built-in case", |name| {
@@ -657,6 +755,126 @@ fn check_external(file: &TomlFile, raw: RawExternal) -> Result<External> {
         argv: argv.into_iter().map(OsString::from).collect(),
         env: check_env(file, raw.env)?,
         private_cwd: raw.private_cwd,
+        workdir: None,
+        not_run: None,
+        props: plan::CellProps::default(),
+        from_suite: false,
+    })
+}
+
+/// Where a suite's tests come from, checked before anything is listed: a CTest build
+/// directory, a test program, or pytest's interpreter; what is wrong, else.
+pub(crate) fn check_suite_target(
+    kind: Kind,
+    target: &Path,
+) -> std::result::Result<PathBuf, String> {
+    let absolute = std::path::absolute(target).unwrap_or_else(|_| target.to_path_buf());
+    match kind {
+        Kind::Ctest => {
+            if !target.is_dir() {
+                return Err(format!("{}: not a directory", target.display()));
+            }
+            if !target.join("CTestTestfile.cmake").is_file() {
+                return Err(format!(
+                    "{}: no CTestTestfile.cmake there: give a CMake build directory of a project that calls enable_testing()",
+                    target.display()
+                ));
+            }
+            Ok(absolute)
+        }
+        Kind::Gtest | Kind::Libtest => {
+            let program = match target.components().count() {
+                1 if !target.is_absolute() => Path::new(".").join(target),
+                _ => target.to_path_buf(),
+            };
+            find_program(&program, None)?;
+            Ok(absolute)
+        }
+        Kind::Pytest => {
+            find_program(target, std::env::var_os("PATH").as_deref())?;
+            Ok(target.to_path_buf())
+        }
+    }
+}
+
+/// pytest's interpreter when neither `python` nor `--python` names one.
+pub(crate) const DEFAULT_PYTHON: &str = "python3";
+
+fn check_suite(file: &TomlFile, at: usize, raw: RawSuite) -> Result<suites::Suite> {
+    let Some(kind) = Kind::parse(raw.kind.get_ref()) else {
+        return Err(file.error(
+            &raw.kind.span(),
+            format!(
+                "unknown suite kind `{}`; kinds: {}",
+                raw.kind.get_ref(),
+                Kind::NAMES.join(", ")
+            ),
+        ));
+    };
+    let wrong = |key: &str, span: &std::ops::Range<usize>| {
+        let for_kinds = match key {
+            "build_dir" => "ctest",
+            "program" => "gtest and libtest",
+            _ => "pytest",
+        };
+        Err(file.error(
+            span,
+            format!(
+                "`{key}` is for suites of kind {for_kinds}, not {}",
+                kind.name()
+            ),
+        ))
+    };
+    let (key, target) = match (kind, &raw.build_dir, &raw.program) {
+        (Kind::Ctest, Some(dir), None) => ("build_dir", dir),
+        (Kind::Gtest | Kind::Libtest, None, Some(program)) => ("program", program),
+        (Kind::Pytest, None, None) => ("python", raw.python.as_ref().unwrap_or(&raw.kind)),
+        (_, Some(dir), _) if kind != Kind::Ctest => return wrong("build_dir", &dir.span()),
+        (_, _, Some(program)) if !matches!(kind, Kind::Gtest | Kind::Libtest) => {
+            return wrong("program", &program.span())
+        }
+        _ => {
+            let needs = match kind {
+                Kind::Ctest => "`build_dir`, the CMake build directory",
+                _ => "`program`, the test program",
+            };
+            return Err(file.error_at(
+                at,
+                format!("a [[suite]] of kind {} needs {needs}", kind.name()),
+            ));
+        }
+    };
+    if let (Some(python), false) = (&raw.python, kind == Kind::Pytest) {
+        return wrong("python", &python.span());
+    }
+    let target = match kind {
+        Kind::Pytest => PathBuf::from(
+            raw.python
+                .as_ref()
+                .map_or(DEFAULT_PYTHON, |p| p.get_ref().as_str()),
+        ),
+        _ => PathBuf::from(target.get_ref()),
+    };
+    let checked = check_suite_target(kind, &target).map_err(|why| {
+        let span = match kind {
+            Kind::Pytest => raw.python.as_ref().map_or(raw.kind.span(), |p| p.span()),
+            _ => match key {
+                "build_dir" => raw.build_dir.as_ref().map(|d| d.span()).unwrap_or_default(),
+                _ => raw.program.as_ref().map(|d| d.span()).unwrap_or_default(),
+            },
+        };
+        file.error(&span, format!("`{key}` {why}"))
+    })?;
+    let (target, python) = match kind {
+        Kind::Pytest => (PathBuf::new(), checked.display().to_string()),
+        _ => (checked, DEFAULT_PYTHON.to_string()),
+    };
+    Ok(suites::Suite {
+        kind,
+        target,
+        args: raw.args,
+        python,
+        env: check_env(file, raw.env)?,
     })
 }
 

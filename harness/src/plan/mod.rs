@@ -4,6 +4,7 @@
 mod cases;
 pub mod matrix;
 pub(crate) mod shard;
+pub(crate) mod suites;
 
 use crate::host::drivers::{self, Driver};
 use crate::host::layers::{Chain, Emulation};
@@ -56,6 +57,23 @@ pub(crate) struct Cell {
     /// Variables added to every run of the cell (a matrix's `env`, an
     /// external case's own).
     pub(crate) env: Vec<(String, String)>,
+    /// What a test suite says of the case beyond its command (empty for any other case).
+    pub(crate) props: CellProps,
+}
+
+/// What a test suite says of one of its tests beyond its command and environment
+/// (`plan::suites`); the default for every other case.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CellProps {
+    /// Taken out of its runs' environment.
+    pub(crate) env_remove: Vec<String>,
+    /// Its own time limit, over the matrix's.
+    pub(crate) timeout: Option<std::time::Duration>,
+    /// A nonzero exit is its pass (CTest's `WILL_FAIL`): judged so unless a baseline
+    /// entry says otherwise.
+    pub(crate) will_fail: bool,
+    /// What vkexit does not honour of it, one line each; its cell's findings start with them.
+    pub(crate) notes: Vec<String>,
 }
 
 impl Cell {
@@ -145,6 +163,11 @@ pub(crate) struct ExternalCase {
     pub(crate) argv: Vec<OsString>,
     /// Its runs start in their own private directory, not in the caller's.
     pub(crate) private_cwd: bool,
+    /// Where its runs start, when not where vkexit runs (a suite's test).
+    pub(crate) workdir: Option<PathBuf>,
+    /// Why it is not run (a suite's disabled test, one that cannot start).
+    pub(crate) not_run: Option<NotRun>,
+    pub(crate) props: CellProps,
 }
 
 /// The case name of `-- CMD ARGS`: the program's file name, or, when the program is an
@@ -273,11 +296,12 @@ pub(crate) fn plan(request: &Request) -> Result<Plan> {
                 command: CaseCommand::External(external.argv.clone()),
                 workdir: match external.private_cwd {
                     true => None,
-                    false => Some(here.clone()),
+                    false => Some(external.workdir.clone().unwrap_or_else(|| here.clone())),
                 },
-                not_run: not_run.clone(),
+                not_run: not_run.clone().or_else(|| external.not_run.clone()),
                 env: Vec::new(),
                 validation_layer: validation_layer.clone(),
+                props: external.props.clone(),
             });
         }
         for case in &cases {
@@ -303,6 +327,7 @@ pub(crate) fn plan(request: &Request) -> Result<Plan> {
                     not_run,
                     env: runtime_env(runtime),
                     validation_layer: validation_layer.clone(),
+                    props: CellProps::default(),
                 });
             }
         }
@@ -647,6 +672,9 @@ mod tests {
                 name: "true".into(),
                 argv: vec!["/bin/true".into()],
                 private_cwd: false,
+                workdir: None,
+                not_run: None,
+                props: CellProps::default(),
             }],
             ..request()
         };
@@ -752,6 +780,7 @@ mod tests {
             not_run: None,
             env: Vec::new(),
             validation_layer: None,
+            props: CellProps::default(),
         };
         assert_eq!(
             cell.slug(),

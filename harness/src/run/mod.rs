@@ -267,8 +267,13 @@ fn run_one(
             let mut on_hang = |pgid: libc::pid_t, stdout: &Capture| {
                 hang = Some(crate::run::hang::capture(pgid, &stdout.to_lossy_string()));
             };
-            let outcome =
-                unix::run_prepared(made, prepared, cgroups, &limits(options), &mut on_hang);
+            let outcome = unix::run_prepared(
+                made,
+                prepared,
+                cgroups,
+                &limits(options, cell),
+                &mut on_hang,
+            );
             started = true;
             outcome
         }
@@ -464,9 +469,9 @@ fn distrust(c: &mut Classification, fault: &str) {
     c.findings.push(fault.to_string());
 }
 
-fn limits(options: &Options) -> unix::Limits {
+fn limits(options: &Options, cell: &Cell) -> unix::Limits {
     unix::Limits {
-        timeout: options.timeout,
+        timeout: cell.props.timeout.unwrap_or(options.timeout),
         term_grace: Duration::from_secs(2),
         pipe_grace: Duration::from_millis(500),
         capture_keep: crate::run::capture::DEFAULT_KEEP,
@@ -536,6 +541,7 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix
                 || drivers::SELECTION_VARIABLES.contains(&k.as_str())
         })
         .filter(|k| !env_set.iter().any(|(s, _)| s == k))
+        .chain(cell.props.env_remove.iter().cloned())
         .collect();
     let (program, args) = match &cell.command {
         CaseCommand::Scenario(binary) => {
