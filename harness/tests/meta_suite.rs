@@ -696,6 +696,9 @@ fn the_longer_run() {
         std::fs::write(path, &text).unwrap();
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // A 10 % crash shows in a few runs only by chance (none in 5 runs: 59 %; in 50: 0.5 %).
     let random = rows.iter().find(|(p, ..)| p.case == "crash-in-10-percent");
-    assert_eq!(random.unwrap().1.cell_verdict, "flaky");
+    if runs >= 50 {
+        assert_eq!(random.unwrap().1.cell_verdict, "flaky");
+    }
 }
