@@ -4,7 +4,7 @@
 //! `DISABLED_` tests are listed but run nothing (GoogleTest exits 0), so they are skipped
 //! unless the arguments hold `--gtest_also_run_disabled_tests`.
 
-use super::{command_line, run_listing, Props, Suite, Test};
+use super::{command_line, run_listing, Suite, Test};
 use crate::plan::NotRun;
 use std::ffi::OsString;
 use std::process::Command;
@@ -36,15 +36,7 @@ pub(super) fn list(
                     "DISABLED_ in GoogleTest (runs with {ALSO_DISABLED} in the arguments)"
                 ))
             });
-            Test {
-                name,
-                argv,
-                workdir: None,
-                props: Props {
-                    not_run,
-                    ..Props::default()
-                },
-            }
+            Test::listed(name, argv, not_run)
         })
         .collect();
     Ok((command, tests))

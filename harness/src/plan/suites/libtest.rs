@@ -4,7 +4,7 @@
 //! listed again with `--ignored`, are skipped unless the arguments hold `--include-ignored`
 //! or `--ignored`, which the runs then get too.
 
-use super::{command_line, run_listing, Props, Suite, Test};
+use super::{command_line, run_listing, Suite, Test};
 use crate::plan::NotRun;
 use std::ffi::OsString;
 use std::process::Command;
@@ -53,15 +53,7 @@ pub(super) fn list(
                         .into(),
                 )
             });
-            Test {
-                name,
-                argv,
-                workdir: None,
-                props: Props {
-                    not_run,
-                    ..Props::default()
-                },
-            }
+            Test::listed(name, argv, not_run)
         })
         .collect();
     Ok((command, tests))

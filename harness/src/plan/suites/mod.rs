@@ -74,6 +74,22 @@ pub(crate) struct Test {
     pub(crate) props: Props,
 }
 
+impl Test {
+    /// A test a program listed: run where vkexit runs, with nothing more than its command,
+    /// unless the listing said it is not run (GoogleTest's `DISABLED_`, libtest's `#[ignore]`).
+    pub(crate) fn listed(name: String, argv: Vec<OsString>, not_run: Option<NotRun>) -> Test {
+        Test {
+            name,
+            argv,
+            workdir: None,
+            props: Props {
+                not_run,
+                ..Props::default()
+            },
+        }
+    }
+}
+
 /// What a suite says of one test beyond its command, for its cell.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Props {

@@ -4,7 +4,7 @@
 //! collected. The cache plugin is off for both, so that no run leaves a cache behind that
 //! changes the next one.
 
-use super::{run_listing, Props, Suite, Test};
+use super::{run_listing, Suite, Test};
 use std::ffi::OsString;
 use std::process::Command;
 use std::time::Duration;
@@ -32,12 +32,7 @@ pub(super) fn list(
             argv.extend(FLAGS.map(OsString::from));
             argv.extend(["no:cacheprovider", "-q"].map(OsString::from));
             argv.push(id.clone().into());
-            Test {
-                name: id,
-                argv,
-                workdir: None,
-                props: Props::default(),
-            }
+            Test::listed(id, argv, None)
         })
         .collect();
     Ok((command, tests))
