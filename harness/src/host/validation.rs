@@ -343,20 +343,19 @@ impl ValidationLogs {
             let key = |l: &InstanceLog| (l.unwatched, l.opener.as_ref().map(|h| h.t_ns));
             key(a).cmp(&key(b)).then_with(|| a.file.cmp(&b.file))
         });
-        let (app_only, unwitnessed) = app_only(&witnessed, &instances, &logs_dir)?;
-        write_combined(dir, &instances, &app_only.1)?;
-        let app_only = app_only.0;
+        let app = app_messages(&witnessed, &instances, dir)?;
+        write_combined(dir, &instances, &app.lines)?;
         let merged = merge(
             instances
                 .iter()
                 .map(|l| &l.report)
-                .chain(std::iter::once(&app_only)),
+                .chain(std::iter::once(&app.report)),
         );
         Ok(Some(ValidationLogs {
             instances,
             merged,
-            app_only,
-            unwitnessed,
+            app_only: app.report,
+            unwitnessed: app.unwitnessed,
         }))
     }
 
@@ -377,46 +376,58 @@ impl ValidationLogs {
     }
 }
 
-/// The witnessed messages no instance's log holds, scanned as a log (with their lines), and the
-/// messengers that could not be witnessed. A message counts as logged as often as its text
-/// occurs in the logs, so a layer that logs and calls the application's messenger too adds
-/// nothing; one that only calls the messenger (before 1.3.239) adds every finding.
-#[allow(clippy::type_complexity)]
-fn app_only(
+/// What the application's own messengers got that no instance's log holds.
+#[derive(Default)]
+struct AppMessages {
+    /// Those messages, scanned as a log.
+    report: VuidReport,
+    /// Their lines, for the combined log.
+    lines: String,
+    /// The messengers that could not be witnessed, each said in a sentence.
+    unwitnessed: Vec<String>,
+}
+
+/// Reads the witness file's text against the instances' logs. A message counts as logged as
+/// often as its text occurs in the logs, so a layer that logs and calls the application's
+/// messenger too adds nothing; one that only calls the messenger (before 1.3.239) adds every
+/// finding.
+fn app_messages(
     witnessed: &str,
     instances: &[InstanceLog],
-    logs_dir: &Path,
-) -> std::io::Result<((VuidReport, String), Vec<String>)> {
-    let mut unlogged = String::new();
-    let mut unwitnessed = Vec::new();
+    dir: &Path,
+) -> std::io::Result<AppMessages> {
+    let mut app = AppMessages::default();
     if witnessed.is_empty() {
-        return Ok(((VuidReport::default(), unlogged), unwitnessed));
+        return Ok(app);
     }
     let mut logged = String::new();
     for log in instances {
-        let name = log.file.rsplit('/').next().unwrap_or(&log.file);
-        let bytes = std::fs::read(logs_dir.join(name))?;
+        let bytes = std::fs::read(dir.join(&log.file))?;
         logged.push_str(&String::from_utf8_lossy(&bytes).replace(['\n', '\r'], " "));
     }
-    let mut used: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    // Per message text: how often it was witnessed so far, and how often the logs hold it.
+    let mut seen: std::collections::HashMap<&str, (usize, usize)> =
+        std::collections::HashMap::new();
     for line in witnessed.lines() {
         if let Some(what) = line.strip_prefix(logs::UNWITNESSED) {
-            unwitnessed.push(what.to_string());
+            app.unwitnessed.push(what.to_string());
             continue;
         }
         let message = line.split_once("): ").map_or(line, |(_, m)| m).trim();
         if message.is_empty() {
             continue;
         }
-        let n = used.entry(message).or_insert(0);
-        *n += 1;
-        if *n > logged.matches(message).count() {
-            unlogged.push_str(line);
-            unlogged.push('\n');
+        let (witnessed, in_logs) = seen
+            .entry(message)
+            .or_insert_with(|| (0, logged.matches(message).count()));
+        *witnessed += 1;
+        if *witnessed > *in_logs {
+            app.lines.push_str(line);
+            app.lines.push('\n');
         }
     }
-    let report = vuid::scan(unlogged.as_bytes())?;
-    Ok(((report, unlogged), unwitnessed))
+    app.report = vuid::scan(app.lines.as_bytes())?;
+    Ok(app)
 }
 
 fn is_combined(path: &Path) -> std::io::Result<bool> {
