@@ -33,6 +33,14 @@ pub struct Results {
     pub cells: Vec<CellResult>,
 }
 
+impl Results {
+    /// Whether the gate is green for these results: the run was not cut short and every
+    /// cell keeps it green ([`CellResult::is_green`]).
+    pub fn is_green(&self) -> bool {
+        !self.interrupted && self.cells.iter().all(CellResult::is_green)
+    }
+}
+
 /// How many runs of a cell ended each way.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Counts {
@@ -294,9 +302,7 @@ impl CellResult {
     /// Whether this cell keeps the gate green: it met its expectation, or
     /// it is known to be flaky and passed or failed.
     pub fn is_green(&self) -> bool {
-        self.verdict.is_success()
-            || (self.flaky_expected
-                && matches!(self.verdict, CellVerdict::Flaky | CellVerdict::Fail))
+        self.verdict.keeps_gate_green(self.flaky_expected)
     }
 
     /// Its identity across runs, shards and results files.

@@ -88,12 +88,19 @@ pub enum CellVerdict {
 }
 
 impl CellVerdict {
-    /// Whether the gate is green for this cell.
+    /// Whether the cell met its expectation: `pass`, `expected-fail` or `skipped`.
     pub fn is_success(self) -> bool {
         matches!(
             self,
             CellVerdict::Pass | CellVerdict::ExpectedFail | CellVerdict::Skipped
         )
+    }
+
+    /// The green rule, the only one: a cell keeps the gate green when it met its
+    /// expectation, or when it is known to be flaky (`flaky_expected`) and passed or failed.
+    pub fn keeps_gate_green(self, flaky_expected: bool) -> bool {
+        self.is_success()
+            || (flaky_expected && matches!(self, CellVerdict::Flaky | CellVerdict::Fail))
     }
 
     /// Its name in results, baselines and reports, `expected-fail`.

@@ -1,7 +1,7 @@
 //! Values the unit tests of several modules build their cases from.
 
-use crate::results::{CellResult, Counts, Results};
-use crate::verdict::CellVerdict;
+use vkexit_evidence::results::{CellResult, Counts, Results};
+use vkexit_evidence::verdict::CellVerdict;
 
 /// A cell as a results file would hold it.
 pub(crate) fn cell(case: &str, runtime: &str, verdict: CellVerdict, counts: Counts) -> CellResult {
@@ -21,8 +21,8 @@ pub(crate) fn cell(case: &str, runtime: &str, verdict: CellVerdict, counts: Coun
         signals: Vec::new(),
         artifacts: Vec::new(),
         findings: Vec::new(),
-        pass_rate: crate::report::pass_rate(counts),
-        pass_rate_95: crate::report::pass_rate_95(counts),
+        pass_rate: crate::judge::cell::pass_rate(counts),
+        pass_rate_95: crate::judge::cell::pass_rate_95(counts),
         duration_ms: 1234,
         reason: Some(format!("{verdict} because")),
         device: Some("llvmpipe".into()),

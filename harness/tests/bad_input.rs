@@ -149,26 +149,28 @@ fn a_named_driver_that_cannot_load_gives_error_cells_never_green() {
 /// the run is a `vuid`, never a pass.
 #[test]
 fn a_validation_log_that_is_not_utf8_or_cut_mid_line_is_still_a_vuid() {
-    use vkexit::classify::{classify, RunEvidence, Termination, Validation};
-    use vkexit::verdict::RunVerdict;
+    use vkexit::judge::run::{classify, Rules, RunEvidence, Termination, Validation};
+    use vkexit_evidence::verdict::RunVerdict;
     let logs: [&[u8]; 3] = [
         b"\xff\xfe garbage \x00\nValidation Error: [ VUID-vkDestroyDevice-device-00378 ] \xc3\n",
         b"Validation Error: [ VUID-vkDestroyDevice-device-00378 ] Object 0: handle = 0x",
         b"\xc3\x28\n\xe2\x82Validation Error: [ VUID-vkDestroyDevice-device-00378 ] cut\xf0\x9f",
     ];
     for log in logs {
-        let report = vkexit::vuid::scan(log).unwrap();
-        let c = classify(&RunEvidence {
-            termination: Termination::Exited { code: 0 },
-            validation: Validation::Active(vkexit::validation::ValidationLogs::single_instance(
-                report,
-            )),
-            trace: None,
-            tegra: None,
-            fail_on_leak: false,
-            tree: Default::default(),
-            setup_failure: None,
-        });
+        let report = vkexit::host::vuid::scan(log).unwrap();
+        let c = classify(
+            &RunEvidence {
+                termination: Termination::Exited { code: 0 },
+                validation: Validation::Active(
+                    vkexit::host::validation::ValidationLogs::single_instance(report),
+                ),
+                trace: None,
+                tegra: None,
+                tree: Default::default(),
+                setup_failure: None,
+            },
+            &Rules::default(),
+        );
         assert_eq!(
             c.verdict,
             RunVerdict::Vuid,
@@ -178,15 +180,17 @@ fn a_validation_log_that_is_not_utf8_or_cut_mid_line_is_still_a_vuid() {
         assert_eq!(c.vuids, ["VUID-vkDestroyDevice-device-00378"]);
     }
     // A log that exists but cannot be read is no proof of anything.
-    let c = classify(&RunEvidence {
-        termination: Termination::Exited { code: 0 },
-        validation: Validation::Unreadable("Is a directory".into()),
-        trace: None,
-        tegra: None,
-        fail_on_leak: false,
-        tree: Default::default(),
-        setup_failure: None,
-    });
+    let c = classify(
+        &RunEvidence {
+            termination: Termination::Exited { code: 0 },
+            validation: Validation::Unreadable("Is a directory".into()),
+            trace: None,
+            tegra: None,
+            tree: Default::default(),
+            setup_failure: None,
+        },
+        &Rules::default(),
+    );
     assert_eq!(c.verdict, RunVerdict::Error);
 }
 

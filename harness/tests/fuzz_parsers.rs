@@ -19,15 +19,15 @@ use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngAlgorithm, RngSeed};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use vkexit::drivers;
-use vkexit::evidence;
 use vkexit::explain::{self, Story};
+use vkexit::host::drivers;
+use vkexit::host::validation;
+use vkexit::host::vuid;
 use vkexit::judge::BaselineFile;
-use vkexit::matrix::Matrix;
-use vkexit::merge;
-use vkexit::toml_file::TomlFile;
-use vkexit::validation;
-use vkexit::vuid;
+use vkexit::plan::matrix::Matrix;
+use vkexit::report::merge;
+use vkexit::run::summaries as evidence;
+use vkexit::support::toml_file::TomlFile;
 
 /// The seed every gating run draws its cases from. Changing it changes
 /// which inputs CI tries; a failure it finds goes into the regressions file.
@@ -344,8 +344,8 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         for (name, bytes) in [
             (explain::TIMELINE_FILE, &timeline),
-            (vkexit::layers::TRACE_FILE, &trace),
-            (vkexit::layers::TEGRA_FILE, &tegra),
+            (vkexit::host::layers::TRACE_FILE, &trace),
+            (vkexit::host::layers::TEGRA_FILE, &tegra),
             (explain::CRASH_FILE, &crash),
         ] {
             std::fs::write(dir.path().join(name), bytes).unwrap();

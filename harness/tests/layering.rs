@@ -6,12 +6,11 @@ use std::path::{Path, PathBuf};
 
 /// The top-level modules, lowest first; modules on one line are one level.
 const ORDER: &[&[&str]] = &[
-    &["support", "verdict", "evidence"],
+    &["support"],
     &["host"],
-    &["results"],
     &["plan"],
     &["run"],
-    &["classify"],
+    &["explain"],
     &["judge"],
     &["report"],
     &["engine"],

@@ -354,7 +354,7 @@ fn count_under_any_name(
     id: &str,
     count: impl Fn(&Value) -> Option<u64>,
 ) -> Option<u64> {
-    vkexit::vuid::names(id).find_map(|name| ids.get(name).and_then(&count))
+    vkexit::host::vuid::names(id).find_map(|name| ids.get(name).and_then(&count))
 }
 
 /// How many messages a program that leaves `objects` children alive at `vkDestroyDevice` makes
@@ -373,7 +373,7 @@ fn messages_per_run(objects: u64, run: &Path) -> u64 {
 /// messenger really swallowed it.
 fn vuid_evidence(case: &str, run: &Path, result: &Value) -> Option<String> {
     let log = read_text(&run.join("validation.log"));
-    if !vkexit::vuid::names(CHILDREN).any(|name| log.contains(&format!("[ {name} ]"))) {
+    if !vkexit::host::vuid::names(CHILDREN).any(|name| log.contains(&format!("[ {name} ]"))) {
         return Some(format!("{case}: validation.log lacks {CHILDREN}"));
     }
     let stdout = read_text(&run.join("stdout.txt"));

@@ -89,7 +89,7 @@ const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
 
 /// How many times the cell's runs logged `CHILDREN`, under any of its names.
 fn children_reported(cell: &serde_json::Value) -> u64 {
-    vkexit::vuid::names(CHILDREN)
+    vkexit::host::vuid::names(CHILDREN)
         .find_map(|name| cell["vuid_counts"][name].as_u64())
         .unwrap_or(0)
 }

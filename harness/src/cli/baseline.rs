@@ -1,6 +1,6 @@
 //! `vkexit baseline update`: a baseline file brought up to date with a results file.
 
-use super::Outcome;
+use super::Exit;
 use crate::judge::BaselineFile;
 use crate::support::errors::{Error, Result};
 use crate::support::output::{check_apart, Target};
@@ -23,7 +23,7 @@ pub(super) enum BaselineCommand {
     },
 }
 
-pub(super) fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> Result<Outcome> {
+pub(super) fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> Result<Exit> {
     let input = crate::report::merge::read(results)?;
     // Checked before anything is changed: a read-only baseline is refused, not replaced;
     // a symlink is written through.
@@ -75,5 +75,5 @@ pub(super) fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> R
         },
         crate::judge::update::TODO_REASON
     );
-    Ok(Outcome::Green)
+    Ok(Exit::Green)
 }

@@ -1,6 +1,6 @@
 //! `vkexit bundle`: vkexit packed for another machine.
 
-use super::Outcome;
+use super::Exit;
 use crate::engine::elf::GlibcVersion;
 use crate::support::errors::Result;
 use std::path::PathBuf;
@@ -46,7 +46,7 @@ fn parse_glibc(text: &str) -> std::result::Result<GlibcVersion, String> {
         .ok_or_else(|| format!("expected a glibc version like 2.31, got `{text}`"))
 }
 
-pub(super) fn bundle(args: BundleArgs) -> Result<Outcome> {
+pub(super) fn bundle(args: BundleArgs) -> Result<Exit> {
     let built = crate::engine::bundle::build(&crate::engine::bundle::Options {
         target: args.target,
         from: args.from,
@@ -81,5 +81,5 @@ pub(super) fn bundle(args: BundleArgs) -> Result<Outcome> {
         "  unpack it anywhere and run: {}/vkexit doctor",
         crate::engine::bundle::top_dir_name(&m.arch)
     );
-    Ok(Outcome::Green)
+    Ok(Exit::Green)
 }

@@ -1,10 +1,10 @@
 //! `vkexit explain`: the story of one kept run.
 
-use super::Outcome;
+use super::Exit;
 use crate::report::first_run::FirstRun;
 use crate::support::errors::{Error, Result};
 
-pub(super) fn explain(run_dir: &std::path::Path, svg: Option<&std::path::Path>) -> Result<Outcome> {
+pub(super) fn explain(run_dir: &std::path::Path, svg: Option<&std::path::Path>) -> Result<Exit> {
     if !run_dir.is_dir() {
         return Err(Error::bad_input(
             run_dir,
@@ -14,10 +14,10 @@ pub(super) fn explain(run_dir: &std::path::Path, svg: Option<&std::path::Path>) 
     let evidence = [
         "result.json",
         "command.txt",
-        crate::classify::explain::TIMELINE_FILE,
+        crate::explain::TIMELINE_FILE,
         crate::host::layers::TRACE_FILE,
         crate::host::layers::TEGRA_FILE,
-        crate::classify::explain::CRASH_FILE,
+        crate::explain::CRASH_FILE,
     ];
     if !evidence.iter().any(|f| run_dir.join(f).is_file()) {
         let has_runs = std::fs::read_dir(run_dir)
@@ -81,14 +81,14 @@ pub(super) fn explain(run_dir: &std::path::Path, svg: Option<&std::path::Path>) 
         println!("validation log: {}", log.display());
     }
     println!();
-    let story = crate::classify::explain::Story::read(run_dir);
+    let story = crate::explain::Story::read(run_dir);
     if let Some(path) = svg {
         let picture = crate::report::swimlane::of_run(run_dir);
         crate::report::write_atomically(path, picture.as_bytes())
             .map_err(|e| Error::io("cannot write the --svg picture", path, e))?;
     }
     print!("{}", story.render());
-    Ok(Outcome::Green)
+    Ok(Exit::Green)
 }
 
 /// A file of the run directory: `None` when it is not there, the reason when it is there but

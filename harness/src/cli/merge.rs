@@ -1,7 +1,7 @@
 //! `vkexit merge`: results files joined, judged again and reported.
 
 use super::run::ReportArgs;
-use super::Outcome;
+use super::Exit;
 use crate::judge::Baseline;
 use crate::report;
 use crate::support::errors::{Error, Result};
@@ -28,7 +28,7 @@ pub(super) struct MergeArgs {
     pub(super) allow_no_runs: bool,
 }
 
-pub(super) fn merge(args: MergeArgs) -> Result<Outcome> {
+pub(super) fn merge(args: MergeArgs) -> Result<Exit> {
     let inputs = crate::report::merge::read_all(&args.files)?;
     let baseline = Baseline::read(&args.baselines)?;
     let mut read: Vec<(&str, &Path)> = args.files.iter().map(|f| ("FILES", f.as_path())).collect();
@@ -58,5 +58,5 @@ pub(super) fn merge(args: MergeArgs) -> Result<Outcome> {
             },
         });
     }
-    Ok(Outcome::from(report::gate_green(&results)))
+    Ok(Exit::from(results.is_green()))
 }

@@ -2,7 +2,7 @@
 //! handlers.
 
 mod baseline;
-pub(crate) mod bench;
+mod bench;
 mod bundle;
 mod explain;
 mod list;
@@ -83,9 +83,9 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => run::run_command(*args),
-        Command::List => list::list().map(|()| Outcome::Green),
+        Command::List => list::list().map(|()| Exit::Green),
         Command::Doctor => crate::engine::doctor::doctor(&mut std::io::stdout().lock())
-            .map(Outcome::from)
+            .map(Exit::from)
             .map_err(|e| Error::Output {
                 what: "cannot print".into(),
                 source: e,
@@ -102,8 +102,8 @@ pub fn main() -> ExitCode {
         } => baseline::baseline_update(&results, &baseline, prune),
         Command::Explain { run_dir, svg } => explain::explain(&run_dir, svg.as_deref()),
         Command::Bundle(args) => bundle::bundle(args),
-        Command::Bench(args) => bench::bench(*args).map(Outcome::from),
-        Command::Schema => print(&format!("{:#}\n", crate::results::json_schema())),
+        Command::Bench(args) => bench::bench(*args).map(Exit::from),
+        Command::Schema => print(&format!("{:#}\n", vkexit_evidence::results::json_schema())),
         Command::Completions { shell } => {
             let mut text = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "vkexit", &mut text);
@@ -119,15 +119,13 @@ pub fn main() -> ExitCode {
                 })
                 .and_then(|()| print(&String::from_utf8_lossy(&text)))
         }
-        Command::ProbeDriver(args) => {
-            probe::probe_driver(args.report.as_deref()).map(Outcome::from)
-        }
-        Command::ProbeLoader { path } => probe::probe_loader(&path).map(Outcome::from),
+        Command::ProbeDriver(args) => probe::probe_driver(args.report.as_deref()).map(Exit::from),
+        Command::ProbeLoader { path } => probe::probe_loader(&path).map(Exit::from),
     };
     match outcome {
-        Ok(Outcome::Green) => ExitCode::SUCCESS,
-        Ok(Outcome::Red) => ExitCode::from(vkexit_evidence::exit_code::RED),
-        Ok(Outcome::Interrupted) => ExitCode::from(crate::run::interrupt::EXIT_CODE),
+        Ok(Exit::Green) => ExitCode::SUCCESS,
+        Ok(Exit::Red) => ExitCode::from(vkexit_evidence::exit_code::RED),
+        Ok(Exit::Interrupted) => ExitCode::from(crate::run::interrupt::EXIT_CODE),
         Err(e) => {
             eprintln!("vkexit: {e}");
             ExitCode::from(e.exit_code())
@@ -136,36 +134,30 @@ pub fn main() -> ExitCode {
 }
 
 /// How `vkexit run` ended, for its exit code.
-enum Outcome {
+enum Exit {
     Green,
     Red,
     Interrupted,
 }
 
-impl From<bool> for Outcome {
+impl From<bool> for Exit {
     fn from(green: bool) -> Self {
         if green {
-            Outcome::Green
+            Exit::Green
         } else {
-            Outcome::Red
+            Exit::Red
         }
     }
 }
 
 /// Writes generated text to stdout; a closed pipe (`| head`) is no error.
-fn print(text: &str) -> Result<Outcome> {
+fn print(text: &str) -> Result<Exit> {
     match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Ok(()) => Ok(Outcome::Green),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Outcome::Green),
+        Ok(()) => Ok(Exit::Green),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Green),
         Err(e) => Err(Error::Output {
             what: "cannot print".into(),
             source: e,
         }),
     }
-}
-
-pub(super) fn cores() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
 }

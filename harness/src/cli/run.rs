@@ -1,7 +1,8 @@
 //! `vkexit run`: the arguments it shares with `repro` and `merge`, and its handler.
 
-use super::{cores, Outcome};
-use crate::engine::gate::{self, Gate};
+use super::Exit;
+use crate::engine::gate;
+use crate::engine::invocation::{Invocation, Settings};
 use crate::judge::Baseline;
 use crate::plan::matrix::{check_suite_target, Matrix, Overrides, DEFAULT_PYTHON};
 use crate::plan::suites::{Kind, Suite};
@@ -9,7 +10,6 @@ use crate::support::errors::{Error, Result};
 use crate::support::lock::ArtifactsLock;
 use crate::{report, run};
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -23,7 +23,7 @@ pub(super) struct RunArgs {
     #[arg(long = "baseline", value_name = "EXPECT.toml")]
     pub(super) baselines: Vec<PathBuf>,
     #[command(flatten)]
-    pub(super) select: Selection,
+    pub(super) select: CellArgs,
     #[command(flatten)]
     pub(super) suites: SuiteArgs,
     /// Runs per cell [default: 5].
@@ -53,7 +53,7 @@ pub(super) struct RunArgs {
 
 /// Which cells: what `run` and `repro` share.
 #[derive(clap::Args)]
-pub(super) struct Selection {
+pub(super) struct CellArgs {
     /// A built-in case, or a case of the matrix file (repeatable; default: all).
     #[arg(long = "case", value_name = "NAME")]
     pub(super) cases: Vec<String>,
@@ -210,7 +210,7 @@ pub(super) struct Execution {
     pub(super) no_rerun_without_layer: bool,
 }
 
-impl Selection {
+impl CellArgs {
     pub(super) fn overrides(
         self,
         exec: &Execution,
@@ -260,7 +260,7 @@ impl ReportArgs {
     }
 }
 
-pub(super) fn run_command(args: RunArgs) -> Result<Outcome> {
+pub(super) fn run_command(args: RunArgs) -> Result<Exit> {
     prepare_to_run()?;
     let mut matrix = match &args.config {
         Some(path) => Matrix::read(path)?,
@@ -279,61 +279,55 @@ pub(super) fn run_command(args: RunArgs) -> Result<Outcome> {
     inputs.extend(args.config.iter().map(|c| ("--config", c.as_path())));
     let outputs = args.reports.outputs(args.json).check(&inputs)?;
     let allow_no_runs = args.allow_no_runs || matrix.allow_no_runs;
-    let settings = gate::Settings {
-        jobs: matrix.jobs.map(|j| j as usize).unwrap_or_else(cores),
-        artifacts: args.exec.artifacts,
-        keep_passing: args.keep_passing,
-        diagnostics: !args.exec.no_diagnostics,
-        time_destructors: args.exec.time_destructors,
-        shard: args.shard,
-        children_may_crash: args.exec.children_may_crash,
-        rerun_without_layer: !args.exec.no_rerun_without_layer,
-    };
-    let artifacts = settings.artifacts.clone();
     // Held until vkexit exits: the runs' slots and evidence are this gate's alone.
-    let _owner = ArtifactsLock::take(&artifacts)?;
-    let gate = Gate::plan(&matrix, &baseline, settings)?;
-    for note in suite_notes.iter().chain(&gate.notes) {
-        eprintln!("vkexit: {note}");
-    }
-    let no_runs = gate.why_no_runs();
-    let total_cells = gate.runnable_cells();
-    let mut done_cells = 0;
-    let cells = gate.run(|cell| {
-        done_cells += 1;
-        eprintln!("[{done_cells}/{total_cells}] {} done", cell.label());
-    })?;
-    drop(gate);
-    let mut out = std::io::stdout().lock();
-    let _ = report::print_table(&mut out, &cells);
-    let _ = writeln!(out, "{}", report::summary_line(&cells));
-    if !args.baselines.is_empty() {
-        let (from_files, builtin) = gate::judged_by(&cells);
-        let _ = writeln!(
-            out,
-            "expectations: {} judged by the baseline files, {builtin} by the built-in baseline",
-            crate::support::util::counted(from_files as u64, "cell", "cells")
-        );
-    }
-    drop(out);
-    let interrupted = run::interrupt::interrupted();
-    let mut results = report::results(cells, interrupted);
-    results.shard = args.shard.map(|s| s.to_string());
-    outputs.write(&results, Some(&artifacts))?;
-    if interrupted {
+    let _owner = ArtifactsLock::take(&args.exec.artifacts)?;
+    let mut invocation = args
+        .exec
+        .invocation(&matrix, &baseline, args.keep_passing, args.shard)?;
+    invocation.notes.splice(0..0, suite_notes);
+    let no_runs = invocation.why_no_runs();
+    let mut progress = report::events::Progress::default();
+    let mut table = report::events::Table {
+        baselines_given: !args.baselines.is_empty(),
+    };
+    let mut files = report::events::Files {
+        outputs,
+        keep_in: Some(invocation.settings.artifacts.clone()),
+    };
+    let results = gate::run(&invocation, &mut [&mut progress, &mut table, &mut files])?;
+    if results.interrupted {
         eprintln!("vkexit: interrupted; the results above are what finished before");
-        return Ok(Outcome::Interrupted);
+        return Ok(Exit::Interrupted);
     }
     if let (Some(why), false) = (no_runs, allow_no_runs) {
         return Err(Error::NoRuns { why });
     }
-    Ok(Outcome::from(gate::green(&results.cells)))
+    Ok(Exit::from(results.is_green()))
 }
 
-/// What `run` and `repro` do before anything else: refuse a process limit that would make every
-/// run an error, then take over Ctrl-C, so that nothing may be left behind.
+impl Execution {
+    /// The invocation of `matrix` these flags ask for, judged against `baseline`.
+    pub(super) fn invocation<'a>(
+        &self,
+        matrix: &Matrix,
+        baseline: &'a Baseline,
+        keep_passing: bool,
+        shard: Option<crate::plan::shard::Shard>,
+    ) -> Result<Invocation<'a>> {
+        let settings = Settings {
+            artifacts: self.artifacts.clone(),
+            keep_passing,
+            diagnostics: !self.no_diagnostics,
+            time_destructors: self.time_destructors,
+            shard,
+            children_may_crash: self.children_may_crash,
+            rerun_without_layer: !self.no_rerun_without_layer,
+        };
+        Invocation::new(matrix, baseline, settings)
+    }
+}
+
+/// What `run` and `repro` do before anything else ([`run::prepare_process`]).
 pub(super) fn prepare_to_run() -> Result<()> {
-    run::cgroup::max_processes().map_err(Error::Host)?;
-    run::interrupt::install()
-        .map_err(|e| Error::Host(format!("cannot install signal handlers: {e}")))
+    run::prepare_process()
 }

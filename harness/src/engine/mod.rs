@@ -1,10 +1,14 @@
-//! The engine: what drives the stages for each command. The gate plans a matrix, runs it,
-//! classifies and judges every run and cell and hands the cells to the reports; repro runs
-//! one cell until it fails; doctor checks the host and the scenarios; bundle packs vkexit
-//! for another machine.
+//! The engine: the Invocation (a matrix and the flags resolved once into everything its runs
+//! need) and what drives it for each command. The gate runs an invocation, judges every run
+//! and cell and tells the reporters; repro runs one cell until it fails; bench measures what
+//! vkexit costs; doctor checks the host and the scenarios; bundle packs vkexit for another
+//! machine.
 
+pub mod bench;
 pub mod bundle;
 pub mod doctor;
 pub mod elf;
 pub mod gate;
+pub mod invocation;
 pub mod repro;
+pub(crate) mod runs;

@@ -2,7 +2,7 @@
 //! say its failure rate is below a bound, as one would rerun a flaky test by
 //! hand, but with every failing run's evidence kept and a number at the end.
 //!
-//! The runs go through one `run::execute`, `-j` at a time; after the first
+//! The runs go through one execution of the run stage, `-j` at a time; after the first
 //! failure no new run starts. The bound is the exact one: with no failure in
 //! n runs, the one-sided 95 % Clopper–Pearson upper bound of the failure rate
 //! is 1 − 0.05^(1/n), below r once (1 − r)^n < 0.05. So the number of clean
@@ -10,12 +10,15 @@
 //! 59 for 5 %, 29 for 10 %), and no run starts beyond it. The Wilson
 //! interval, wider at 0 failures (381 runs for 1 %), is only reported.
 
+use super::gate::layer_crash;
+use super::invocation::Invocation;
+use super::runs::judged_runs;
 use crate::plan::{Cell, Plan};
-use crate::run::{self, interrupt, Flow};
-use crate::support::errors::{Error, Result, Selection};
+use crate::run::{interrupt, Flow};
+use crate::support::errors::{BadSelection, Error, Result};
 use crate::support::stats::clopper_pearson_upper95;
-use crate::verdict::RunVerdict;
 use std::path::PathBuf;
+use vkexit_evidence::verdict::RunVerdict;
 
 pub const DEFAULT_MAX_RUNS: u64 = 1000;
 
@@ -70,30 +73,41 @@ pub struct Failure {
     pub crash_layer: Option<String>,
 }
 
+/// What a repro came to.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct Tally {
     pub runs: u64,
     pub failures: Vec<Failure>,
     pub interrupted: bool,
+    /// When every failure was a crash in one layer: that layer's line, with the cell's runs
+    /// made again without it unless turned off.
+    pub without_layer: Option<String>,
 }
 
-impl Outcome {
+impl Tally {
     pub fn upper_bound(&self) -> f64 {
         upper_bound(self.failures.len() as u64, self.runs)
     }
 }
 
-/// Runs the plan's one cell, `options.jobs` at a time, until a run fails,
+/// The cell a repro runs: the invocation's one part's one cell, checked to be runnable.
+pub(crate) fn the_cell<'i>(invocation: &'i Invocation) -> Result<&'i Cell> {
+    match invocation.parts.as_slice() {
+        [part] => only_cell(&part.plan),
+        _ => unreachable!("flags alone give one layer set"),
+    }
+}
+
+/// Runs the invocation's one cell, `jobs` at a time, until a run fails,
 /// `clean_runs_needed(max_rate)` runs passed, or vkexit is interrupted.
 /// `on_batch` sees the number of runs so far after each clean one.
-pub fn repro(
-    plan: &Plan,
-    options: &run::Options,
+pub(crate) fn repro(
+    invocation: Invocation,
     max_rate: f64,
     max_runs: u64,
     mut on_batch: impl FnMut(u64),
-) -> Result<Outcome> {
-    only_cell(plan)?;
+) -> Result<Tally> {
+    the_cell(&invocation)?;
     let needed = clean_runs_needed(max_rate);
     if needed > max_runs {
         return Err(Error::bad_flag(
@@ -106,38 +120,108 @@ pub fn repro(
     }
     // Held until the repro ends, as `run` holds it: the slots and evidence are this repro's
     // alone. Taken once the selection and the bound are known good, so bad input makes nothing.
-    let _owner = crate::support::lock::ArtifactsLock::take(&options.artifacts)?;
-    let all = run::Options {
-        runs: u32::try_from(needed).unwrap_or(u32::MAX),
-        ..options.clone()
-    };
+    let _owner = crate::support::lock::ArtifactsLock::take(&invocation.settings.artifacts)?;
+    let invocation = invocation.with_runs(u32::try_from(needed).unwrap_or(u32::MAX));
+    let part = &invocation.parts[0];
+    let options = invocation.options(part);
     let mut failures = Vec::new();
     let mut finished = 0u64;
-    run::execute(plan, &all, |_, r| {
-        finished += 1;
-        if !r.classification.verdict.is_success() {
-            failures.push(Failure {
-                run: u64::from(r.index) + 1,
-                verdict: r.classification.verdict,
-                reason: r.classification.reason.clone(),
-                evidence: r.kept.clone(),
-                crash_layer: r.classification.crash_layer.clone(),
-            });
-            return Flow::Stop;
-        }
-        if failures.is_empty() {
-            on_batch(finished);
-        }
-        Flow::Go
-    })?;
+    judged_runs(
+        &invocation,
+        part,
+        &options,
+        false,
+        |_| {},
+        |_, judged| {
+            let r = judged.record;
+            finished += 1;
+            if !r.classification.verdict.is_success() {
+                failures.push(Failure {
+                    run: u64::from(r.index) + 1,
+                    verdict: r.classification.verdict,
+                    reason: r.classification.reason.clone(),
+                    evidence: r.kept.clone(),
+                    crash_layer: r.classification.crash_layer.clone(),
+                });
+                return Flow::Stop;
+            }
+            if failures.is_empty() {
+                on_batch(finished);
+            }
+            Flow::Go
+        },
+    )?;
     failures.sort_by_key(|f| f.run);
     // Runs cut short by an interrupt say nothing about the cell.
     let interrupted = interrupt::interrupted();
-    Ok(Outcome {
+    let without_layer = match one_layer(&failures) {
+        Some(layer) => {
+            let crashed = failures.len() as u64;
+            Some(layer_crash(&invocation, part, &part.plan.cells[0], layer, crashed)?.summary)
+        }
+        None => None,
+    };
+    Ok(Tally {
         runs: finished,
         failures,
         interrupted,
+        without_layer,
     })
+}
+
+/// What a repro prints at its end: each failure with its evidence, the layer line, and the
+/// failure rate it showed.
+pub fn tally_text(tally: &Tally, max_rate: f64) -> String {
+    let mut out = String::new();
+    for f in &tally.failures {
+        out.push_str(&format!(
+            "run {} failed: {}: {}\n",
+            f.run, f.verdict, f.reason
+        ));
+        if let Some(dir) = &f.evidence {
+            out.push_str(&format!("  evidence: {}\n", dir.display()));
+        }
+    }
+    if let Some(line) = &tally.without_layer {
+        out.push_str(&format!("{line}\n"));
+    }
+    let n = tally.runs;
+    let failures = tally.failures.len();
+    let (_, hi) = crate::support::stats::wilson95(failures as u64, n);
+    if tally.interrupted {
+        out.push_str(&format!(
+            "interrupted after {n} runs, {failures} failures\n"
+        ));
+    } else if failures > 0 {
+        let (lo, hi) = crate::support::stats::wilson95(failures as u64, n);
+        out.push_str(&format!(
+            "failed: {failures} of {n} runs; failure rate {} (95 % interval {}–{})\n",
+            percent(failures as f64 / n as f64),
+            percent(lo),
+            percent(hi)
+        ));
+    } else {
+        out.push_str(&format!(
+            "no failure in {n} runs: the failure rate is below {} (95 % upper bound {}: one-sided interval 0–{}, exact Clopper–Pearson; Wilson's 0–{})\n",
+            percent(max_rate),
+            percent(tally.upper_bound()),
+            percent(tally.upper_bound()),
+            percent(hi)
+        ));
+    }
+    out
+}
+
+/// The layer every failure of a repro crashed in, when they all crashed in one.
+fn one_layer(failures: &[Failure]) -> Option<String> {
+    let mut layers = failures.iter().map(|f| match f.verdict {
+        RunVerdict::Crash => f.crash_layer.clone(),
+        _ => None,
+    });
+    let layer = layers.next()??;
+    layers
+        .all(|l| l.as_deref() == Some(layer.as_str()))
+        .then_some(layer)
 }
 
 /// Repro runs exactly one cell that can run here.
@@ -146,7 +230,7 @@ fn only_cell(plan: &Plan) -> Result<&Cell> {
         [cell] => match &cell.not_run {
             None => Ok(cell),
             Some(crate::plan::NotRun::Skipped(why) | crate::plan::NotRun::Broken(why)) => {
-                Err(Error::BadSelection(Selection::CannotRun {
+                Err(Error::BadSelection(BadSelection::CannotRun {
                     cell: cell.label(),
                     why: why.clone(),
                 }))
@@ -154,7 +238,7 @@ fn only_cell(plan: &Plan) -> Result<&Cell> {
         },
         cells => {
             let some: Vec<String> = cells.iter().take(4).map(Cell::label).collect();
-            Err(Error::BadSelection(Selection::NotOneCell {
+            Err(Error::BadSelection(BadSelection::NotOneCell {
                 count: cells.len(),
                 some: format!(
                     "{}{}",

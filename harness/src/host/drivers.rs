@@ -176,7 +176,7 @@ pub(crate) fn select(all: &[Driver], wanted: &[String]) -> Result<Vec<Driver>> {
 pub(crate) const LOADER_SELECT_SINCE: [u32; 3] = [1, 3, 234];
 
 /// Every variable through which a loader (or a program) can be told which drivers to use:
-/// a run gets the ones its [`Selection`] sets, and none of the caller's.
+/// a run gets the ones its [`DriverSelection`] sets, and none of the caller's.
 pub(crate) const SELECTION_VARIABLES: [&str; 5] = [
     "VK_DRIVER_FILES",
     "VK_ICD_FILENAMES",
@@ -188,7 +188,7 @@ pub(crate) const SELECTION_VARIABLES: [&str; 5] = [
 /// How a run's driver is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Selection {
+pub enum DriverSelection {
     /// `VK_LOADER_DRIVERS_SELECT` names a copy of the manifest that `VK_ADD_DRIVER_FILES`
     /// adds. Only a loader reads these, so a program that opens drivers itself when told of
     /// one (ncnn reads `VK_ICD_FILENAMES`) stays on the loader, and under its layers.
@@ -197,21 +197,21 @@ pub(crate) enum Selection {
     DriverFiles,
 }
 
-impl Selection {
+impl DriverSelection {
     /// The selection for a loader of `version` ("1.3.239"); an unknown version gets the
     /// loader's own selection, which every current loader reads.
-    pub(crate) fn for_loader(version: Option<&str>) -> Selection {
+    pub(crate) fn for_loader(version: Option<&str>) -> DriverSelection {
         match version.and_then(parse_version) {
-            Some(v) if v < LOADER_SELECT_SINCE => Selection::DriverFiles,
-            _ => Selection::LoaderSelect,
+            Some(v) if v < LOADER_SELECT_SINCE => DriverSelection::DriverFiles,
+            _ => DriverSelection::LoaderSelect,
         }
     }
 
     /// What the provenance says of it.
     pub(crate) fn describe(self) -> &'static str {
         match self {
-            Selection::LoaderSelect => "VK_LOADER_DRIVERS_SELECT + VK_ADD_DRIVER_FILES",
-            Selection::DriverFiles => {
+            DriverSelection::LoaderSelect => "VK_LOADER_DRIVERS_SELECT + VK_ADD_DRIVER_FILES",
+            DriverSelection::DriverFiles => {
                 "VK_DRIVER_FILES + VK_ICD_FILENAMES (the loader predates VK_LOADER_DRIVERS_SELECT, 1.3.234; a program that reads them may open the driver itself)"
             }
         }
@@ -251,7 +251,7 @@ pub(crate) fn selected_manifest_name(driver: &Driver) -> String {
     format!("vkexit-driver-{name}-{hash:016x}.json")
 }
 
-/// Writes the copy of `driver`'s manifest that [`Selection::LoaderSelect`] names, into
+/// Writes the copy of `driver`'s manifest that [`DriverSelection::LoaderSelect`] names, into
 /// `dir`, and returns its path. A relative `library_path` is made absolute: the loader takes
 /// it relative to the manifest, and the copy lives elsewhere.
 pub(crate) fn write_selected_manifest(driver: &Driver, dir: &Path) -> std::io::Result<PathBuf> {
@@ -284,11 +284,11 @@ pub(crate) fn write_selected_manifest(driver: &Driver, dir: &Path) -> std::io::R
 /// [`write_selected_manifest`] put the copy.
 pub(crate) fn selection_env(
     driver: &Driver,
-    selection: Selection,
+    selection: DriverSelection,
     copies: &Path,
 ) -> Vec<(String, String)> {
     match selection {
-        Selection::LoaderSelect => vec![
+        DriverSelection::LoaderSelect => vec![
             (
                 "VK_ADD_DRIVER_FILES".into(),
                 copies
@@ -301,7 +301,7 @@ pub(crate) fn selection_env(
                 selected_manifest_name(driver),
             ),
         ],
-        Selection::DriverFiles => ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"]
+        DriverSelection::DriverFiles => ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"]
             .iter()
             .map(|k| (k.to_string(), driver.manifest.display().to_string()))
             .collect(),
@@ -358,31 +358,34 @@ mod tests {
     #[test]
     fn loaders_from_1_3_234_select_through_the_loader_and_older_ones_by_files() {
         assert_eq!(
-            Selection::for_loader(Some("1.3.239")),
-            Selection::LoaderSelect
+            DriverSelection::for_loader(Some("1.3.239")),
+            DriverSelection::LoaderSelect
         );
         assert_eq!(
-            Selection::for_loader(Some("1.3.234")),
-            Selection::LoaderSelect
+            DriverSelection::for_loader(Some("1.3.234")),
+            DriverSelection::LoaderSelect
         );
         assert_eq!(
-            Selection::for_loader(Some("1.4.313")),
-            Selection::LoaderSelect
+            DriverSelection::for_loader(Some("1.4.313")),
+            DriverSelection::LoaderSelect
         );
         assert_eq!(
-            Selection::for_loader(Some("1.3.233")),
-            Selection::DriverFiles
+            DriverSelection::for_loader(Some("1.3.233")),
+            DriverSelection::DriverFiles
         );
         assert_eq!(
-            Selection::for_loader(Some("1.2.198")),
-            Selection::DriverFiles
+            DriverSelection::for_loader(Some("1.2.198")),
+            DriverSelection::DriverFiles
         );
-        assert_eq!(Selection::for_loader(None), Selection::LoaderSelect);
+        assert_eq!(
+            DriverSelection::for_loader(None),
+            DriverSelection::LoaderSelect
+        );
         assert_eq!(parse_version("1.3"), None);
         assert_eq!(parse_version("1.3.239.0"), None);
         let env = selection_env(
             &driver("/m/lvp.json"),
-            Selection::DriverFiles,
+            DriverSelection::DriverFiles,
             Path::new("/c"),
         );
         assert_eq!(
@@ -406,7 +409,7 @@ mod tests {
             selected_manifest_name(&a.clone())
         );
         assert!(!selected_manifest_name(&a).contains(['*', '?', '[', '/']));
-        let env = selection_env(&a, Selection::LoaderSelect, Path::new("/c"));
+        let env = selection_env(&a, DriverSelection::LoaderSelect, Path::new("/c"));
         let copy = format!("/c/{}", selected_manifest_name(&a));
         assert_eq!(env[0], ("VK_ADD_DRIVER_FILES".to_string(), copy));
         assert_eq!(

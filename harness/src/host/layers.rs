@@ -20,6 +20,30 @@ use crate::support::errors::{Error, Result};
 use std::path::{Path, PathBuf};
 use vkexit_evidence::validation_logs as logs;
 
+/// The layer a library belongs to, by its file name: vkexit's names for the
+/// layers it enables, the file name for any other layer (`libVkLayer_*`).
+/// The tegra-exit layer stands in for the driver: a fault of its emulated
+/// driver is the emulation working, the application's crash, not a layer's.
+pub(crate) fn layer_of(mapping: &str) -> Option<String> {
+    let file = mapping.rsplit('/').next().unwrap_or(mapping);
+    let stem = file.split(".so").next().unwrap_or(file);
+    match stem {
+        "libVkLayer_khronos_validation" => Some("validation".into()),
+        "libVkLayer_vkexit_trace" => Some("trace".into()),
+        "libVkLayer_vkexit_tegra_exit" => None,
+        _ if stem.starts_with("libVkLayer_") => Some(file.to_string()),
+        _ => None,
+    }
+}
+
+/// `the validation layer` or `the layer libVkLayer_x.so`, for sentences.
+pub(crate) fn layer_phrase(layer: &str) -> String {
+    match layer {
+        "validation" | "trace" => format!("the {layer} layer"),
+        other => format!("the layer {other}"),
+    }
+}
+
 /// vkexit's trace layer: Vulkan object lifetimes, as `VK_INSTANCE_LAYERS` names it.
 pub(crate) const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
 /// vkexit's tegra-exit layer, the emulated driver exit (`--emulate`, `emulation`).

@@ -3,7 +3,7 @@
 //! the one the program loads (a wheel may bundle its own), not the one vkexit finds; a
 //! driver that the program opened itself is one that no layer can see.
 
-use crate::host::drivers::{self, Selection};
+use crate::host::drivers::{self, DriverSelection};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,17 +22,22 @@ pub struct VulkanUse {
     pub validation_layers: Vec<String>,
 }
 
+/// A Vulkan loader a run loaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoaderSeen {
+    /// The file it was loaded from.
     pub path: String,
     /// Its version, as it reports it (`vkEnumerateInstanceVersion`); absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
 }
 
+/// A Vulkan driver a run loaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriverSeen {
+    /// The file it was loaded from.
     pub path: String,
+    /// The library that loaded it (the loader, or the program itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loaded_by: Option<String>,
 }
@@ -142,8 +147,8 @@ impl VulkanUse {
 
     /// Why the driver vkexit chose may not be the one the run used: the program's loader
     /// does not read the variables that chose it.
-    pub fn selection_ignored(&self, selection: Selection) -> Option<String> {
-        if selection != Selection::LoaderSelect {
+    pub fn selection_ignored(&self, selection: DriverSelection) -> Option<String> {
+        if selection != DriverSelection::LoaderSelect {
             return None;
         }
         let old = self.loaders.iter().find(|l| {
@@ -297,12 +302,14 @@ mod tests {
     #[test]
     fn an_old_loader_ignores_the_selection() {
         let seen = timeline(&[LOADER, BY_LOADER]);
-        let why = seen.selection_ignored(Selection::LoaderSelect).unwrap();
+        let why = seen
+            .selection_ignored(DriverSelection::LoaderSelect)
+            .unwrap();
         assert!(
             why.contains("1.3.200") && why.contains("VK_LOADER_DRIVERS_SELECT"),
             "{why}"
         );
-        assert_eq!(seen.selection_ignored(Selection::DriverFiles), None);
+        assert_eq!(seen.selection_ignored(DriverSelection::DriverFiles), None);
     }
 
     #[test]

@@ -9,25 +9,36 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+/// A device a driver shows, as the probe saw it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DeviceInfo {
+    /// Its place in `vkEnumeratePhysicalDevices`.
     pub index: u32,
+    /// `deviceName`.
     pub name: String,
+    /// `deviceType`, as `cpu`, `discrete-gpu`, ….
     pub device_type: String,
+    /// `apiVersion`, as `1.3.255`.
     pub api_version: String,
+    /// `vendorID`.
     pub vendor_id: u32,
+    /// `driverVersion`, as the driver encodes it.
     pub driver_version: u32,
     /// `VkPhysicalDeviceDriverProperties`, when the device has Vulkan 1.2.
     pub driver_name: Option<String>,
+    /// `driverInfo` of the same structure.
     pub driver_info: Option<String>,
     /// The loader's version, filled in by the planner from the probe.
     #[serde(default)]
     pub loader_version: Option<String>,
 }
 
+/// What the probe of one driver reports.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProbeReport {
+    /// The version of the loader the probe went through.
     pub loader_version: String,
+    /// The devices the driver shows.
     pub devices: Vec<DeviceInfo>,
 }
 

@@ -2,7 +2,7 @@
 //! validation layer, the kernel and the C library. A result from another
 //! machine (a shard, a CI runner) says what it was measured on.
 
-use crate::host::drivers::Selection;
+use crate::host::drivers::DriverSelection;
 use crate::host::loader::VulkanUse;
 use crate::host::probe::DeviceInfo;
 use std::sync::OnceLock;
@@ -26,12 +26,12 @@ pub trait FromHost: Sized {
     #[cfg(test)]
     fn with_runs<'a>(
         self,
-        selection: Selection,
+        selection: DriverSelection,
         used: impl IntoIterator<Item = Option<&'a VulkanUse>>,
     ) -> Self;
 
     /// Adds how the driver was chosen and the loaders counted over the runs.
-    fn with_loaders(self, selection: Selection, loaders: &LoadersUsed) -> Self;
+    fn with_loaders(self, selection: DriverSelection, loaders: &LoadersUsed) -> Self;
 }
 
 impl FromHost for Provenance {
@@ -61,7 +61,7 @@ impl FromHost for Provenance {
     #[cfg(test)]
     fn with_runs<'a>(
         self,
-        selection: Selection,
+        selection: DriverSelection,
         used: impl IntoIterator<Item = Option<&'a VulkanUse>>,
     ) -> Self {
         let mut loaders = LoadersUsed::default();
@@ -71,7 +71,7 @@ impl FromHost for Provenance {
         self.with_loaders(selection, &loaders)
     }
 
-    fn with_loaders(mut self, selection: Selection, loaders: &LoadersUsed) -> Self {
+    fn with_loaders(mut self, selection: DriverSelection, loaders: &LoadersUsed) -> Self {
         self.driver_selection = Some(selection.describe().to_string());
         self.loaders_used = loaders.lines();
         self
@@ -173,7 +173,7 @@ mod tests {
         };
         let (a, b) = (used("/c/ggml/libvulkan.so.1"), VulkanUse::default());
         let p = Provenance::of(None, Some("1.3.239"), None).with_runs(
-            Selection::LoaderSelect,
+            DriverSelection::LoaderSelect,
             [Some(&a), Some(&a), Some(&b), None],
         );
         assert_eq!(

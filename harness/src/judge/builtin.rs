@@ -58,9 +58,9 @@ pub fn allows(s: &Subject, layer_version: Option<&str>) -> Vec<&'static Allow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::Outcome;
+    use crate::judge::Expected;
     use crate::plan::{BUILTIN_CASES, POLICIES};
-    use crate::verdict::RunVerdict;
+    use vkexit_evidence::verdict::RunVerdict;
 
     fn subject<'a>(
         case: &'a str,
@@ -109,7 +109,7 @@ mod tests {
             s.layer_version = Some(version);
             expectation(&s).map(|e| (e.outcome, e.reason))
         };
-        let crash = |signals: &[&str]| Outcome::Fail {
+        let crash = |signals: &[&str]| Expected::Fail {
             verdicts: vec![RunVerdict::Crash],
             vuids: Vec::new(),
             signals: signals.iter().map(|s| s.to_string()).collect(),
@@ -130,7 +130,7 @@ mod tests {
         assert_eq!(late_events.unwrap().0, crash(&[]));
         // Older layers, the emulation's own crash and the other policies keep their outcomes.
         let old = at("clean-exit", "refrt:static-destructor", "none", "1.3.239");
-        assert_eq!(old.unwrap().0, Outcome::Pass);
+        assert_eq!(old.unwrap().0, Expected::Pass);
         let emulated = at("clean-exit", "refrt:static-destructor", "tegra", "1.4.309").unwrap();
         assert!(
             emulated.1.contains("driver's exit handler"),
@@ -138,7 +138,7 @@ mod tests {
             emulated.1
         );
         let fixed = at("clean-exit", "refrt:release-children", "none", "1.4.363");
-        assert_eq!(fixed.unwrap().0, Outcome::Pass);
+        assert_eq!(fixed.unwrap().0, Expected::Pass);
     }
 
     #[test]
@@ -166,7 +166,7 @@ mod tests {
         }
         let crash = builtin("handler-before-load", "ggml", "lavapipe", "none", true).unwrap();
         assert!(
-            matches!(crash.outcome, Outcome::Fail { ref signals, .. } if signals == &["SIGSEGV"])
+            matches!(crash.outcome, Expected::Fail { ref signals, .. } if signals == &["SIGSEGV"])
         );
     }
 
@@ -181,7 +181,7 @@ mod tests {
         };
         let kept = at("buffer-kept-at-exit", MODULE, "1.4.363");
         assert!(
-            matches!(kept.outcome, Outcome::Fail { ref verdicts, .. } if verdicts == &[RunVerdict::Crash]),
+            matches!(kept.outcome, Expected::Fail { ref verdicts, .. } if verdicts == &[RunVerdict::Crash]),
             "{kept:?}"
         );
         assert!(kept
@@ -191,11 +191,11 @@ mod tests {
         // nothing of the late free.
         assert_eq!(
             at("buffer-kept-at-exit", "ggml", "1.4.363").outcome,
-            Outcome::Pass
+            Expected::Pass
         );
         assert_eq!(
             at("buffer-kept-at-exit", MODULE, "1.3.239").outcome,
-            Outcome::Pass
+            Expected::Pass
         );
         // Both crash in the torn-down layer when the application frees late.
         for runtime in [MODULE, "ggml"] {
@@ -205,7 +205,7 @@ mod tests {
                 "{late:?}"
             );
         }
-        assert_eq!(at("clean-exit", MODULE, "1.4.363").outcome, Outcome::Pass);
+        assert_eq!(at("clean-exit", MODULE, "1.4.363").outcome, Expected::Pass);
     }
 
     #[test]
@@ -228,8 +228,8 @@ mod tests {
     /// The built-in baseline as it was written in code before it became
     /// data, kept to prove the file says the same for every cell.
     mod former {
-        use crate::judge::{Expectation, Outcome, BUILTIN_SOURCE};
-        use crate::verdict::RunVerdict;
+        use crate::judge::{Expectation, Expected, BUILTIN_SOURCE};
+        use vkexit_evidence::verdict::RunVerdict;
         /// The built-in expectation of a built-in scenario under a refrt policy on
         /// a driver. Without validation, VUID findings cannot show, so no baseline
         /// applies. The outcomes were measured on lavapipe (Mesa 22.3) and on the
@@ -272,8 +272,8 @@ mod tests {
             })
         }
 
-        fn fail(verdicts: &[RunVerdict], vuids: &[&str], signals: &[&str]) -> Outcome {
-            Outcome::Fail {
+        fn fail(verdicts: &[RunVerdict], vuids: &[&str], signals: &[&str]) -> Expected {
+            Expected::Fail {
                 verdicts: verdicts.to_vec(),
                 vuids: vuids.iter().map(|s| s.to_string()).collect(),
                 signals: signals.iter().map(|s| s.to_string()).collect(),
@@ -286,7 +286,7 @@ mod tests {
         /// runs crashes the process, whatever the ordering: the Jetson bug. The
         /// policies that tear down from an `atexit` handler registered after the
         /// device exists run before it, and keep the outcomes they have anyway.
-        fn known_under_tegra(policy: &str) -> Option<(Outcome, &'static str)> {
+        fn known_under_tegra(policy: &str) -> Option<(Expected, &'static str)> {
             match policy {
                 "never" => Some((
                     fail(&[RunVerdict::Crash], &[], &["SIGSEGV"]),
@@ -305,7 +305,7 @@ mod tests {
         /// Vulkan call from a handler registered before the instance existed (a
         /// destructor registered at library load, a cleanup registered after load)
         /// crashes — the desktop counterpart of the Jetson static-destructor crash.
-        fn known_on_nvidia(case: &str, policy: &str) -> Option<(Outcome, &'static str)> {
+        fn known_on_nvidia(case: &str, policy: &str) -> Option<(Expected, &'static str)> {
             use RunVerdict::Crash;
             let after_driver = "teardown runs after the NVIDIA driver's own exit handlers";
             match (case, policy) {
@@ -326,12 +326,12 @@ mod tests {
             kind: &str,
             driver: &str,
             emulation: &str,
-        ) -> Option<(Outcome, &'static str)> {
+        ) -> Option<(Expected, &'static str)> {
             use RunVerdict::{Crash, Vuid};
             if driver != "lavapipe" {
                 return None;
             }
-            let pass = |why| Some((Outcome::Pass, why));
+            let pass = |why| Some((Expected::Pass, why));
             let segv = |why| Some((fail(&[Crash], &[], &["SIGSEGV"]), why));
             match (emulation, kind, case) {
                 (_, "halide", "events-freed-after-teardown") => None,
@@ -362,9 +362,9 @@ mod tests {
             }
         }
 
-        fn known(case: &str, policy: &str) -> Option<(Outcome, &'static str)> {
+        fn known(case: &str, policy: &str) -> Option<(Expected, &'static str)> {
             use RunVerdict::{Crash, Vuid};
-            let pass = |why| Some((Outcome::Pass, why));
+            let pass = |why| Some((Expected::Pass, why));
             match (case, policy) {
                 (_, "release-children") => pass("children released before vkDestroyDevice"),
                 ("clean-exit", _) => pass("everything freed before exit"),

@@ -36,19 +36,16 @@
 //! entry matches is judged by the built-in baseline, if it has one. Every
 //! `[[allow]]` entry that applies to a cell applies.
 
-use super::{Expectation, Outcome};
-use crate::evidence;
-use crate::host::layers;
+use super::{Expectation, Expected};
 use crate::plan::Cell;
-use crate::results::CellResult;
-use crate::run::RunRecord;
 use crate::support::errors::Result;
 use crate::support::glob;
 use crate::support::toml_file::TomlFile;
-use crate::verdict::RunVerdict;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
+use vkexit_evidence::results::CellResult;
+use vkexit_evidence::verdict::RunVerdict;
 
 /// Which cells an entry is about; `None` matches any value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -299,13 +296,13 @@ impl Pattern {
 impl Entry {
     pub(crate) fn expectation(&self) -> Expectation {
         let outcome = match &self.expect {
-            Expect::Pass => Outcome::Pass,
-            Expect::Flaky => Outcome::Flaky,
+            Expect::Pass => Expected::Pass,
+            Expect::Flaky => Expected::Flaky,
             Expect::Fail {
                 run_verdicts,
                 vuids,
                 signals,
-            } => Outcome::Fail {
+            } => Expected::Fail {
                 verdicts: run_verdicts.clone().unwrap_or_else(|| FAILING.to_vec()),
                 vuids: vuids.clone(),
                 signals: signals.clone(),
@@ -375,7 +372,7 @@ impl Baseline {
 /// What a cell of a results file did once the allow-lists took their ids out, and the ids
 /// taken. A results file keeps ids per cell, not per run: when every id of the cell is allowed,
 /// its `vuid` runs had allowed ids only and pass; when some stay, its runs cannot be told apart
-/// and keep their verdicts (a run judged from its own directory is exact: [`apply_allow`]).
+/// and keep their verdicts (a run judged as it finishes is exact: [`super::allow::apply`]).
 pub(crate) fn allow_in_cell(
     cell: &CellResult,
     allows: &[&Allow],
@@ -405,64 +402,6 @@ pub(crate) fn layer_version_of(cell: &CellResult) -> Option<&str> {
     cell.provenance
         .as_ref()
         .and_then(|p| p.validation_layer.as_deref())
-}
-
-/// Removes the allowed ids from each run before the cell is judged. A `vuid`
-/// run left with no id passes (or is a `leak`, when leaks fail runs and its
-/// trace shows one). Returns the ids removed, sorted.
-pub(crate) fn apply_allow(
-    runs: &mut [RunRecord],
-    allows: &[&Allow],
-    fail_on_leak: bool,
-) -> Vec<String> {
-    let mut removed: Vec<String> = Vec::new();
-    if allows.is_empty() {
-        return removed;
-    }
-    for run in runs {
-        let by = |id: &str| allows.iter().find(|a| a.allows(id));
-        let mut here: Vec<String> = Vec::new();
-        let mut sources: Vec<&str> = Vec::new();
-        run.classification.vuids.retain(|id| match by(id) {
-            Some(a) => {
-                here.push(id.clone());
-                if !sources.contains(&a.source.as_str()) {
-                    sources.push(&a.source);
-                }
-                false
-            }
-            None => true,
-        });
-        run.vuid_counts.ids.retain(|id, _| by(id).is_none());
-        if here.is_empty() {
-            continue;
-        }
-        if run.classification.verdict == RunVerdict::Vuid && run.classification.vuids.is_empty() {
-            let leaked = fail_on_leak && run.kept.as_deref().is_some_and(trace_shows_leak);
-            run.classification.verdict = match leaked {
-                true => RunVerdict::Leak,
-                false => RunVerdict::Pass,
-            };
-            run.classification.reason = format!(
-                "exited 0; its validation messages are all allowed: {} ({})",
-                here.join(", "),
-                sources.join(", ")
-            );
-        }
-        for id in here {
-            if !removed.contains(&id) {
-                removed.push(id);
-            }
-        }
-    }
-    removed.sort();
-    removed
-}
-
-fn trace_shows_leak(run_dir: &Path) -> bool {
-    std::fs::File::open(run_dir.join(layers::TRACE_FILE))
-        .and_then(evidence::read_trace)
-        .is_ok_and(|t| t.leaked())
 }
 
 // ---------------------------------------------------------------------------
@@ -754,11 +693,11 @@ fn check_signals(file: &TomlFile, list: Vec<Spanned<String>>) -> Result<Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classify::{Classification, Termination};
     use crate::host::vuid::{Severity, VuidReport, VuidStat};
+    use crate::judge::run::{Classification, RunRecord, Termination};
     use crate::judge::{self as baseline, Observed};
-    use crate::results::Counts;
-    use crate::verdict::CellVerdict;
+    use vkexit_evidence::results::Counts;
+    use vkexit_evidence::verdict::CellVerdict;
 
     fn parse(text: &str) -> Result<BaselineFile, String> {
         let file = TomlFile {
@@ -915,13 +854,13 @@ reason = "general"
         let e = b
             .judge(&mine, baseline::builtin::expectation(&mine))
             .unwrap();
-        assert_eq!((e.outcome, e.source.as_str()), (Outcome::Pass, "b.toml:1"));
+        assert_eq!((e.outcome, e.source.as_str()), (Expected::Pass, "b.toml:1"));
         let other = subject("handler-before-load", "refrt:static-destructor", &layers);
         let e = b
             .judge(&other, baseline::builtin::expectation(&other))
             .unwrap();
         assert_eq!(e.source, "built-in");
-        assert!(matches!(e.outcome, Outcome::Fail { .. }));
+        assert!(matches!(e.outcome, Expected::Fail { .. }));
     }
 
     #[test]
@@ -942,6 +881,16 @@ reason = "general"
         assert!(p("*", "*", "none").matches(&Subject { layers: &[], ..s }));
         assert!(Pattern::default().matches(&s));
         assert!(!Pattern::default().is_exact());
+    }
+
+    /// The allow-lists applied to each run, `leaks[i]` saying whether run i's trace showed a
+    /// leak that fails it; the ids taken out of all of them, sorted.
+    fn apply_all(runs: &mut [RunRecord], allows: &[&Allow], leaks: &[bool]) -> Vec<String> {
+        let mut removed = std::collections::BTreeSet::new();
+        for (run, &leak) in runs.iter_mut().zip(leaks) {
+            removed.extend(crate::judge::allow::apply(run, allows, leak));
+        }
+        removed.into_iter().collect()
     }
 
     fn run(verdict: RunVerdict, ids: &[&str], kept: Option<PathBuf>) -> RunRecord {
@@ -1049,7 +998,7 @@ reason = "driver quirk"
             run(RunVerdict::Crash, &["UNASSIGNED-fp-2"], None),
             run(RunVerdict::Pass, &[], None),
         ];
-        let removed = apply_allow(&mut runs, &[&allow], false);
+        let removed = apply_all(&mut runs, &[&allow], &[false; 4]);
         assert_eq!(removed, ["UNASSIGNED-fp-1", "UNASSIGNED-fp-2"]);
         // Only false positives: the run passes, and says why.
         assert_eq!(runs[0].classification.verdict, RunVerdict::Pass);
@@ -1068,7 +1017,7 @@ reason = "driver quirk"
     fn a_run_left_with_a_leak_is_a_leak_when_leaks_fail() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
-            dir.path().join(layers::TRACE_FILE),
+            dir.path().join(crate::host::layers::TRACE_FILE),
             "{\"ev\":\"loaded\"}\n{\"ev\":\"alive\",\"when\":\"exit\",\"type\":\"VkDevice\",\"handle\":\"0x1\"}\n",
         )
         .unwrap();
@@ -1080,12 +1029,17 @@ reason = "driver quirk"
             reason: "r".into(),
             source: "b.toml:1".into(),
         };
+        // The run's trace, as the run stage read it from the run's directory.
+        let trace = std::fs::File::open(dir.path().join(crate::host::layers::TRACE_FILE))
+            .and_then(crate::run::summaries::read_trace)
+            .unwrap();
+        let leak = |fail_on_leak: bool| fail_on_leak && trace.leaked();
         let kept = Some(dir.path().to_path_buf());
         let mut runs = vec![run(RunVerdict::Vuid, &["UNASSIGNED-fp"], kept.clone())];
-        apply_allow(&mut runs, &[&allow], false);
+        apply_all(&mut runs, &[&allow], &[leak(false)]);
         assert_eq!(runs[0].classification.verdict, RunVerdict::Pass);
         let mut runs = vec![run(RunVerdict::Vuid, &["UNASSIGNED-fp"], kept)];
-        apply_allow(&mut runs, &[&allow], true);
+        apply_all(&mut runs, &[&allow], &[leak(true)]);
         assert_eq!(runs[0].classification.verdict, RunVerdict::Leak);
     }
 
@@ -1175,7 +1129,7 @@ reason = "driver quirk"
                 source: "b.toml:1".into(),
             };
             let mut runs = vec![run(RunVerdict::Vuid, &[logged], None)];
-            assert_eq!(apply_allow(&mut runs, &[&allow], false), [logged]);
+            assert_eq!(apply_all(&mut runs, &[&allow], &[false]), [logged]);
             assert_eq!(runs[0].classification.verdict, RunVerdict::Pass);
         }
     }

@@ -3,10 +3,10 @@
 //! files (`vkexit merge --baseline`).
 
 use super::{Baseline, Observed, Subject};
-use crate::results::{CellResult, Results};
 use crate::support::stats;
 use crate::support::util::union_sorted;
-use crate::verdict::CellVerdict;
+use vkexit_evidence::results::{CellResult, Results};
+use vkexit_evidence::verdict::CellVerdict;
 
 /// The verdict of a cell merged from parts: from its summed runs, against the built-in
 /// expectation of a built-in case; `error` while a part could not run at all (`broken`
@@ -72,7 +72,7 @@ pub fn rejudge(results: &mut Results, baseline: &Baseline) {
         c.reason = Some(reason);
         c.flaky_expected = expectation
             .as_ref()
-            .is_some_and(|e| e.outcome == super::Outcome::Flaky);
+            .is_some_and(|e| e.outcome == super::Expected::Flaky);
         c.expectation = expectation.map(|e| e.source);
         union_sorted(&mut c.allowed_vuids, removed);
     }

@@ -1,29 +1,37 @@
-//! Judging: the one place that decides a cell's verdict. A cell's
-//! expectation is the first entry of the baseline files (`--baseline`, see
-//! `file`) that matches it, else the built-in baseline (`builtin`); the
-//! allow-lists that apply take their ids out of its runs; then its runs,
-//! summed, are held to the expectation (`evaluate`), and flaky-expected
-//! cells keep the gate green (`green`).
+//! Judging: every rule that decides a verdict, and nothing else does.
+//!
+//! - a run's verdict (`run`): its classification from what it left, then the overrules
+//!   (a fault around the run, validation not proven, the loader bypassed or the driver not
+//!   chosen, evidence that could not be kept);
+//! - the allow-lists (`allow`), on the evidence the run stage handed over;
+//! - a cell's fold of its runs (`cell`) held to its expectation: the first entry of the
+//!   baseline files (`--baseline`, whose format is `file`) that matches it, else the
+//!   built-in baseline (`builtin`) — `evaluate`, `cell`;
+//! - cells of results files judged again (`merged`), and baseline updates (`update`);
+//! - the one green rule, [`CellVerdict::keeps_gate_green`], which the results file's readers
+//!   share (it lives beside the verdicts in `vkexit-evidence`).
 
+pub(crate) mod allow;
 pub(crate) mod builtin;
+pub(crate) mod cell;
 pub(crate) mod file;
 mod merged;
+pub mod run;
 pub(crate) mod update;
 
 pub use file::BaselineFile;
 pub(crate) use file::{
-    allow_in_cell, apply_allow, layer_version_of, layers_text, Allow, Baseline, Entry, Expect,
-    Pattern, Subject,
+    allow_in_cell, layer_version_of, layers_text, Allow, Baseline, Entry, Expect, Pattern, Subject,
 };
 pub(crate) use merged::{merged, rejudge};
 
 use crate::host::vuid;
 use crate::plan::{Cell, NotRun};
-use crate::results::Counts;
-use crate::verdict::{CellVerdict, RunVerdict};
+use vkexit_evidence::results::Counts;
+use vkexit_evidence::verdict::{CellVerdict, RunVerdict};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub(crate) enum Expected {
     Pass,
     /// Every run fails, each with one of `verdicts`, and together they show
     /// every id in `vuids` and every signal in `signals`.
@@ -39,7 +47,7 @@ pub(crate) enum Outcome {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Expectation {
-    pub(crate) outcome: Outcome,
+    pub(crate) outcome: Expected,
     pub(crate) reason: String,
     /// Which expectation this is: "built-in", or "FILE:LINE" of a baseline entry.
     pub(crate) source: String,
@@ -48,11 +56,9 @@ pub(crate) struct Expectation {
 pub(crate) const BUILTIN_SOURCE: &str = "built-in";
 
 /// Whether a cell with this verdict, judged against this expectation, keeps
-/// the gate green: a flaky-expected cell does, whether it passed or failed.
+/// the gate green ([`CellVerdict::keeps_gate_green`]).
 pub(crate) fn green(verdict: CellVerdict, expectation: Option<&Expectation>) -> bool {
-    let flaky_expected = expectation.is_some_and(|e| e.outcome == Outcome::Flaky);
-    verdict.is_success()
-        || (flaky_expected && matches!(verdict, CellVerdict::Flaky | CellVerdict::Fail))
+    verdict.keeps_gate_green(expectation.is_some_and(|e| e.outcome == Expected::Flaky))
 }
 
 /// What the runs of a cell showed, in aggregate.
@@ -82,7 +88,7 @@ pub(crate) fn evaluate(
     let passes = c.pass;
     let mixed = passes > 0 && passes < total;
     match expectation.map(|e| (&e.outcome, e.reason.as_str())) {
-        None | Some((Outcome::Pass, _)) => {
+        None | Some((Expected::Pass, _)) => {
             let verdict = match (passes == total, mixed) {
                 (true, _) => CellVerdict::Pass,
                 (false, true) => CellVerdict::Flaky,
@@ -90,7 +96,7 @@ pub(crate) fn evaluate(
             };
             (verdict, format!("{passes} of {total} runs passed"))
         }
-        Some((Outcome::Flaky, reason)) => {
+        Some((Expected::Flaky, reason)) => {
             let verdict = match (passes == total, mixed) {
                 (true, _) => CellVerdict::Pass,
                 (false, true) => CellVerdict::Flaky,
@@ -101,16 +107,16 @@ pub(crate) fn evaluate(
                 format!("{passes} of {total} runs passed; known to be flaky: {reason}"),
             )
         }
-        Some((Outcome::Fail { .. }, reason)) if passes == total => (
+        Some((Expected::Fail { .. }, reason)) if passes == total => (
             CellVerdict::UnexpectedPass,
             format!("all {total} runs passed, but known to fail: {reason}; update the baseline"),
         ),
-        Some((Outcome::Fail { .. }, reason)) if mixed => (
+        Some((Expected::Fail { .. }, reason)) if mixed => (
             CellVerdict::Flaky,
             format!("{passes} of {total} runs passed; known to fail: {reason}"),
         ),
         Some((
-            Outcome::Fail {
+            Expected::Fail {
                 verdicts,
                 vuids,
                 signals,
@@ -173,7 +179,7 @@ pub(crate) const WILL_FAIL_SOURCE: &str = "ctest WILL_FAIL";
 /// VUID or a hang still fails it, and so does a run that exits 0.
 pub(crate) fn will_fail() -> Expectation {
     Expectation {
-        outcome: Outcome::Fail {
+        outcome: Expected::Fail {
             verdicts: vec![RunVerdict::Exit],
             vuids: Vec::new(),
             signals: Vec::new(),
@@ -216,7 +222,7 @@ pub(crate) fn cell(cell: &Cell, expectation: Option<&Expectation>, seen: &Observ
         verdict,
         reason,
         source: judged_by.map(|e| e.source.clone()),
-        flaky_expected: judged_by.is_some_and(|e| e.outcome == Outcome::Flaky),
+        flaky_expected: judged_by.is_some_and(|e| e.outcome == Expected::Flaky),
     }
 }
 
@@ -241,7 +247,7 @@ mod tests {
 
     fn expect_vuid() -> Expectation {
         Expectation {
-            outcome: Outcome::Fail {
+            outcome: Expected::Fail {
                 verdicts: vec![RunVerdict::Vuid],
                 vuids: vec![CHILDREN_ALIVE.into()],
                 signals: vec![],

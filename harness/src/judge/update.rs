@@ -25,8 +25,8 @@ use crate::judge::{
     BUILTIN_SOURCE,
 };
 use crate::plan::{case_rank, runtime_rank};
-use crate::results::{CellResult, Results};
-use crate::verdict::{CellVerdict, RunVerdict};
+use vkexit_evidence::results::{CellResult, Results};
+use vkexit_evidence::verdict::{CellVerdict, RunVerdict};
 
 pub const TODO_REASON: &str = "TODO: explain";
 

@@ -46,7 +46,7 @@ use crate::host::layers::{self, Emulation};
 use crate::host::validation;
 use crate::plan::suites::{self, Kind};
 use crate::plan::{self, BUILTIN_CASES};
-use crate::support::errors::{Error, Result, Selection};
+use crate::support::errors::{BadSelection, Error, Result};
 use crate::support::toml_file::TomlFile;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -364,13 +364,13 @@ impl Matrix {
     fn check_new_name(&self, new: &External) -> Result<()> {
         let name = &new.name;
         if BUILTIN_CASES.contains(&name.as_str()) {
-            return Err(Error::BadSelection(Selection::BuiltinName {
+            return Err(Error::BadSelection(BadSelection::BuiltinName {
                 command: new.command_line(),
                 name: name.to_string(),
             }));
         }
         if let Some(old) = self.externals.iter().find(|e| &e.name == name) {
-            return Err(Error::BadSelection(Selection::SameName {
+            return Err(Error::BadSelection(BadSelection::SameName {
                 name: name.to_string(),
                 first: old.command_line(),
                 second: new.command_line(),
@@ -452,7 +452,7 @@ impl Matrix {
                 .map(|(_, v)| OsString::from(v))
                 .or_else(|| path.clone());
             find_program(Path::new(program), run_path.as_deref()).map_err(|why| {
-                Error::BadSelection(Selection::ProgramNotFound {
+                Error::BadSelection(BadSelection::ProgramNotFound {
                     case: e.name.clone(),
                     why,
                 })

@@ -9,10 +9,10 @@ pub(crate) mod suites;
 use crate::host::drivers::{self, Driver};
 use crate::host::layers::{Chain, Emulation};
 use crate::host::probe::{self, DeviceInfo};
-use crate::results::CellId;
 use crate::support::errors::{Error, Result};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use vkexit_evidence::results::CellId;
 
 pub use cases::runtime_cache;
 use cases::{absolute_runtime, real_runtime_missing};

@@ -7,9 +7,9 @@
 //! every machine and every vkexit build puts a cell in the same shard. The
 //! price is balance: with few cells, shards can differ in size.
 
-use crate::results::CellId;
 use std::fmt;
 use std::str::FromStr;
+use vkexit_evidence::results::CellId;
 
 /// Shard `index` of `count`, 1-based as written on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,9 +8,9 @@
 //! show those.
 
 use crate::host::messages::{first_messages, LayerMessage};
-use crate::results::CellResult;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use vkexit_evidence::results::CellResult;
 
 /// Messages shown per cell: the first of each id, up to this many ids.
 const MAX_MESSAGES: usize = 8;

@@ -7,11 +7,11 @@
 
 use super::first_run::FirstRun;
 use super::markup::{attr, text, url_path};
-use super::{gate_green, groups, observation, pass_rate_line, red_first, short_vuid, summary_line};
-use crate::results::{CellResult, Counts, Results};
-use crate::verdict::CellVerdict;
+use super::{groups, observation, pass_rate_line, red_first, short_vuid, summary_line};
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
+use vkexit_evidence::results::{CellResult, Counts, Results};
+use vkexit_evidence::verdict::CellVerdict;
 
 pub const INDEX: &str = "index.html";
 
@@ -61,7 +61,7 @@ pre.story { background: #fafafa; border: 1px solid #e0e0e0; padding: 0.5em; over
 
 /// The page; `base` is the report's directory, for relative links.
 pub fn render(results: &Results, base: Option<&Path>) -> String {
-    let green = gate_green(results);
+    let green = results.is_green();
     let gate = if green { "green" } else { "red" };
     let mut out = String::new();
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -83,13 +83,13 @@ pub fn render(results: &Results, base: Option<&Path>) -> String {
         all.error = all.error.saturating_add(c.counts.error);
         all.leak = all.leak.saturating_add(c.counts.leak);
     }
-    let [lo, hi] = super::pass_rate_95(all);
+    let [lo, hi] = crate::judge::cell::pass_rate_95(all);
     let _ = writeln!(
         out,
         "<p>All runs: {} of {} passed ({:.1} %, 95 % interval {:.1} %–{:.1} %). vkexit {}.</p>",
         all.pass,
         all.total(),
-        super::pass_rate(all) * 100.0,
+        crate::judge::cell::pass_rate(all) * 100.0,
         lo * 100.0,
         hi * 100.0,
         text(&results.vkexit_version)
@@ -293,8 +293,8 @@ const RUN_FILES: [&str; 8] = [
     "stderr.txt",
     "stdout.txt",
     crate::host::validation::LOG_FILE,
-    crate::classify::explain::TIMELINE_FILE,
-    crate::classify::explain::CRASH_FILE,
+    crate::explain::TIMELINE_FILE,
+    crate::explain::CRASH_FILE,
     "hang.json",
 ];
 
@@ -350,7 +350,7 @@ fn evidence_sections(out: &mut String, results: &Results, base: Option<&Path>) {
         out.push_str("<div class=\"swimlane-box\">");
         out.push_str(&super::swimlane::of_run(run));
         out.push_str("</div>\n");
-        let story = crate::classify::explain::Story::read(run).render();
+        let story = crate::explain::Story::read(run).render();
         let lines: Vec<&str> = story.lines().collect();
         out.push_str("<pre class=\"story\">");
         for line in lines.iter().take(STORY_LINES) {

@@ -19,10 +19,10 @@
 //!   suite `vkexit` with one `<error>` test case saying so.
 
 use super::markup::{attr, text};
-use super::{gate_green, observation, pass_rate_line, short_vuid};
-use crate::results::{CellResult, Results};
-use crate::verdict::{CellVerdict, RunVerdict};
+use super::{observation, pass_rate_line, short_vuid};
 use std::fmt::Write as _;
+use vkexit_evidence::results::{CellResult, Results};
+use vkexit_evidence::verdict::{CellVerdict, RunVerdict};
 
 /// The JUnit document of a set of results.
 pub fn render(results: &Results) -> String {
@@ -105,7 +105,7 @@ pub fn render(results: &Results) -> String {
 }
 
 fn gate(results: &Results) -> &'static str {
-    match gate_green(results) {
+    match results.is_green() {
         true => "green",
         false => "red",
     }
@@ -369,8 +369,8 @@ fn details(c: &CellResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::Counts;
     use crate::test_fixtures::{cell, counts, results};
+    use vkexit_evidence::results::Counts;
 
     fn parse(xml: &str) -> roxmltree::Document<'_> {
         roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}\n{xml}"))
@@ -411,7 +411,7 @@ mod tests {
         let mut c = cell("f", "refrt:never", CellVerdict::Fail, counts(0, 2, 0));
         c.flaky_expected = true;
         let mut r = results(vec![c]);
-        assert!(crate::report::gate_green(&r));
+        assert!(r.is_green());
         let xml = render(&r);
         let doc = parse(&xml);
         assert_eq!(doc.root_element().attribute("failures"), Some("0"));
@@ -424,7 +424,7 @@ mod tests {
         assert_eq!(kids, ["flakyFailure", "system-out"], "{xml}");
         assert!(xml.contains("known to be flaky, so it keeps the vkexit gate green"));
         r.cells[0].flaky_expected = false;
-        assert!(!crate::report::gate_green(&r));
+        assert!(!r.is_green());
     }
 
     #[test]

@@ -4,13 +4,13 @@
 
 use super::first_run::FirstRun;
 use super::markup::{md, md_code, url_path};
-use super::{gate_green, groups, observation, summary_line};
-use crate::results::{CellResult, Results};
+use super::{groups, observation, summary_line};
 use std::fmt::Write as _;
+use vkexit_evidence::results::{CellResult, Results};
 
 pub fn render(results: &Results) -> String {
     let mut out = String::new();
-    let gate = match gate_green(results) {
+    let gate = match results.is_green() {
         true => "green",
         false => "red",
     };
@@ -123,7 +123,7 @@ fn artifacts(c: &CellResult) -> String {
 mod tests {
     use super::*;
     use crate::test_fixtures::{cell, counts, results};
-    use crate::verdict::CellVerdict;
+    use vkexit_evidence::verdict::CellVerdict;
 
     #[test]
     fn red_cells_first_then_a_matrix_like_the_readme() {

@@ -12,13 +12,13 @@ use crate::judge;
 use crate::plan::shard::Shard;
 use crate::plan::{case_rank, runtime_rank};
 use crate::report;
-use crate::results::{CellId, CellResult, Results, SCHEMA};
 use crate::support::errors::{Error, Result};
 use crate::support::util::union_sorted;
-use crate::verdict::CellVerdict;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use vkexit_evidence::results::{CellId, CellResult, Results, SCHEMA};
+use vkexit_evidence::verdict::CellVerdict;
 
 /// The most findings a merged cell lists, as a run's cell does.
 const MAX_FINDINGS: usize = 16;
@@ -260,8 +260,8 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
         c.device = join_text(c.device.take(), p.device);
         c.driver_manifest = join_text(c.driver_manifest.take(), p.driver_manifest);
     }
-    c.pass_rate = report::pass_rate(c.counts);
-    c.pass_rate_95 = report::pass_rate_95(c.counts);
+    c.pass_rate = crate::judge::cell::pass_rate(c.counts);
+    c.pass_rate_95 = crate::judge::cell::pass_rate_95(c.counts);
     judge::merged(&mut c, &broken, &skipped, overflow);
     c
 }
@@ -394,7 +394,7 @@ mod tests {
         let c = &merged.cells[0];
         assert_eq!(c.verdict, CellVerdict::Flaky);
         assert_eq!(c.pass_rate, 0.5);
-        assert!(!report::gate_green(&merged));
+        assert!(!merged.is_green());
     }
 
     #[test]
@@ -496,7 +496,7 @@ mod tests {
         a.interrupted = true;
         let merged = merge(vec![a, results(vec![])]);
         assert!(merged.interrupted);
-        assert!(!report::gate_green(&merged));
+        assert!(!merged.is_green());
     }
 
     #[test]

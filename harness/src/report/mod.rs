@@ -2,6 +2,7 @@
 //! and the report files: the results file (JSON), JUnit XML for a CI's test
 //! view, a Markdown summary for a pull request, and an HTML matrix.
 
+pub mod events;
 pub(crate) mod first_run;
 pub(crate) mod html;
 pub(crate) mod junit;
@@ -10,250 +11,18 @@ mod markup;
 pub mod merge;
 pub(crate) mod swimlane;
 
-use crate::host::provenance::{FromHost, LoadersUsed, Provenance};
-use crate::judge::{self, Expectation, Observed};
-use crate::plan::{case_rank, runtime_rank, Cell};
-use crate::results::{CellResult, Counts, Results, SCHEMA};
-use crate::run::RunRecord;
+use crate::plan::{case_rank, runtime_rank};
 use crate::support::errors::{Error, Result};
 use crate::support::util::counted;
-use crate::verdict::{CellVerdict, RunVerdict};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use vkexit_evidence::results::{CellResult, Results, SCHEMA};
+use vkexit_evidence::verdict::{CellVerdict, RunVerdict};
 
 pub use crate::support::output::write_atomically;
 use crate::support::output::Target;
 
-/// One cell's runs, summarised and judged against its expectation, all at once (the gate folds
-/// them in as they finish).
-#[cfg(test)]
-pub(crate) fn summarize(
-    cell: &Cell,
-    expectation: Option<&Expectation>,
-    runs: &[RunRecord],
-) -> CellResult {
-    let mut fold = CellFold::default();
-    for run in runs {
-        fold.add(run);
-    }
-    fold.summarize(cell, expectation)
-}
-
-/// A cell's runs folded in as they finish: what its summary needs of them,
-/// in a size that does not grow with the number of runs. Each part keeps
-/// what the lowest-numbered runs gave, so the summary does not depend on the
-/// order in which runs finished.
-#[derive(Debug, Default)]
-pub struct CellFold {
-    counts: Counts,
-    vuid_counts: std::collections::BTreeMap<String, u64>,
-    vuids: std::collections::BTreeSet<String>,
-    signals: std::collections::BTreeSet<String>,
-    /// The earliest distinct findings: ((run, place in the run), finding).
-    findings: Vec<((u32, usize), String)>,
-    /// The directories of the earliest runs kept.
-    artifacts: Vec<(u32, PathBuf)>,
-    /// The reason of the earliest erroring run.
-    first_error: Option<(u32, String)>,
-    duration_ms: u64,
-    /// The loaders the runs loaded, for the provenance.
-    loaders: LoadersUsed,
-    /// The layer the crashing runs crashed in, while every one did.
-    crash_layer: CrashLayer,
-}
-
-/// Whether every crashing run of a cell crashed in one layer's library.
-#[derive(Debug, Default)]
-enum CrashLayer {
-    /// No run crashed yet.
-    #[default]
-    NoCrash,
-    /// Every crash so far was in this layer.
-    All(String, u64),
-    /// Some crash was elsewhere, or in another layer.
-    Mixed,
-}
-
-impl CellFold {
-    pub fn add(&mut self, run: &RunRecord) {
-        for (place, f) in run.classification.findings.iter().enumerate() {
-            self.add_finding((run.index, place), elide_handles(f));
-        }
-        self.counts.add(run.classification.verdict);
-        for (id, stat) in &run.vuid_counts.ids {
-            *self.vuid_counts.entry(id.clone()).or_insert(0) += stat.count;
-        }
-        self.vuids.extend(run.classification.vuids.iter().cloned());
-        self.signals
-            .extend(run.classification.signal.iter().cloned());
-        if let Some(dir) = &run.kept {
-            keep_earliest(
-                &mut self.artifacts,
-                MAX_CELL_ARTIFACTS,
-                (run.index, dir.clone()),
-                |a| a.0,
-            );
-        }
-        let error = run.classification.verdict == RunVerdict::Error;
-        if error
-            && self
-                .first_error
-                .as_ref()
-                .is_none_or(|(i, _)| run.index < *i)
-        {
-            self.first_error = Some((run.index, run.classification.reason.clone()));
-        }
-        self.duration_ms += run.duration_ms;
-        self.loaders.add(run.index, run.vulkan.as_ref());
-        if run.classification.verdict == RunVerdict::Crash {
-            let layer = run.classification.crash_layer.as_ref();
-            self.crash_layer = match (std::mem::take(&mut self.crash_layer), layer) {
-                (CrashLayer::NoCrash, Some(l)) => CrashLayer::All(l.clone(), 1),
-                (CrashLayer::All(seen, n), Some(l)) if seen == *l => CrashLayer::All(seen, n + 1),
-                _ => CrashLayer::Mixed,
-            };
-        }
-    }
-
-    /// The layer every crashing run crashed in, and how many runs that is;
-    /// `None` when no run crashed or a crash was elsewhere (the application's own).
-    pub fn crash_layer(&self) -> Option<(String, u64)> {
-        match &self.crash_layer {
-            CrashLayer::All(layer, n) => Some((layer.clone(), *n)),
-            _ => None,
-        }
-    }
-
-    fn add_finding(&mut self, key: (u32, usize), finding: String) {
-        if let Some(seen) = self.findings.iter_mut().find(|(_, f)| *f == finding) {
-            seen.0 = seen.0.min(key);
-            return;
-        }
-        keep_earliest(&mut self.findings, MAX_CELL_FINDINGS, (key, finding), |f| {
-            f.0
-        });
-    }
-
-    /// The cell's summary, judged against its expectation.
-    pub fn summarize(&self, cell: &Cell, expectation: Option<&Expectation>) -> CellResult {
-        let counts = self.counts;
-        let vuids: Vec<String> = self.vuids.iter().cloned().collect();
-        let signals: Vec<String> = self.signals.iter().cloned().collect();
-        let mut findings = self.findings.clone();
-        findings.sort();
-        let mut artifacts = self.artifacts.clone();
-        artifacts.sort();
-        let observed = Observed {
-            counts,
-            vuids: vuids.clone(),
-            signals: signals.clone(),
-        };
-        let judged = judge::cell(cell, expectation, &observed);
-        let verdict = judged.verdict;
-        let reason = explain_errors(verdict, judged.reason, self.first_error.as_ref());
-        let n = counts.total();
-        let [lo, hi] = pass_rate_95(counts);
-        CellResult {
-            case: cell.case.clone(),
-            runtime: cell.runtime.clone(),
-            driver: cell.driver.name.clone(),
-            layers: cell.layers.clone(),
-            emulation: cell.emulation.name().to_string(),
-            runs: n,
-            counts,
-            verdict,
-            vuid_names: crate::host::vuid::renamed_ids(&vuids),
-            vuids,
-            vuid_counts: self.vuid_counts.clone(),
-            signals,
-            artifacts: artifacts
-                .into_iter()
-                .map(|(_, dir)| dir.display().to_string())
-                .collect(),
-            findings: findings.into_iter().map(|(_, f)| f).collect(),
-            pass_rate: pass_rate(counts),
-            pass_rate_95: [lo, hi],
-            duration_ms: self.duration_ms,
-            reason: Some(reason),
-            device: cell.device.as_ref().map(|d| d.name.clone()),
-            provenance: Some(
-                Provenance::of(
-                    cell.device.as_ref(),
-                    cell.device
-                        .as_ref()
-                        .and_then(|d| d.loader_version.as_deref()),
-                    cell.validation_layer.as_deref(),
-                )
-                .with_loaders(crate::run::selection(cell), &self.loaders),
-            ),
-            driver_manifest: Some(cell.driver.manifest.display().to_string()),
-            expectation: judged.source,
-            flaky_expected: judged.flaky_expected,
-            allowed_vuids: Vec::new(),
-            crash_in_layer: None,
-        }
-    }
-}
-
-/// Adds `item` to `kept`, which holds at most `max`: those of the lowest keys.
-fn keep_earliest<T, K: Ord>(kept: &mut Vec<T>, max: usize, item: T, key: impl Fn(&T) -> K) {
-    if kept.len() < max {
-        kept.push(item);
-        return;
-    }
-    let latest = (0..kept.len()).max_by_key(|&i| key(&kept[i]));
-    if let Some(i) = latest.filter(|&i| key(&item) < key(&kept[i])) {
-        kept[i] = item;
-    }
-}
-
-/// Evidence directories listed per cell: those of its earliest kept runs.
-const MAX_CELL_ARTIFACTS: usize = 100;
-const MAX_CELL_FINDINGS: usize = 16;
-
-/// "VkDevice 0x55d0c6f3b0a0 alive at exit" → "VkDevice 0x… alive at exit",
-/// so the same finding in many runs is listed once.
-fn elide_handles(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("0x") {
-        out.push_str(&rest[..at]);
-        let digits = rest[at + 2..]
-            .chars()
-            .take_while(char::is_ascii_hexdigit)
-            .count();
-        out.push_str(if digits > 0 { "0x…" } else { "0x" });
-        rest = &rest[at + 2 + digits..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// An `error` cell says what went wrong in its first erroring run.
-fn explain_errors(
-    verdict: CellVerdict,
-    why: String,
-    first_error: Option<&(u32, String)>,
-) -> String {
-    if verdict != CellVerdict::Error {
-        return why;
-    }
-    match first_error {
-        Some((_, reason)) => format!("{why}: {reason}"),
-        None => why,
-    }
-}
-
-/// The share of a cell's runs that passed.
-pub fn pass_rate(counts: Counts) -> f64 {
-    crate::support::stats::pass_rate(counts.pass, counts.total())
-}
-
-/// The 95 % Wilson interval of the pass rate, rounded as in the results file.
-pub fn pass_rate_95(counts: Counts) -> [f64; 2] {
-    crate::support::stats::pass_rate_95(counts.pass, counts.total())
-}
-
+/// The results file of these cells.
 pub fn results(cells: Vec<CellResult>, interrupted: bool) -> Results {
     Results {
         schema: SCHEMA.to_string(),
@@ -272,8 +41,11 @@ pub fn json_text(results: &Results) -> String {
 /// The report files asked for (`--json`, `--junit`, `--markdown`, `--html`).
 #[derive(Debug, Clone, Default)]
 pub struct Outputs {
+    /// The results file.
     pub json: Option<PathBuf>,
+    /// The JUnit XML report.
     pub junit: Option<PathBuf>,
+    /// The Markdown summary.
     pub markdown: Option<PathBuf>,
     /// A directory; the report is its `index.html`.
     pub html: Option<PathBuf>,
@@ -505,10 +277,15 @@ pub fn groups(cells: &[CellResult]) -> Vec<Group<'_>> {
     groups
 }
 
+/// The cells of one driver, emulation and layer set: one table of a report.
 pub struct Group<'a> {
+    /// The driver's short name.
     pub driver: &'a str,
+    /// The emulation's name (`none`, `tegra`).
     pub emulation: &'a str,
+    /// The layers of its cells.
     pub layers: &'a [String],
+    /// Its cells, in the matrix's order.
     pub cells: Vec<&'a CellResult>,
 }
 
@@ -544,6 +321,7 @@ impl Group<'_> {
         (cases, runtimes)
     }
 
+    /// The group's cell of `case` × `runtime`.
     pub fn cell(&self, case: &str, runtime: &str) -> Option<&CellResult> {
         self.cells
             .iter()
@@ -557,12 +335,6 @@ pub fn red_first(cells: &[CellResult]) -> Vec<&CellResult> {
     let mut sorted: Vec<&CellResult> = cells.iter().collect();
     sorted.sort_by_key(|c| c.is_green());
     sorted
-}
-
-/// Whether the gate is green for these results: every cell met its
-/// expectation and the run was not cut short.
-pub fn gate_green(results: &Results) -> bool {
-    !results.interrupted && results.cells.iter().all(|c| c.is_green())
 }
 
 /// The terminal table: one line per cell, with its evidence in short.
@@ -656,18 +428,4 @@ pub fn summary_line(cells: &[CellResult]) -> String {
         counted(runs, "run", "runs"),
         parts.join(", ")
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::elide_handles;
-
-    #[test]
-    fn handles_are_elided_so_runs_agree() {
-        assert_eq!(
-            elide_handles("VkDevice 0x55d0c6f3b0a0 alive at exit (created on thread main)"),
-            "VkDevice 0x… alive at exit (created on thread main)"
-        );
-        assert_eq!(elide_handles("0x 0xZZ and 0xab"), "0x 0xZZ and 0x…");
-    }
 }

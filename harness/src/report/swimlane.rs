@@ -9,7 +9,7 @@
 //! a `<title>` with the whole sentence, which a browser shows on hover.
 
 use super::markup::text;
-use crate::classify::explain::{Kind, Line, Story};
+use crate::explain::{Kind, Line, Story};
 use crate::host::messages::LayerMessage;
 use crate::run::hang::HangReport;
 use std::fmt::Write as _;

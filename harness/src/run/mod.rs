@@ -1,6 +1,8 @@
-//! Running: every run of every cell, each in its own process group and its
-//! own private directory, `jobs` at a time. What a run leaves behind is read
-//! back from files and handed to `classify`.
+//! Running: every run of every cell, each in its own process group and its own private
+//! directory, `jobs` at a time. The stage spawns, supervises and reaps, reads back what each
+//! run left, and tells its caller as [`Event`]s; it decides no verdict. The caller answers a
+//! finished run with whether its directory is kept (and the record to keep with it) before
+//! the worker that made it starts another.
 
 pub(crate) mod capture;
 pub mod cgroup;
@@ -12,95 +14,127 @@ pub(crate) mod reaper;
 mod replay;
 mod slot;
 pub(crate) mod spawn;
+pub mod summaries;
 pub(crate) mod unix;
 
-use crate::evidence::{self, TegraSummary, TraceSummary};
-use crate::host::drivers::{self, Selection};
+use crate::host::drivers::{self, DriverSelection};
 use crate::host::layers::{self, Chain};
 use crate::host::loader::{self, VulkanUse};
 use crate::host::validation;
-use crate::host::vuid::VuidReport;
 use crate::plan::{CaseCommand, Cell, Plan, REFRT_LIBRARY};
 use crate::support::errors::{Error, Result};
 use capture::Capture;
 use hang::HangReport;
-use observed::{
-    Classification, ProcessTree, RunEvidence, Termination, Validation, CRASH_FILE, TIMELINE_FILE,
-};
-use serde::Serialize;
+use observed::{ProcessTree, RunEvidence, Termination, Validation, CRASH_FILE, TIMELINE_FILE};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
+use summaries::{TegraSummary, TraceSummary};
 
+/// How the runs are made: what the run stage needs, and nothing a verdict is made by.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
     pub(crate) runs: u32,
     pub(crate) jobs: usize,
     pub(crate) timeout: Duration,
     pub(crate) artifacts: PathBuf,
-    /// Keep the directories of passing runs too.
-    pub(crate) keep_passing: bool,
     /// The layers of every run.
     pub(crate) chain: Chain,
-    /// Objects alive at exit (seen by the trace layer) fail a run.
-    pub(crate) fail_on_leak: bool,
     /// Preload the crash report and exit timeline into every run.
     pub(crate) diagnostics: bool,
     /// Time every C++ static destructor in the exit timeline (slower exit).
     pub(crate) time_destructors: bool,
-    /// Crashes of processes other than the one started are recorded, not
-    /// judged (programs that crash children on purpose: death tests).
-    pub(crate) children_may_crash: bool,
-    /// How a finished run's verdict is made.
-    pub(crate) examine: Examine,
 }
 
-/// The classifier, handed in by the engine: a run's directory is kept or removed by its
-/// verdict, so the verdict is made inside the run loop, but classify comes after run in
-/// the harness's order.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Examine {
-    /// The verdict of a run from what it left behind.
-    pub(crate) classify: fn(&RunEvidence) -> Classification,
-    /// One line of the story a failing run's directory tells, for its reason.
-    pub(crate) story: fn(&Path) -> Option<String>,
-}
-
-/// What one run came to, and where its evidence is.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct RunRecord {
+/// A run the stage finished: everything it left, read back from its directory, and the
+/// facts around it that its verdict depends on.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    /// The cell's place in the plan.
     pub(crate) cell: usize,
+    /// The run's number in its cell, from 0.
     pub(crate) index: u32,
-    #[serde(flatten)]
-    pub(crate) classification: Classification,
-    pub(crate) termination: Termination,
-    pub(crate) vuid_counts: VuidReport,
-    pub(crate) duration_ms: u64,
+    /// How the program ended and what the layers and the crash report left.
+    pub(crate) evidence: RunEvidence,
+    /// Faults around the run (a limit that could not be set, an orphan that would not die):
+    /// what makes its verdict doubtful.
+    pub(crate) faults: Vec<String>,
+    /// The Vulkan loader and drivers the program loaded; `None` without the preload.
+    pub(crate) vulkan: Option<VulkanUse>,
+    /// The manifest copy that chooses the cell's driver, when it was needed and is missing:
+    /// the driver was not chosen.
+    pub(crate) unchosen_driver: Option<PathBuf>,
+    /// The threads and stacks of a run that hung.
+    pub(crate) hang: Option<HangReport>,
+    /// Where the run's directory is while the caller looks at it.
+    pub(crate) dir: PathBuf,
+    pub(crate) duration: Duration,
     pub(crate) stdout_bytes: u64,
     pub(crate) stderr_bytes: u64,
-    /// The run directory, when it was kept.
-    pub(crate) kept: Option<PathBuf>,
-    /// The Vulkan loader and drivers the program loaded; absent without the preload.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) vulkan: Option<VulkanUse>,
+}
+
+/// A kept run's directory, moved to its place under its cell.
+#[derive(Debug)]
+pub(crate) struct Stored {
+    pub(crate) cell: usize,
+    pub(crate) index: u32,
+    /// Where it is now.
+    pub(crate) dir: PathBuf,
+    /// Why its output and record could not be written there, when they could not.
+    pub(crate) failed: Option<String>,
+}
+
+/// What the run stage tells its caller, in the order it happens.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// A run of a cell is starting.
+    Started { cell: usize },
+    /// A run ended; its worker waits for the answer.
+    Finished(Box<Finished>),
+    /// A run the caller kept is where it will stay.
+    Stored(Stored),
+}
+
+/// The caller's answer to an event.
+#[derive(Debug, Default)]
+pub(crate) struct Reply {
+    /// Whether more runs should start.
+    pub(crate) flow: Flow,
+    /// For [`Event::Finished`]: keep the run's directory, writing this as its `result.json`;
+    /// `None` removes it.
+    pub(crate) keep: Option<String>,
 }
 
 /// Whether more runs should start, as `execute`'s caller sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Flow {
+    #[default]
     Go,
     /// No new run starts; those under way finish.
     Stop,
 }
 
-/// Runs the plan. `on_record` is given each run as it finishes, to fold into
-/// its cell's summary (nothing per run is held here), and says whether more
-/// runs should start.
+/// What a worker sends: an event, and for a finished run where to send the answer.
+enum Message {
+    Event(Event),
+    Finished(Box<Finished>, mpsc::SyncSender<Option<String>>),
+}
+
+/// What a process that makes runs does before anything else: refuse a process limit that
+/// would make every run an error, then take over Ctrl-C, so that nothing may be left behind.
+pub(crate) fn prepare_process() -> Result<()> {
+    cgroup::max_processes().map_err(Error::Host)?;
+    interrupt::install().map_err(|e| Error::Host(format!("cannot install signal handlers: {e}")))
+}
+
+/// Runs the plan. `on_event` sees each run start, finish and be stored, as it happens (nothing
+/// per run is held here), and says whether more runs should start; a run starts only once
+/// every run that finished before it has been answered, and a kept one stored.
 pub(crate) fn execute(
     plan: &Plan,
     options: &Options,
-    mut on_record: impl FnMut(&Cell, RunRecord) -> Flow,
+    mut on_event: impl FnMut(&Cell, Event) -> Reply,
 ) -> Result<()> {
     reaper::become_subreaper();
     let root = prepare_artifacts(plan, &options.artifacts)?;
@@ -129,7 +163,7 @@ pub(crate) fn execute(
     let job = |k: usize| (k < total).then(|| (runnable[k / runs], (k % runs) as u32));
     let next = AtomicUsize::new(0);
     let judging = Judging::default();
-    let (tx, rx) = mpsc::channel::<RunRecord>();
+    let (tx, rx) = mpsc::channel::<Message>();
     std::thread::scope(|scope| {
         for worker in 0..options.jobs.max(1).min(total.max(1)) {
             let tx = tx.clone();
@@ -137,16 +171,34 @@ pub(crate) fn execute(
             scope.spawn(move || {
                 let mut slot = slot::Slot::new(&options.artifacts, worker);
                 // A slot frees: the next run starts as soon as every finished
-                // run is judged, with no timer.
+                // run is answered, with no timer.
                 while judging.may_start() {
                     let Some((cell, index)) = job(next.fetch_add(1, Ordering::Relaxed)) else {
                         break;
                     };
-                    let record = run_one(plan, cell, index, options, &mut slot);
+                    let started = Event::Started { cell };
+                    if tx.send(Message::Event(started)).is_err() {
+                        break;
+                    }
+                    let (finished, keeping) = run_one(plan, cell, index, options, &mut slot);
+                    let (answer, keep) = mpsc::sync_channel(1);
                     judging.sent();
-                    if tx.send(record).is_err() {
+                    if tx
+                        .send(Message::Finished(Box::new(finished), answer))
+                        .is_err()
+                    {
                         judging.judged(Flow::Stop);
                         break;
+                    }
+                    // No answer (the caller is gone) removes the run.
+                    match keep.recv().ok().flatten() {
+                        Some(result) => {
+                            let stored = keeping.store(&mut slot, cell, index, &result);
+                            if tx.send(Message::Event(Event::Stored(stored))).is_err() {
+                                break;
+                            }
+                        }
+                        None => slot.clean(),
                     }
                 }
             });
@@ -154,9 +206,33 @@ pub(crate) fn execute(
         drop(tx);
         // Whatever ends this loop, no worker waits on it any longer.
         let _stop = judging.stop_on_drop();
-        for record in rx {
-            let flow = on_record(&plan.cells[record.cell], record);
-            judging.judged(flow);
+        for message in rx {
+            match message {
+                Message::Event(event) => {
+                    let cell = match &event {
+                        Event::Started { cell, .. } => *cell,
+                        Event::Stored(s) => s.cell,
+                        Event::Finished(f) => f.cell,
+                    };
+                    let stored = matches!(event, Event::Stored(_));
+                    let reply = on_event(&plan.cells[cell], event);
+                    judging.flow(reply.flow);
+                    if stored {
+                        judging.judged(reply.flow);
+                    }
+                }
+                Message::Finished(finished, answer) => {
+                    let cell = finished.cell;
+                    let reply = on_event(&plan.cells[cell], Event::Finished(finished));
+                    let kept = reply.keep.is_some();
+                    let _ = answer.send(reply.keep);
+                    judging.flow(reply.flow);
+                    // A kept run is done once it is stored.
+                    if !kept {
+                        judging.judged(reply.flow);
+                    }
+                }
+            }
         }
     });
     // Every run has ended: whatever is left of any of them goes now.
@@ -166,11 +242,11 @@ pub(crate) fn execute(
     Ok(())
 }
 
-/// The records sent by the workers that `on_record` has not judged yet, and
-/// whether it said to stop. A run starts only once every finished run has
-/// been judged: without that, a worker could start its next run while the
-/// record of its last, failing one was still on its way, and "no run starts
-/// after the first failure" would hold only by luck, at any `-j`.
+/// The runs sent by the workers that are not done yet (answered, and stored when kept), and
+/// whether the caller said to stop. A run starts only once every finished run is done:
+/// without that, a worker could start its next run while the record of its last, failing
+/// one was still on its way, and "no run starts after the first failure" would hold only by
+/// luck, at any `-j`.
 #[derive(Default)]
 struct Judging {
     state: std::sync::Mutex<(usize, bool)>,
@@ -182,7 +258,7 @@ impl Judging {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until no record is unjudged; whether a run may start.
+    /// Waits until no run is undone; whether a run may start.
     fn may_start(&self) -> bool {
         let mut state = self.lock();
         while state.0 > 0 && !state.1 {
@@ -191,12 +267,20 @@ impl Judging {
         !state.1 && !interrupt::interrupted()
     }
 
-    /// A record is on its way.
+    /// A finished run is on its way.
     fn sent(&self) {
         self.lock().0 += 1;
     }
 
-    /// A record was judged, or will never be.
+    /// The caller said to stop, or to go on.
+    fn flow(&self, flow: Flow) {
+        if flow == Flow::Stop {
+            self.lock().1 = true;
+            self.judged.notify_all();
+        }
+    }
+
+    /// A run is done, or will never be.
     fn judged(&self, flow: Flow) {
         let mut state = self.lock();
         state.0 = state.0.saturating_sub(1);
@@ -243,13 +327,50 @@ fn prepare_artifacts(plan: &Plan, root: &Path) -> Result<PathBuf> {
     Ok(root.clone())
 }
 
+/// What a worker holds of a finished run to keep it, if asked to.
+struct Keeping {
+    /// Its place under its cell.
+    place: PathBuf,
+    /// The command it ran, when it started.
+    spec: Option<unix::CommandSpec>,
+    stdout: Capture,
+    stderr: Capture,
+}
+
+impl Keeping {
+    /// Moves the run out of the slot to its place, with its command, replay script, output
+    /// and `result`; evidence that cannot be written is said, for the caller to judge.
+    fn store(self, slot: &mut slot::Slot, cell: usize, index: u32, result: &str) -> Stored {
+        let from = slot.dir().to_path_buf();
+        let dir = match slot.keep_as(&self.place) {
+            Ok(()) => self.place,
+            // Kept where it is: the next run makes a new slot.
+            Err(_) => from,
+        };
+        if let Some(spec) = &self.spec {
+            let spec = moved(spec, slot.dir(), &dir);
+            let _ = write_command(&dir, &spec);
+            let _ = replay::write(&dir, slot.dir(), &spec);
+        }
+        let failed = write_evidence(&dir, result, &self.stdout, &self.stderr)
+            .err()
+            .map(|e| e.to_string());
+        Stored {
+            cell,
+            index,
+            dir,
+            failed,
+        }
+    }
+}
+
 fn run_one(
     plan: &Plan,
     cell_index: usize,
     index: u32,
     options: &Options,
     slot: &mut slot::Slot,
-) -> RunRecord {
+) -> (Finished, Keeping) {
     let cell = &plan.cells[cell_index];
     // Made in the worker's slot; moved here when it is kept.
     let place = options
@@ -277,7 +398,7 @@ fn run_one(
             started = true;
             outcome
         }
-        Err(e) => unix::Outcome {
+        Err(e) => unix::Ended {
             termination: Termination::NotStarted {
                 reason: format!("cannot prepare the run directory: {e}"),
             },
@@ -289,23 +410,14 @@ fn run_one(
             orphans: Vec::new(),
         },
     };
-    let validation = Validation::read(&dir, validation);
-    let vuid_counts = match &validation {
-        Validation::Active(logs) => logs.merged.clone(),
-        _ => VuidReport::default(),
-    };
-    let trace = options.chain.trace.then(|| read_trace(&dir));
-    let tegra = (options.chain.emulation != layers::Emulation::None).then(|| read_tegra(&dir));
     let evidence = RunEvidence {
         termination: outcome.termination.clone(),
-        validation,
-        trace,
-        tegra,
-        fail_on_leak: options.fail_on_leak,
+        validation: Validation::read(&dir, validation),
+        trace: options.chain.trace.then(|| read_trace(&dir)),
+        tegra: (options.chain.emulation != layers::Emulation::None).then(|| read_tegra(&dir)),
         tree: ProcessTree {
             main_pid: outcome.pid.map(i64::from),
             crashes: read_crashes(&dir),
-            children_may_crash: options.children_may_crash,
             orphans: outcome.orphans,
         },
         // An external program's exit code 3 is its own; only a built-in scenario means this.
@@ -317,58 +429,35 @@ fn run_one(
             _ => None,
         },
     };
-    let mut record = RunRecord {
-        cell: cell_index,
-        index,
-        classification: (options.examine.classify)(&evidence),
-        termination: outcome.termination,
-        vuid_counts,
-        duration_ms: outcome.duration.as_millis() as u64,
-        stdout_bytes: outcome.stdout.total(),
-        stderr_bytes: outcome.stderr.total(),
-        kept: None,
-        vulkan: None,
-    };
-    for fault in &outcome.faults {
-        distrust(&mut record.classification, fault);
-    }
-    judge_loader_use(&dir, cell, options, &mut record);
-    if !record.classification.verdict.is_success() {
-        if let Some(summary) = (options.examine.story)(&dir) {
-            record
-                .classification
-                .reason
-                .push_str(&format!("; {summary}"));
-            record.classification.findings.insert(0, summary);
-        }
-    }
     if let Some(report) = &hang {
-        record
-            .classification
-            .reason
-            .push_str(&format!("; {}", report.summary()));
-        record.classification.findings.push(report.summary());
         let json = serde_json::to_string_pretty(report).expect("a hang report serialises");
         let _ = std::fs::write(dir.join("hang.json"), json + "\n");
     }
-    let keep = options.keep_passing || !record.classification.verdict.is_success();
-    if !keep {
-        slot.clean();
-        return record;
-    }
-    let spec = started.then(|| slot.last_command().cloned()).flatten();
-    let dir = match slot.keep_as(&place) {
-        Ok(()) => place,
-        // Kept where it is: the next run makes a new slot.
-        Err(_) => dir,
+    let copy = options
+        .artifacts
+        .join(DRIVERS_DIR)
+        .join(drivers::selected_manifest_name(&cell.driver));
+    let finished = Finished {
+        cell: cell_index,
+        index,
+        evidence,
+        faults: outcome.faults,
+        vulkan: loader::read(&dir.join(TIMELINE_FILE)),
+        unchosen_driver: (selection(cell) == DriverSelection::LoaderSelect && !copy.is_file())
+            .then_some(copy),
+        hang,
+        dir,
+        duration: outcome.duration,
+        stdout_bytes: outcome.stdout.total(),
+        stderr_bytes: outcome.stderr.total(),
     };
-    if let Some(spec) = &spec {
-        let spec = moved(spec, slot.dir(), &dir);
-        let _ = write_command(&dir, &spec);
-        let _ = replay::write(&dir, slot.dir(), &spec);
-    }
-    keep_or_discard(&dir, &mut record, &outcome.stdout, &outcome.stderr, options);
-    record
+    let keeping = Keeping {
+        place,
+        spec: started.then(|| slot.last_command().cloned()).flatten(),
+        stdout: outcome.stdout,
+        stderr: outcome.stderr,
+    };
+    (finished, keeping)
 }
 
 /// The command as it would run in `to`, where the run's directory was kept.
@@ -387,86 +476,28 @@ fn moved(spec: &unix::CommandSpec, from: &Path, to: &Path) -> unix::CommandSpec 
 
 /// How a run of `cell` chooses its driver: by the version of the loader vkexit found (the
 /// one a program gets from `libvulkan.so.1`); a program with a loader of its own is checked
-/// after the run ([`judge_loader_use`]).
-pub(crate) fn selection(cell: &Cell) -> Selection {
-    Selection::for_loader(
+/// after the run (`judge::run::loader_use`).
+pub(crate) fn selection(cell: &Cell) -> DriverSelection {
+    DriverSelection::for_loader(
         cell.device
             .as_ref()
             .and_then(|d| d.loader_version.as_deref()),
     )
 }
 
-/// Where the manifest copies that [`Selection::LoaderSelect`] names are written.
+/// Where the manifest copies that [`DriverSelection::LoaderSelect`] names are written.
 const DRIVERS_DIR: &str = ".drivers";
 
 /// Writes the manifest copy of every runnable cell's driver, once, before any run. One that
 /// cannot be written (a full disk) makes each run of its cells an `error`, as a run
-/// directory that cannot be prepared does ([`judge_loader_use`]).
+/// directory that cannot be prepared does (`judge::run::loader_use`).
 fn write_driver_manifests(plan: &Plan, root: &Path) {
     let dir = root.join(DRIVERS_DIR);
     for cell in plan.cells.iter().filter(|c| c.not_run.is_none()) {
-        if selection(cell) == Selection::LoaderSelect {
+        if selection(cell) == DriverSelection::LoaderSelect {
             let _ = drivers::write_selected_manifest(&cell.driver, &dir);
         }
     }
-}
-
-/// Records the loader the program used, and turns the verdict into `error` when the
-/// driver's selection was not in place, the program went around the loader while layers
-/// were asked for (no layer saw its calls), or its loader ignored the variables that chose
-/// the driver.
-fn judge_loader_use(dir: &Path, cell: &Cell, options: &Options, record: &mut RunRecord) {
-    let copies = options.artifacts.join(DRIVERS_DIR);
-    let copy = copies.join(drivers::selected_manifest_name(&cell.driver));
-    if selection(cell) == Selection::LoaderSelect && !copy.is_file() {
-        let why = format!(
-            "the manifest copy that chooses driver {}, {}, could not be written: the driver was not chosen",
-            cell.driver.name,
-            copy.display()
-        );
-        overrule(&mut record.classification, why);
-    }
-    let Some(used) = loader::read(&dir.join(TIMELINE_FILE)) else {
-        return;
-    };
-    let chain = &options.chain;
-    let layers =
-        chain.validation.is_some() || chain.trace || chain.emulation != layers::Emulation::None;
-    let problems = [
-        used.bypass().filter(|_| layers),
-        used.selection_ignored(selection(cell)),
-        chain
-            .validation
-            .as_ref()
-            .and_then(|v| used.other_validation_layer(&v.library)),
-    ];
-    for problem in problems.into_iter().flatten() {
-        overrule(&mut record.classification, problem);
-    }
-    record.vulkan = Some(used);
-}
-
-/// Evidence that the run could not be judged: `error`, whatever the verdict was, which the
-/// reason keeps.
-fn overrule(c: &mut Classification, why: String) {
-    c.reason = match c.verdict {
-        crate::verdict::RunVerdict::Error => format!("{why}; {}", c.reason),
-        seen => format!("{why}; the run itself: {seen}: {}", c.reason),
-    };
-    c.verdict = crate::verdict::RunVerdict::Error;
-    c.findings.insert(0, why);
-}
-
-/// A fault around the run: a would-be pass becomes an `error`, any other
-/// verdict keeps its class and says it too.
-fn distrust(c: &mut Classification, fault: &str) {
-    if c.verdict.is_success() {
-        c.verdict = crate::verdict::RunVerdict::Error;
-        c.reason = fault.to_string();
-    } else {
-        c.reason.push_str(&format!("; {fault}"));
-    }
-    c.findings.push(fault.to_string());
 }
 
 fn limits(options: &Options, cell: &Cell) -> unix::Limits {
@@ -575,7 +606,7 @@ pub(crate) fn command_in(
     options: &Options,
 ) -> std::io::Result<unix::CommandSpec> {
     prepare_run_dir(dir, options.chain.validation.is_some())?;
-    if selection(cell) == Selection::LoaderSelect {
+    if selection(cell) == DriverSelection::LoaderSelect {
         drivers::write_selected_manifest(&cell.driver, &options.artifacts.join(DRIVERS_DIR))?;
     }
     Ok(command_spec(plan, cell, dir, options))
@@ -619,20 +650,20 @@ fn diagnostics_env(
 /// classifier then refuses to call the run a pass.
 fn read_trace(dir: &Path) -> TraceSummary {
     std::fs::File::open(dir.join(layers::TRACE_FILE))
-        .and_then(evidence::read_trace)
+        .and_then(summaries::read_trace)
         .unwrap_or_default()
 }
 
 /// No crash file is no crash: the handler writes only when one happens.
-fn read_crashes(dir: &Path) -> evidence::CrashSummary {
+fn read_crashes(dir: &Path) -> summaries::CrashSummary {
     std::fs::File::open(dir.join(CRASH_FILE))
-        .and_then(evidence::read_crashes)
+        .and_then(summaries::read_crashes)
         .unwrap_or_default()
 }
 
 fn read_tegra(dir: &Path) -> TegraSummary {
     std::fs::File::open(dir.join(layers::TEGRA_FILE))
-        .and_then(evidence::read_tegra)
+        .and_then(summaries::read_tegra)
         .unwrap_or_default()
 }
 
@@ -665,36 +696,10 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// A failing run keeps its directory with its output and verdict; a passing
-/// one is removed unless asked otherwise. Evidence that cannot be written
-/// makes the run an `error`: a verdict without its evidence is not trusted.
-fn keep_or_discard(
-    dir: &Path,
-    record: &mut RunRecord,
-    stdout: &Capture,
-    stderr: &Capture,
-    options: &Options,
-) {
-    let keep = options.keep_passing || !record.classification.verdict.is_success();
-    if !keep {
-        let _ = std::fs::remove_dir_all(dir);
-        return;
-    }
-    let written = write_evidence(dir, record, stdout, stderr);
-    if let Err(e) = written {
-        record.classification.verdict = crate::verdict::RunVerdict::Error;
-        record.classification.reason = format!(
-            "{}; and its evidence could not be written to {}: {e}",
-            record.classification.reason,
-            dir.display()
-        );
-    }
-    record.kept = Some(dir.to_path_buf());
-}
-
+/// A kept run's output and record beside its evidence.
 fn write_evidence(
     dir: &Path,
-    record: &RunRecord,
+    result: &str,
     stdout: &Capture,
     stderr: &Capture,
 ) -> std::io::Result<()> {
@@ -705,8 +710,7 @@ fn write_evidence(
     stderr.write_to(std::io::BufWriter::new(std::fs::File::create(
         dir.join("stderr.txt"),
     )?))?;
-    let json = serde_json::to_string_pretty(record).expect("a run record serialises");
-    crate::support::util::write_atomically(&dir.join("result.json"), (json + "\n").as_bytes())
+    crate::support::util::write_atomically(&dir.join("result.json"), result.as_bytes())
 }
 
 #[cfg(test)]

@@ -1,10 +1,8 @@
 //! What a run was seen to do, as the run stage reads it back: how the program ended, what
-//! the validation layer logged, the layers' and the crash report's summaries; and the
-//! verdict the classifier made of it, which the run keeps with its evidence.
+//! the validation layer logged, the layers' and the crash report's summaries.
 
-use crate::evidence::{CrashSummary, TegraSummary, TraceSummary};
 use crate::host::validation::ValidationLogs;
-use crate::verdict::RunVerdict;
+use crate::run::summaries::{CrashSummary, TegraSummary, TraceSummary};
 use serde::{Deserialize, Serialize};
 
 /// The exit timeline the preloaded library writes in a run's directory.
@@ -71,7 +69,7 @@ impl Validation {
     }
 }
 
-/// Everything one run left behind that its verdict depends on: the classifier's whole input.
+/// Everything one run left behind that its verdict depends on.
 #[derive(Debug, Clone)]
 pub struct RunEvidence {
     /// How the program ended.
@@ -82,8 +80,6 @@ pub struct RunEvidence {
     pub trace: Option<TraceSummary>,
     /// The tegra-exit layer's summary, when emulation was asked for.
     pub tegra: Option<TegraSummary>,
-    /// Objects alive at exit fail the run.
-    pub fail_on_leak: bool,
     /// The crash reports of every process of the run.
     pub tree: ProcessTree,
     /// A built-in scenario's own account of why it could not set up its runtime (it exits
@@ -117,9 +113,6 @@ pub struct ProcessTree {
     pub(crate) main_pid: Option<i64>,
     /// `crash.jsonl`: every process of the run writes its crashes there.
     pub(crate) crashes: CrashSummary,
-    /// The program crashes children on purpose (death tests): their crashes
-    /// are findings, not failures.
-    pub(crate) children_may_crash: bool,
     /// Processes of the run that vkexit reaped as orphans, dead of a signal
     /// vkexit did not send: seen whether or not they wrote a crash record.
     pub(crate) orphans: Vec<OrphanDeath>,
@@ -151,26 +144,4 @@ impl OrphanDeath {
             cmdline => format!("detached process {} ({})", self.pid, cmdline),
         }
     }
-}
-
-/// What one run came to, kept with its evidence and counted into its cell.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Classification {
-    /// Pass, or how the run failed; what the program itself showed (crash, exit, timeout)
-    /// comes before what the layers found.
-    pub verdict: RunVerdict,
-    /// One line a person can read: why this verdict.
-    pub(crate) reason: String,
-    /// The name of the signal that ended the program (`SIGSEGV`); `None` when none did.
-    pub(crate) signal: Option<String>,
-    /// The message ids the run's validation log holds, and `VKEXIT-trace-dead-handle` for
-    /// calls on destroyed handles, as the layer named them; an allow-list may remove some.
-    pub vuids: Vec<String>,
-    /// What the vkexit layers saw, as sentences.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) findings: Vec<String>,
-    /// The layer whose library held the pc of the crash that failed the run
-    /// (`validation`, `trace`, or another layer's file name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) crash_layer: Option<String>,
 }

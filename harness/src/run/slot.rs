@@ -219,7 +219,7 @@ mod tests {
         std::fs::create_dir_all(dir.join("home/.cache/mesa")).unwrap();
         std::fs::write(dir.join("home/.cache/mesa/x"), "x").unwrap();
         std::fs::create_dir(dir.join("left")).unwrap();
-        std::fs::write(dir.join(crate::classify::explain::CRASH_FILE), "").unwrap();
+        std::fs::write(dir.join(crate::explain::CRASH_FILE), "").unwrap();
         slot.clean();
         slot.prepare(true).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -227,7 +227,7 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        let empty_crash_file = crate::classify::explain::CRASH_FILE;
+        let empty_crash_file = crate::explain::CRASH_FILE;
         assert_eq!(
             names,
             [
@@ -239,9 +239,9 @@ mod tests {
         );
         assert_eq!(std::fs::read_dir(dir.join("home")).unwrap().count(), 0);
         // One that holds a crash goes.
-        std::fs::write(dir.join(crate::classify::explain::CRASH_FILE), "{}\n").unwrap();
+        std::fs::write(dir.join(crate::explain::CRASH_FILE), "{}\n").unwrap();
         slot.clean();
-        assert!(!dir.join(crate::classify::explain::CRASH_FILE).exists());
+        assert!(!dir.join(crate::explain::CRASH_FILE).exists());
     }
 
     #[test]

@@ -30,7 +30,8 @@ pub struct Limits {
     pub capture_keep: usize,
 }
 
-pub struct Outcome {
+/// How one run ended, as its supervisor saw it.
+pub struct Ended {
     pub termination: Termination,
     pub stdout: Capture,
     pub stderr: Capture,
@@ -57,9 +58,9 @@ pub fn run_prepared(
     cgroups: &mut super::cgroup::Reuse,
     limits: &Limits,
     on_hang: &mut dyn FnMut(libc::pid_t, &Capture),
-) -> Outcome {
+) -> Ended {
     let start = Instant::now();
-    let not_started = |reason: String| Outcome {
+    let not_started = |reason: String| Ended {
         termination: Termination::NotStarted { reason },
         stdout: Capture::new(limits.capture_keep),
         stderr: Capture::new(limits.capture_keep),
@@ -110,7 +111,7 @@ pub fn run_prepared(
     let orphans = super::reaper::finished(&token, pid, &|| settle.settled());
     faults.extend(disk_full(&spec.cwd));
     let [stdout, stderr] = watch.captures;
-    Outcome {
+    Ended {
         pid: Some(pid),
         orphans,
         termination,

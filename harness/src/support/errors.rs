@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 /// A failure that stops vkexit before or while it runs cases. Each one says
 /// what was wrong and what to do; none is a panic.
+// Each variant's `#[error]` text is its documentation: what went wrong, and what to do.
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A flag's value that cannot be used: `--FLAG VALUE: why`.
@@ -36,7 +38,7 @@ pub enum Error {
 
     /// The cases of a selection or matrix that cannot be made into cells.
     #[error("{0}")]
-    BadSelection(Selection),
+    BadSelection(BadSelection),
 
     /// A gate in which no run started: green it would prove nothing.
     #[error("no run started: {why}; a gate that ran nothing is not green (--allow-no-runs, or allow_no_runs = true in the matrix, accepts it)")]
@@ -107,8 +109,10 @@ pub enum Error {
 }
 
 /// The cells a command was given that it cannot work with: each says what to choose instead.
+// Each variant's `#[error]` text is its documentation: what went wrong, and what to do.
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
-pub enum Selection {
+pub enum BadSelection {
     #[error("`{command}` would be named `{name}`, the name of a built-in case: give it another with --name")]
     BuiltinName { command: String, name: String },
 
@@ -152,6 +156,7 @@ impl Error {
         EXIT_USAGE
     }
 
+    /// A file that could not be read or written, with what vkexit was doing.
     pub fn io(context: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             context,
@@ -160,6 +165,7 @@ impl Error {
         }
     }
 
+    /// A flag's value that cannot be used, and why.
     pub fn bad_flag(
         flag: &'static str,
         value: impl std::fmt::Display,
@@ -172,6 +178,7 @@ impl Error {
         }
     }
 
+    /// A file given that is not what it must be, and why.
     pub fn bad_input(path: impl Into<PathBuf>, why: impl Into<String>) -> Self {
         Error::BadInput {
             path: path.into(),
@@ -179,6 +186,7 @@ impl Error {
         }
     }
 
+    /// A program vkexit needs for `step` that is missing or failed.
     pub fn tool(step: impl Into<String>, why: impl std::fmt::Display) -> Self {
         Error::ToolFailed {
             step: step.into(),
@@ -187,6 +195,7 @@ impl Error {
     }
 }
 
+/// vkexit's results: its errors are [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]
@@ -222,7 +231,7 @@ mod tests {
                 "m.toml:3:1: unknown field `rnus`",
             ),
             (
-                Error::BadSelection(Selection::CannotRun {
+                Error::BadSelection(BadSelection::CannotRun {
                     cell: "clean-exit × refrt:guarded × nvidia".into(),
                     why: "no device".into(),
                 }),

@@ -11,6 +11,7 @@ use std::io::{Read, Seek, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
+/// The lock file a command holds in its artifacts directory.
 pub const LOCK_FILE: &str = ".lock";
 
 /// The held lock; dropped, it is released.

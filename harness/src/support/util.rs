@@ -18,6 +18,7 @@ pub fn counted(n: impl Into<u64>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// Adds `from` to the sorted, distinct `into`, keeping it so.
 pub fn union_sorted(into: &mut Vec<String>, from: Vec<String>) {
     for s in from {
         if !into.contains(&s) {
@@ -25,4 +26,11 @@ pub fn union_sorted(into: &mut Vec<String>, from: Vec<String>) {
         }
     }
     into.sort();
+}
+
+/// The cores this process may use: the default number of runs at once.
+pub fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }

@@ -3,7 +3,6 @@
 //! alone, not of the driver probe or the runs it spawned.
 
 use crate::support::errors::{Error, Result};
-use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -25,34 +24,45 @@ pub fn child_report(
     diagnostics: bool,
 ) -> Result<Report> {
     let exe = super::vkexit_exe()?;
-    let report = work.join(format!("{name}.txt"));
-    let artifacts = work.join(name);
-    let mut command = Command::new(&exe);
-    command
+    let spec = ChildSpec {
+        driver: driver.to_string(),
+        runs,
+        jobs,
+        diagnostics,
+        artifacts: work.join(name),
+        report: work.join(format!("{name}.txt")),
+    };
+    let spec_file = work.join(format!("{name}.json"));
+    let text = serde_json::to_string(&spec).expect("a bench child's spec serialises");
+    std::fs::write(&spec_file, text).map_err(|e| Error::io("cannot write", &spec_file, e))?;
+    let status = Command::new(&exe)
         .arg("bench")
         .arg("--rss-child")
-        .arg(&report)
-        .arg("--")
-        .args(["--no-validation", "--driver", driver])
-        .args(["--runs", &runs.to_string(), "-j", &jobs.to_string()])
-        .arg("--artifacts")
-        .arg(&artifacts);
-    if !diagnostics {
-        command.arg("--no-diagnostics");
-    }
-    let status = command
-        .args(["--", "/bin/true"])
+        .arg(&spec_file)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .map_err(|e| Error::io("cannot start", &exe, e))?;
-    let _ = std::fs::remove_dir_all(&artifacts);
-    Report::read(&report).ok_or_else(|| {
+    let _ = std::fs::remove_dir_all(&spec.artifacts);
+    Report::read(&spec.report).ok_or_else(|| {
         Error::Bench(format!(
             "vkexit run --runs {runs} -j {jobs} -- /bin/true, in a child vkexit, reported nothing ({status})"
         ))
     })
+}
+
+/// What a child vkexit runs (`bench --rss-child SPEC`): `vkexit run --no-validation --driver
+/// DRIVER --runs RUNS -j JOBS -- /bin/true`, with its evidence in `artifacts`, then it writes
+/// its [`Report`] to `report`.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct ChildSpec {
+    driver: String,
+    runs: u32,
+    jobs: u32,
+    diagnostics: bool,
+    artifacts: std::path::PathBuf,
+    report: std::path::PathBuf,
 }
 
 /// Milliseconds per run of `vkexit run --no-validation -- /bin/true`: what vkexit costs per
@@ -136,21 +146,31 @@ impl Report {
     }
 }
 
-/// In the child: `vkexit run RUN_ARGS`, then its own peak RSS in kB and its CPU time and
-/// its runs' written to `out`.
-pub fn child(out: &Path, run_args: &[OsString]) -> Result<bool> {
-    let argv = ["vkexit".into(), "run".into()]
-        .into_iter()
-        .chain(run_args.iter().cloned());
-    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(argv)
-        .map_err(|e| Error::Bench(format!("bench --rss-child: {e}")))?;
-    let crate::cli::Command::Run(args) = cli.command else {
-        unreachable!("parsed as `vkexit run`")
+/// In the child: the gate its spec file asks for, then its own peak RSS in kB and its CPU
+/// time and its runs' written where the spec says.
+pub fn child(spec_file: &Path) -> Result<bool> {
+    let text = std::fs::read_to_string(spec_file)
+        .map_err(|e| Error::io("cannot read the bench child's spec", spec_file, e))?;
+    let spec: ChildSpec = serde_json::from_str(&text)
+        .map_err(|e| Error::Bench(format!("bench --rss-child {}: {e}", spec_file.display())))?;
+    crate::run::prepare_process()?;
+    let mut matrix = crate::plan::matrix::Matrix::default();
+    matrix.apply(crate::plan::matrix::Overrides {
+        drivers: vec![spec.driver.clone()],
+        command: vec!["/bin/true".into()],
+        runs: Some(spec.runs),
+        jobs: Some(spec.jobs),
+        no_validation: true,
+        ..Default::default()
+    })?;
+    let baseline = crate::judge::Baseline::default();
+    let settings = crate::engine::invocation::Settings {
+        diagnostics: spec.diagnostics,
+        ..crate::engine::invocation::Settings::new(spec.artifacts.clone())
     };
-    let green = matches!(
-        crate::cli::run::run_command(*args)?,
-        crate::cli::Outcome::Green
-    );
+    let _owner = crate::support::lock::ArtifactsLock::take(&spec.artifacts)?;
+    let invocation = crate::engine::invocation::Invocation::new(&matrix, &baseline, settings)?;
+    let green = crate::engine::gate::run(&invocation, &mut [])?.is_green();
     // SAFETY: getrusage writes into the zeroed struct it is given.
     let kb = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
@@ -162,6 +182,6 @@ pub fn child(out: &Path, run_args: &[OsString]) -> Result<bool> {
         crate::run::cost::self_cpu_ms(),
         crate::run::cost::children_cpu_ms()
     );
-    std::fs::write(out, text).map_err(|e| Error::io("cannot write", out, e))?;
+    std::fs::write(&spec.report, text).map_err(|e| Error::io("cannot write", &spec.report, e))?;
     Ok(green)
 }

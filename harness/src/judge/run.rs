@@ -1,55 +1,196 @@
-//! Classification: a pure function from what a run left behind to its verdict.
-//! No Vulkan, no processes: everything it needs is in `RunEvidence`.
+//! A run's verdict. First its classification, a pure function from what the run left
+//! behind ([`RunEvidence`]) and the rules it is judged by ([`Rules`]); then the overrules
+//! that make a run an `error` whatever it seemed to do: a fault around it, its driver not
+//! chosen, the loader bypassed or another validation build loaded, evidence that could not
+//! be kept. The run stage hands each finished run here ([`judge`]) and keeps or removes its
+//! directory as the verdict says.
 
-pub mod explain;
+pub use crate::run::observed::{ProcessTree, RunEvidence, Termination, Validation};
 
-pub use crate::run::observed::{Classification, ProcessTree, RunEvidence, Termination, Validation};
-pub(crate) use crate::support::util::signal_name;
-
-use crate::evidence::ProcessCrash;
+use crate::explain::Story;
+use crate::host::layers::{self, layer_of, layer_phrase, Chain};
+use crate::host::loader::VulkanUse;
 use crate::host::validation::ValidationLogs;
-use crate::verdict::RunVerdict;
+use crate::host::vuid::VuidReport;
+use crate::plan::Cell;
+use crate::run::summaries::ProcessCrash;
+use crate::run::Finished;
+use crate::support::util::signal_name;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use vkexit_evidence::verdict::RunVerdict;
 
 /// The id under which a call on an already destroyed handle, seen by the
 /// trace layer, is reported among the VUIDs: it is API misuse the
 /// validation layer cannot report once the parent is gone.
 pub(crate) const DEAD_HANDLE_ID: &str = "VKEXIT-trace-dead-handle";
 
-/// The layer a library belongs to, by its file name: vkexit's names for the
-/// layers it enables, the file name for any other layer (`libVkLayer_*`).
-/// The tegra-exit layer stands in for the driver: a fault of its emulated
-/// driver is the emulation working, the application's crash, not a layer's.
-pub(crate) fn layer_of(mapping: &str) -> Option<String> {
-    let file = mapping.rsplit('/').next().unwrap_or(mapping);
-    let stem = file.split(".so").next().unwrap_or(file);
-    match stem {
-        "libVkLayer_khronos_validation" => Some("validation".into()),
-        "libVkLayer_vkexit_trace" => Some("trace".into()),
-        "libVkLayer_vkexit_tegra_exit" => None,
-        _ if stem.starts_with("libVkLayer_") => Some(file.to_string()),
-        _ => None,
+/// What one run came to, kept with its evidence and counted into its cell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Classification {
+    /// Pass, or how the run failed; what the program itself showed (crash, exit, timeout)
+    /// comes before what the layers found.
+    pub verdict: RunVerdict,
+    /// One line a person can read: why this verdict.
+    pub(crate) reason: String,
+    /// The name of the signal that ended the program (`SIGSEGV`); `None` when none did.
+    pub(crate) signal: Option<String>,
+    /// The message ids the run's validation log holds, and `VKEXIT-trace-dead-handle` for
+    /// calls on destroyed handles, as the layer named them; an allow-list may remove some.
+    pub vuids: Vec<String>,
+    /// What the vkexit layers saw, as sentences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) findings: Vec<String>,
+    /// The layer whose library held the pc of the crash that failed the run
+    /// (`validation`, `trace`, or another layer's file name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) crash_layer: Option<String>,
+}
+
+/// What a run is judged by besides what it left: the settings that change a verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// Objects alive at exit (seen by the trace layer) fail a run.
+    pub fail_on_leak: bool,
+    /// Crashes of processes other than the one started are recorded, not judged (programs
+    /// that crash children on purpose: death tests).
+    pub children_may_crash: bool,
+}
+
+/// What one run came to, and where its evidence is.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RunRecord {
+    pub(crate) cell: usize,
+    pub(crate) index: u32,
+    #[serde(flatten)]
+    pub(crate) classification: Classification,
+    pub(crate) termination: Termination,
+    pub(crate) vuid_counts: VuidReport,
+    pub(crate) duration_ms: u64,
+    pub(crate) stdout_bytes: u64,
+    pub(crate) stderr_bytes: u64,
+    /// The run directory, when it was kept.
+    pub(crate) kept: Option<PathBuf>,
+    /// The Vulkan loader and drivers the program loaded; absent without the preload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) vulkan: Option<VulkanUse>,
+}
+
+/// A finished run of `cell`, made with `chain`, judged: its classification, then every
+/// overrule, then the story its directory tells and its hang, for a failing run's reason.
+pub(crate) fn judge(finished: &Finished, cell: &Cell, chain: &Chain, rules: &Rules) -> RunRecord {
+    let evidence = &finished.evidence;
+    let mut c = classify(evidence, rules);
+    for fault in &finished.faults {
+        distrust(&mut c, fault);
+    }
+    for problem in loader_use(finished, cell, chain) {
+        overrule(&mut c, problem);
+    }
+    if !c.verdict.is_success() {
+        if let Some(summary) = Story::read(&finished.dir).summary() {
+            c.reason.push_str(&format!("; {summary}"));
+            c.findings.insert(0, summary);
+        }
+    }
+    if let Some(report) = &finished.hang {
+        c.reason.push_str(&format!("; {}", report.summary()));
+        c.findings.push(report.summary());
+    }
+    RunRecord {
+        cell: finished.cell,
+        index: finished.index,
+        classification: c,
+        termination: evidence.termination.clone(),
+        vuid_counts: match &evidence.validation {
+            Validation::Active(logs) => logs.merged.clone(),
+            _ => VuidReport::default(),
+        },
+        duration_ms: finished.duration.as_millis() as u64,
+        stdout_bytes: finished.stdout_bytes,
+        stderr_bytes: finished.stderr_bytes,
+        kept: None,
+        vulkan: finished.vulkan.clone(),
     }
 }
 
-/// `the validation layer` or `the layer libVkLayer_x.so`, for sentences.
-pub(crate) fn layer_phrase(layer: &str) -> String {
-    match layer {
-        "validation" | "trace" => format!("the {layer} layer"),
-        other => format!("the layer {other}"),
-    }
+/// Whether a run's directory is kept: a failing run's always, a passing one's when asked.
+pub(crate) fn keeps_evidence(record: &RunRecord, keep_passing: bool) -> bool {
+    keep_passing || !record.classification.verdict.is_success()
 }
 
-/// What the run stage calls on each run it finishes.
-pub(crate) const EXAMINE: crate::run::Examine = crate::run::Examine {
-    classify,
-    story: |dir| explain::Story::read(dir).summary(),
-};
+/// A kept run whose output and record could not be written beside its evidence: a verdict
+/// without its evidence is not trusted.
+pub(crate) fn evidence_not_written(record: &mut RunRecord, dir: &std::path::Path, why: &str) {
+    record.classification.verdict = RunVerdict::Error;
+    record.classification.reason = format!(
+        "{}; and its evidence could not be written to {}: {why}",
+        record.classification.reason,
+        dir.display()
+    );
+}
+
+/// What makes a run's verdict unknowable from its use of Vulkan: the driver's selection not in
+/// place, the program going around the loader while layers were asked for (no layer saw its
+/// calls), its loader ignoring the variables that chose the driver, another build of the
+/// validation layer than the one asked for.
+fn loader_use(finished: &Finished, cell: &Cell, chain: &Chain) -> Vec<String> {
+    let mut problems = Vec::new();
+    if let Some(copy) = &finished.unchosen_driver {
+        problems.push(format!(
+            "the manifest copy that chooses driver {}, {}, could not be written: the driver was not chosen",
+            cell.driver.name,
+            copy.display()
+        ));
+    }
+    let Some(used) = &finished.vulkan else {
+        return problems;
+    };
+    let layers =
+        chain.validation.is_some() || chain.trace || chain.emulation != layers::Emulation::None;
+    problems.extend(
+        [
+            used.bypass().filter(|_| layers),
+            used.selection_ignored(crate::run::selection(cell)),
+            chain
+                .validation
+                .as_ref()
+                .and_then(|v| used.other_validation_layer(&v.library)),
+        ]
+        .into_iter()
+        .flatten(),
+    );
+    problems
+}
+
+/// Evidence that the run could not be judged: `error`, whatever the verdict was, which the
+/// reason keeps.
+fn overrule(c: &mut Classification, why: String) {
+    c.reason = match c.verdict {
+        RunVerdict::Error => format!("{why}; {}", c.reason),
+        seen => format!("{why}; the run itself: {seen}: {}", c.reason),
+    };
+    c.verdict = RunVerdict::Error;
+    c.findings.insert(0, why);
+}
+
+/// A fault around the run: a would-be pass becomes an `error`, any other
+/// verdict keeps its class and says it too.
+fn distrust(c: &mut Classification, fault: &str) {
+    if c.verdict.is_success() {
+        c.verdict = RunVerdict::Error;
+        c.reason = fault.to_string();
+    } else {
+        c.reason.push_str(&format!("; {fault}"));
+    }
+    c.findings.push(fault.to_string());
+}
 
 /// Decides the verdict. Failures the program itself showed (hang, signal,
 /// exit code) come first, since they are certain whatever validation did;
 /// then a run that asked for validation and cannot prove it had it is an
 /// `error`, never a pass; then any message id in the log; then `pass`.
-pub fn classify(evidence: &RunEvidence) -> Classification {
+pub fn classify(evidence: &RunEvidence, rules: &Rules) -> Classification {
     let mut vuids: Vec<String> = match &evidence.validation {
         Validation::Active(logs) => logs.merged.names().map(str::to_string).collect(),
         _ => Vec::new(),
@@ -101,7 +242,7 @@ pub fn classify(evidence: &RunEvidence) -> Classification {
         Termination::Exited { code } if *code != 0 => {
             (RunVerdict::Exit, format!("exited with code {code}"))
         }
-        Termination::Exited { .. } => classify_clean_exit(evidence, &vuids),
+        Termination::Exited { .. } => classify_clean_exit(evidence, rules, &vuids),
     };
     let mut c = Classification {
         verdict,
@@ -111,7 +252,7 @@ pub fn classify(evidence: &RunEvidence) -> Classification {
         findings,
         crash_layer: None,
     };
-    judge_the_tree(&mut c, evidence);
+    judge_the_tree(&mut c, evidence, rules);
     c
 }
 
@@ -119,7 +260,7 @@ pub fn classify(evidence: &RunEvidence) -> Classification {
 /// the main process's: a child that crashes while its parent exits 0 is the
 /// exit crash nobody notices. A hang or a run that never started keeps its
 /// verdict; the crashes are said in its findings.
-fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
+fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence, rules: &Rules) {
     let tree = &evidence.tree;
     let main = match &evidence.termination {
         Termination::Signaled { .. } => tree.crashes.of(tree.main_pid),
@@ -135,7 +276,7 @@ fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
         if let Some(layer) = layer_of(&p.culprit) {
             line.push_str(&format!(", in {}", layer_phrase(&layer)));
         }
-        if tree.children_may_crash {
+        if rules.children_may_crash {
             line.push_str(" (children may crash: recorded, not judged)");
         }
         c.findings.push(line);
@@ -154,7 +295,7 @@ fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
             o.describe(),
             o.signal
         );
-        if tree.children_may_crash {
+        if rules.children_may_crash {
             line.push_str(" (children may crash: recorded, not judged)");
         }
         c.findings.push(line);
@@ -175,7 +316,7 @@ fn judge_the_tree(c: &mut Classification, evidence: &RunEvidence) {
         Termination::Exited { .. } | Termination::Signaled { .. }
     );
     let crashed = others.len() + unrecorded.len();
-    if crashed == 0 || !judged || tree.children_may_crash {
+    if crashed == 0 || !judged || rules.children_may_crash {
         return;
     }
     if c.verdict == RunVerdict::Crash {
@@ -231,7 +372,11 @@ fn orphan_crashes(tree: &ProcessTree) -> Vec<&crate::run::observed::OrphanDeath>
 
 /// A run that exited 0: first every layer asked for must prove it was
 /// active, then any finding fails it.
-fn classify_clean_exit(evidence: &RunEvidence, vuids: &[String]) -> (RunVerdict, String) {
+fn classify_clean_exit(
+    evidence: &RunEvidence,
+    rules: &Rules,
+    vuids: &[String],
+) -> (RunVerdict, String) {
     let missing = |layer: &str| {
         (
             RunVerdict::Error,
@@ -256,7 +401,7 @@ fn classify_clean_exit(evidence: &RunEvidence, vuids: &[String]) -> (RunVerdict,
         );
     }
     match &evidence.trace {
-        Some(t) if evidence.fail_on_leak && t.leaked() => {
+        Some(t) if rules.fail_on_leak && t.leaked() => {
             let alive: Vec<String> = t
                 .alive_at_exit
                 .iter()
@@ -386,27 +531,34 @@ mod tests {
     use crate::host::vuid::scan_str;
 
     fn run(termination: Termination, validation: Validation) -> Classification {
-        classify(&RunEvidence {
-            termination,
-            validation,
-            trace: None,
-            tegra: None,
-            fail_on_leak: false,
-            tree: ProcessTree::default(),
-            setup_failure: None,
-        })
+        classify(
+            &RunEvidence {
+                termination,
+                validation,
+                trace: None,
+                tegra: None,
+                tree: ProcessTree::default(),
+                setup_failure: None,
+            },
+            &Rules::default(),
+        )
     }
 
     fn traced(trace: &str, fail_on_leak: bool) -> Classification {
-        classify(&RunEvidence {
-            termination: Termination::Exited { code: 0 },
-            validation: clean_log(),
-            trace: Some(crate::evidence::read_trace(trace.as_bytes()).unwrap()),
-            tegra: None,
-            fail_on_leak,
-            tree: ProcessTree::default(),
-            setup_failure: None,
-        })
+        classify(
+            &RunEvidence {
+                termination: Termination::Exited { code: 0 },
+                validation: clean_log(),
+                trace: Some(crate::run::summaries::read_trace(trace.as_bytes()).unwrap()),
+                tegra: None,
+                tree: ProcessTree::default(),
+                setup_failure: None,
+            },
+            &Rules {
+                fail_on_leak,
+                ..Rules::default()
+            },
+        )
     }
 
     const LOADED: &str = "{\"ev\":\"loaded\"}\n";
@@ -684,15 +836,17 @@ mod tests {
         );
         let setup_failure = crate::run::observed::setup_failure(3, &stderr);
         assert_eq!(setup_failure.as_deref(), Some(why));
-        let c = classify(&RunEvidence {
-            termination: Termination::Exited { code: 3 },
-            validation: clean_log(),
-            trace: None,
-            tegra: None,
-            fail_on_leak: false,
-            tree: ProcessTree::default(),
-            setup_failure,
-        });
+        let c = classify(
+            &RunEvidence {
+                termination: Termination::Exited { code: 3 },
+                validation: clean_log(),
+                trace: None,
+                tegra: None,
+                tree: ProcessTree::default(),
+                setup_failure,
+            },
+            &Rules::default(),
+        );
         assert_eq!(c.verdict, RunVerdict::Error);
         assert!(c.reason.ends_with(why), "{}", c.reason);
         // Exit code 3 without that line, or the line with another code, is the program's exit.
@@ -709,20 +863,24 @@ mod tests {
     }
 
     fn tree(termination: Termination, crashes: &str, children_may_crash: bool) -> Classification {
-        classify(&RunEvidence {
-            termination,
-            validation: clean_log(),
-            trace: None,
-            tegra: None,
-            fail_on_leak: false,
-            tree: ProcessTree {
-                main_pid: Some(10),
-                crashes: crate::evidence::read_crashes(crashes.as_bytes()).unwrap(),
-                children_may_crash,
-                orphans: Vec::new(),
+        classify(
+            &RunEvidence {
+                termination,
+                validation: clean_log(),
+                trace: None,
+                tegra: None,
+                tree: ProcessTree {
+                    main_pid: Some(10),
+                    crashes: crate::run::summaries::read_crashes(crashes.as_bytes()).unwrap(),
+                    orphans: Vec::new(),
+                },
+                setup_failure: None,
             },
-            setup_failure: None,
-        })
+            &Rules {
+                children_may_crash,
+                ..Rules::default()
+            },
+        )
     }
 
     const CHILD_SEGV: &str = r#"{"ev":"crash","pid":20,"ppid":10,"cmdline":"worker --n 1","then":"default-action","signal":"SIGSEGV","pc_mapping":"/lib/libc.so.6"}
@@ -735,26 +893,27 @@ mod tests {
     };
 
     fn orphaned(signal: &str, crashes: &str) -> Classification {
-        classify(&RunEvidence {
-            termination: Termination::Exited { code: 0 },
-            validation: clean_log(),
-            trace: None,
-            tegra: None,
-            fail_on_leak: false,
-            tree: ProcessTree {
-                main_pid: Some(10),
-                crashes: crate::evidence::read_crashes(crashes.as_bytes()).unwrap(),
-                children_may_crash: false,
-                orphans: vec![crate::run::observed::OrphanDeath {
-                    pid: 20,
-                    comm: "worker".into(),
-                    cmdline: String::new(),
-                    signal: signal.into(),
-                    core_dumped: false,
-                }],
+        classify(
+            &RunEvidence {
+                termination: Termination::Exited { code: 0 },
+                validation: clean_log(),
+                trace: None,
+                tegra: None,
+                tree: ProcessTree {
+                    main_pid: Some(10),
+                    crashes: crate::run::summaries::read_crashes(crashes.as_bytes()).unwrap(),
+                    orphans: vec![crate::run::observed::OrphanDeath {
+                        pid: 20,
+                        comm: "worker".into(),
+                        cmdline: String::new(),
+                        signal: signal.into(),
+                        core_dumped: false,
+                    }],
+                },
+                setup_failure: None,
             },
-            setup_failure: None,
-        })
+            &Rules::default(),
+        )
     }
 
     #[test]

@@ -139,7 +139,7 @@ impl Handler {
 /// A registrant's file name, and the layer it is when it is one: a layer's
 /// own exit handlers are where a layer's crash at exit happens.
 fn registrant_name(path: &str) -> String {
-    match crate::classify::layer_of(path) {
+    match crate::host::layers::layer_of(path) {
         Some(layer) if !layer.starts_with("lib") => {
             format!("{}, the {layer} layer", short(path))
         }

@@ -1,0 +1,368 @@
+//! The Invocation: a matrix (its file and the flags applied to it) and the settings of one
+//! command resolved, once, into everything its runs need: each layer set's chain and plan,
+//! every cell's expectation and allow-lists, the rules runs are judged by, and the run
+//! stage's options. `run`, `repro` and `bench` build one and drive it; no other code
+//! assembles `run::Options`.
+//!
+//! A run's layers are fixed for a whole `run::execute`, so each layer set is a part of its
+//! own, executed in turn.
+
+use crate::host::layers::Chain;
+use crate::host::validation::{self, ValidationLayer};
+use crate::judge::run::Rules;
+use crate::judge::{self, Allow, Baseline, Expectation};
+use crate::plan::matrix::{LayerSet, Matrix};
+use crate::plan::shard::Shard;
+use crate::plan::{self, Cell, ExternalCase, Plan};
+use crate::run;
+use crate::support::errors::{BadSelection, Error, Result};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What a command says of its runs beyond what the matrix says.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) artifacts: PathBuf,
+    /// Keep the directories of passing runs too.
+    pub(crate) keep_passing: bool,
+    /// Preload the crash report and exit timeline into every run.
+    pub(crate) diagnostics: bool,
+    /// Time every C++ static destructor in the exit timeline (slower exit).
+    pub(crate) time_destructors: bool,
+    pub(crate) shard: Option<Shard>,
+    /// Crashes of processes other than the one started are recorded, not judged.
+    pub(crate) children_may_crash: bool,
+    /// A failing cell whose crashes are in a layer vkexit enabled is run again without it.
+    pub(crate) rerun_without_layer: bool,
+}
+
+impl Settings {
+    /// Settings for runs whose evidence goes to `artifacts`, with everything else as a
+    /// command without flags has it.
+    pub(crate) fn new(artifacts: PathBuf) -> Self {
+        Settings {
+            artifacts,
+            keep_passing: false,
+            diagnostics: true,
+            time_destructors: false,
+            shard: None,
+            children_may_crash: false,
+            rerun_without_layer: true,
+        }
+    }
+}
+
+/// One layer set's runs: its chain, its plan, and each cell's expectation and allow-lists.
+pub(crate) struct Part<'a> {
+    pub(crate) chain: Chain,
+    pub(crate) plan: Plan,
+    pub(crate) expectations: Vec<Option<Expectation>>,
+    pub(crate) allows: Vec<Vec<&'a Allow>>,
+}
+
+/// Everything the runs of one command need, resolved.
+pub(crate) struct Invocation<'a> {
+    pub(crate) parts: Vec<Part<'a>>,
+    pub(crate) settings: Settings,
+    /// Runs per cell.
+    pub(crate) runs: u32,
+    /// Runs of a cell made again without a layer its crashes were in: the matrix's runs.
+    pub(crate) rerun_runs: u32,
+    /// Runs at once.
+    pub(crate) jobs: usize,
+    pub(crate) timeout: Duration,
+    pub(crate) rules: Rules,
+    /// Facts to show before the runs (drivers left out, the shard, pinned layers, …).
+    pub(crate) notes: Vec<String>,
+}
+
+impl<'a> Invocation<'a> {
+    /// Plans every layer set, so that a bad case, driver or layer stops vkexit before any
+    /// run.
+    pub(crate) fn new(matrix: &Matrix, baseline: &'a Baseline, settings: Settings) -> Result<Self> {
+        let sets = matrix.layer_sets();
+        let found = match sets
+            .iter()
+            .any(|s| s.validation && s.validation_manifest.is_none())
+        {
+            true => Some(validation::find_layer()?),
+            false => None,
+        };
+        let mut parts: Vec<Part<'a>> = Vec::new();
+        let mut notes: Vec<String> = Vec::new();
+        let (mut kept, mut all) = (0, 0);
+        for set in sets {
+            let pinned = match (&set.validation_manifest, set.validation) {
+                (Some(manifest), true) => {
+                    let layer = validation::pinned_layer(manifest).map_err(|e| {
+                        Error::BadSelection(BadSelection::ValidationManifest { why: e })
+                    })?;
+                    notes.push(format!(
+                        "validation layer {} from {} for the cells labelled {}",
+                        layer.api_version,
+                        layer.manifest.display(),
+                        chain(&set, Some(&layer), false).names().join("+")
+                    ));
+                    Some(layer)
+                }
+                _ => None,
+            };
+            let chain = chain(
+                &set,
+                pinned.as_ref().or(found.as_ref()),
+                matrix.fail_on_leak,
+            );
+            if let Some(twin) = parts
+                .iter()
+                .map(|p| &p.chain)
+                .find(|c| c.names() == chain.names() && c.emulation == chain.emulation)
+            {
+                let path = |c: &Chain| {
+                    c.validation
+                        .as_ref()
+                        .map(|v| v.manifest.display().to_string())
+                };
+                return Err(Error::BadSelection(BadSelection::SameLayers {
+                    layers: chain.names().join("+"),
+                    first: path(twin).unwrap_or_default(),
+                    second: path(&chain).unwrap_or_default(),
+                }));
+            }
+            let mut plan = plan::plan(&request(matrix, chain.clone()))?;
+            for note in plan.notes.drain(..) {
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+            all += plan.cells.len();
+            if let Some(shard) = settings.shard {
+                plan.cells.retain(|c| shard.contains(&c.id()));
+            }
+            kept += plan.cells.len();
+            for cell in &mut plan.cells {
+                cell.env = cell_env(matrix, cell);
+            }
+            let expectations = judge::expectations(&plan.cells, baseline);
+            let allows = plan
+                .cells
+                .iter()
+                .map(|cell| judge::allows_for(baseline, cell))
+                .collect();
+            parts.push(Part {
+                chain,
+                plan,
+                expectations,
+                allows,
+            });
+        }
+        if let Some(shard) = settings.shard {
+            notes.push(format!("shard {shard}: {kept} of {all} cells"));
+        }
+        check_evidence_dirs(&parts)?;
+        Ok(Invocation {
+            parts,
+            runs: matrix.runs(),
+            rerun_runs: matrix.runs(),
+            jobs: matrix
+                .jobs
+                .map(|j| j as usize)
+                .unwrap_or_else(crate::support::util::cores),
+            timeout: Duration::from_secs_f64(matrix.timeout_secs()),
+            rules: Rules {
+                fail_on_leak: matrix.fail_on_leak,
+                children_may_crash: settings.children_may_crash,
+            },
+            settings,
+            notes,
+        })
+    }
+
+    /// The same invocation making `runs` runs of each cell.
+    pub(crate) fn with_runs(self, runs: u32) -> Self {
+        Invocation { runs, ..self }
+    }
+
+    /// How the run stage makes the runs of `part`.
+    pub(crate) fn options(&self, part: &Part) -> run::Options {
+        run::Options {
+            runs: self.runs,
+            jobs: self.jobs,
+            timeout: self.timeout,
+            artifacts: self.settings.artifacts.clone(),
+            chain: part.chain.clone(),
+            diagnostics: self.settings.diagnostics,
+            time_destructors: self.settings.time_destructors,
+        }
+    }
+
+    /// How the runs of `part` are made again without `layer`, in `<artifacts>/without-<layer>/`;
+    /// `None` when vkexit may not take it out: a layer it did not put in, or the trace layer
+    /// when leaks are judged. The tegra-exit layer's fault is the emulated driver's crash, the
+    /// thing emulated, never a layer bug: it is never run away.
+    pub(crate) fn without_layer(&self, part: &Part, layer: &str) -> Option<run::Options> {
+        let mut chain = part.chain.clone();
+        match layer {
+            "validation" if chain.validation.is_some() => chain.validation = None,
+            "trace" if chain.trace && !self.rules.fail_on_leak => chain.trace = false,
+            _ => return None,
+        }
+        Some(run::Options {
+            runs: self.rerun_runs,
+            artifacts: self.settings.artifacts.join(format!("without-{layer}")),
+            chain,
+            ..self.options(part)
+        })
+    }
+
+    /// The cells that will run (not skipped).
+    pub(crate) fn runnable_cells(&self) -> usize {
+        self.cells().filter(|c| c.not_run.is_none()).count()
+    }
+
+    /// Every planned cell, part by part.
+    pub(crate) fn cells(&self) -> impl Iterator<Item = &Cell> {
+        self.parts.iter().flat_map(|p| &p.plan.cells)
+    }
+
+    /// Why no run would start, when none would: every cell skipped (a driver with no
+    /// device), or no cell at all (an empty shard, a selection that matches nothing). A
+    /// gate of no runs is not green unless the user allows it.
+    pub(crate) fn why_no_runs(&self) -> Option<String> {
+        if self.runnable_cells() > 0 {
+            return None;
+        }
+        let cells: Vec<&Cell> = self.cells().collect();
+        if cells.is_empty() {
+            let shard = self
+                .settings
+                .shard
+                .map(|s| format!(" in shard {s}"))
+                .unwrap_or_default();
+            return Some(format!("the selection has no cell{shard}"));
+        }
+        let mut reasons: Vec<String> = Vec::new();
+        for cell in &cells {
+            let why = match &cell.not_run {
+                Some(plan::NotRun::Skipped(why)) => why.clone(),
+                // A driver that could not be probed is an `error` cell: the gate is red.
+                Some(plan::NotRun::Broken(_)) => return None,
+                None => continue,
+            };
+            if !reasons.contains(&why) {
+                reasons.push(why);
+            }
+        }
+        let all = match cells.len() {
+            1 => "the one cell was".to_string(),
+            n => format!("all {n} cells were"),
+        };
+        Some(format!("{all} left out: {}", reasons.join("; ")))
+    }
+}
+
+/// Two runnable cells whose evidence would share one directory are refused, naming both: one
+/// cell's evidence would replace the other's. Cell names are made into directory names so
+/// that this does not happen (`Cell::slug`); this holds it whatever the names.
+fn check_evidence_dirs(parts: &[Part]) -> Result<()> {
+    let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for cell in parts
+        .iter()
+        .flat_map(|p| &p.plan.cells)
+        .filter(|c| c.not_run.is_none())
+    {
+        let label = format!("{} ({})", cell.label(), cell.layers.join("+"));
+        if let Some(first) = seen.insert(cell.slug(), label.clone()) {
+            return Err(Error::BadSelection(BadSelection::CannotRun {
+                cell: label,
+                why: format!(
+                    "its evidence directory {} is that of {first}; give one of the cases another name",
+                    cell.slug()
+                ),
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// What the plan gave the cell (where the runtime cache is), the matrix's
+/// variables, then an external case's own.
+fn cell_env(matrix: &Matrix, cell: &Cell) -> Vec<(String, String)> {
+    let mut env = cell.env.clone();
+    env.extend(matrix.env.iter().cloned());
+    if let plan::CaseCommand::External(_) = cell.command {
+        if let Some(case) = matrix.externals.iter().find(|e| e.name == cell.case) {
+            env.extend(case.env.iter().cloned());
+        }
+    }
+    env
+}
+
+/// The layers of one set.
+fn chain(set: &LayerSet, validation: Option<&ValidationLayer>, fail_on_leak: bool) -> Chain {
+    Chain {
+        trace: set.trace || fail_on_leak,
+        validation: validation.filter(|_| set.validation).cloned(),
+        emulation: set.emulation,
+        manifests: None,
+    }
+}
+
+/// What to plan for one layer set of the matrix.
+fn request(matrix: &Matrix, chain: Chain) -> plan::Request {
+    plan::Request {
+        cases: matrix.cases.clone(),
+        runtimes: matrix.runtimes.clone(),
+        drivers: matrix.drivers.clone(),
+        skip_absent_drivers: matrix.skip_absent_drivers,
+        externals: matrix
+            .externals
+            .iter()
+            .map(|e| ExternalCase {
+                name: e.name.clone(),
+                argv: from_here(&e.argv),
+                private_cwd: e.private_cwd,
+                workdir: e.workdir.clone(),
+                not_run: e.not_run.clone(),
+                props: e.props.clone(),
+            })
+            .collect(),
+        chain,
+    }
+}
+
+/// A relative program path (one with a `/`) is made absolute from the
+/// directory vkexit runs in, for runs that start in their own directory; a
+/// bare name is still looked up in `PATH`.
+fn from_here(argv: &[OsString]) -> Vec<OsString> {
+    let mut argv = argv.to_vec();
+    if let Some(program) = argv.first_mut() {
+        let path = Path::new(program.as_os_str());
+        let relative_path = path.is_relative() && path.components().count() > 1;
+        if let (true, Ok(here)) = (relative_path, std::env::current_dir()) {
+            *program = here.join(path).into_os_string();
+        }
+    }
+    argv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_program_paths_are_taken_from_here() {
+        let here = std::env::current_dir().unwrap();
+        let argv = |args: &[&str]| args.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            from_here(&argv(&["build/t", "x/y"])),
+            [here.join("build/t").into_os_string(), "x/y".into()]
+        );
+        assert_eq!(
+            from_here(&argv(&["./t"]))[0],
+            here.join("./t").into_os_string()
+        );
+        assert_eq!(from_here(&argv(&["sh", "-c"])), argv(&["sh", "-c"]));
+        assert_eq!(from_here(&argv(&["/bin/sh"])), argv(&["/bin/sh"]));
+    }
+}
