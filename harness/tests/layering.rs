@@ -193,3 +193,65 @@ mod tests {
         ["plan/x.rs:1: `crate::drivers` is no module of the order: use the module's own path"]
     );
 }
+
+/// The lines of the shipping code of `files` (each file up to its test module) that contain
+/// `needle` outside comments, as `FILE:LINE`.
+fn code_lines_with(root: &Path, files: &[PathBuf], needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = line.trim_start();
+            if code == "#[cfg(test)]"
+                && lines
+                    .get(i + 1)
+                    .is_some_and(|next| next.trim_start().starts_with("mod tests"))
+            {
+                break;
+            }
+            if !code.starts_with("//") && line.contains(needle) {
+                let shown = file.strip_prefix(root).unwrap_or(file).display();
+                found.push(format!("{shown}:{}", i + 1));
+            }
+        }
+    }
+    found
+}
+
+/// One place assembles runs: `run::Options` is built by the Invocation only (the run stage
+/// itself only fills in the paths it resolved).
+#[test]
+fn only_the_invocation_assembles_run_options() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    files.sort();
+    let built = code_lines_with(&root, &files, "run::Options {");
+    let outside: Vec<&String> = built
+        .iter()
+        .filter(|at| !at.starts_with("engine/invocation.rs:"))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "run::Options built outside engine/invocation.rs: {outside:?}"
+    );
+    assert!(
+        !built.is_empty(),
+        "engine/invocation.rs builds no run::Options: the check looks for the wrong text"
+    );
+}
+
+/// The run stage decides no verdict: its shipping code names no verdict type and no judging.
+#[test]
+fn the_run_stage_decides_no_verdict() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root.join("run"), &mut files);
+    files.sort();
+    assert!(files.len() > 5, "run/ holds {} files", files.len());
+    for needle in ["RunVerdict", "CellVerdict", "Classification", "classify("] {
+        let found = code_lines_with(&root, &files, needle);
+        assert!(found.is_empty(), "run/ names {needle}: {found:?}");
+    }
+}

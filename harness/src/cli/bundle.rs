@@ -47,7 +47,7 @@ fn parse_glibc(text: &str) -> std::result::Result<GlibcVersion, String> {
 }
 
 pub(super) fn bundle(args: BundleArgs) -> Result<Exit> {
-    let built = crate::engine::bundle::build(&crate::engine::bundle::Options {
+    let built = crate::engine::bundle::build(&crate::engine::bundle::BundleRequest {
         target: args.target,
         from: args.from,
         glibc_floor: args.glibc_floor,

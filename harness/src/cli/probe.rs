@@ -11,7 +11,7 @@ pub(super) struct ProbeArgs {
 }
 
 pub(super) fn probe_driver(report_file: Option<&Path>) -> Result<bool> {
-    let report = crate::host::probe::probe_here().map_err(Error::Probe)?;
+    let report = crate::host::probe::probe_here()?;
     let json = serde_json::to_string(&report).expect("report serialises");
     match report_file {
         Some(path) => std::fs::write(path, json).map_err(|e| Error::Output {
@@ -24,7 +24,7 @@ pub(super) fn probe_driver(report_file: Option<&Path>) -> Result<bool> {
 }
 
 pub(super) fn probe_loader(path: &Path) -> Result<bool> {
-    let version = crate::host::loader::probe_loader_here(path).map_err(Error::Probe)?;
+    let version = crate::host::loader::probe_loader_here(path)?;
     println!("{version}");
     Ok(true)
 }

@@ -55,7 +55,7 @@ pub const GLIBC_FLOOR: GlibcVersion = GlibcVersion(2, 31);
 
 /// What `vkexit bundle` was asked to pack.
 #[derive(Debug, Default)]
-pub struct Options {
+pub struct BundleRequest {
     /// The target triple of the binaries to pack (default: this machine's).
     pub target: Option<String>,
     /// Where the binaries for that target were built (default: cargo's directory for it).
@@ -122,7 +122,7 @@ pub fn host_target() -> String {
 }
 
 /// The target asked for, checked, with its architecture and where its binaries are.
-fn resolve_target(options: &Options) -> Result<(String, String, PathBuf)> {
+fn resolve_target(options: &BundleRequest) -> Result<(String, String, PathBuf)> {
     let target = options.target.clone().unwrap_or_else(host_target);
     if !TARGETS.contains(&target.as_str()) {
         let hint = match target.split_once(".2.") {
@@ -160,7 +160,7 @@ fn resolve_target(options: &Options) -> Result<(String, String, PathBuf)> {
 }
 
 /// Builds the tarball. Nothing is written at `output` unless every part was found and packed.
-pub fn build(options: &Options) -> Result<Built> {
+pub fn build(options: &BundleRequest) -> Result<Built> {
     let (target, arch, from) = resolve_target(options)?;
     let floor = options.glibc_floor.unwrap_or(GLIBC_FLOOR);
     let tarball = options
@@ -328,7 +328,7 @@ fn strip(objcopy: &str, from: &Path, to: &Path) -> Result<()> {
 }
 
 /// `--include` as given, or the CI files of the source tree vkexit runs from.
-fn include_list(options: &Options) -> Result<Vec<PathBuf>> {
+fn include_list(options: &BundleRequest) -> Result<Vec<PathBuf>> {
     if !options.include.is_empty() {
         for path in &options.include {
             if !path.exists() {
@@ -395,7 +395,11 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Downloads (`--with-vulkan`) and collects (`--deb`) packages, then unpacks each into `sysroot`.
-fn unpack_packages(options: &Options, sysroot: &Path, scratch: &Path) -> Result<Vec<Package>> {
+fn unpack_packages(
+    options: &BundleRequest,
+    sysroot: &Path,
+    scratch: &Path,
+) -> Result<Vec<Package>> {
     let mut debs = Vec::new();
     if options.with_vulkan {
         debs.extend(download(&VULKAN_PACKAGES, &scratch.join("downloads"))?);

@@ -8,6 +8,7 @@ use crate::host::validation;
 use crate::plan::{
     runtime_cache, scenario_dir, BUILTIN_CASES, REAL_RUNTIMES, REFRT_LIBRARY, RUNTIME_CACHE_ENV,
 };
+use crate::support::errors::ProbeError;
 use std::io::Write;
 use std::path::Path;
 
@@ -52,7 +53,7 @@ pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
 
     let (found, problems) = drivers::discover();
     let scratch = tempfile::tempdir()?;
-    let mut probed: Vec<(drivers::Driver, Result<ProbeReport, String>)> = Vec::new();
+    let mut probed: Vec<(drivers::Driver, Result<ProbeReport, ProbeError>)> = Vec::new();
     for d in found {
         let r = probe::probe_driver(&d, &[], scratch.path());
         probed.push((d, r));
@@ -118,7 +119,7 @@ pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
         Ok(layer) => {
             let loads = match &device_driver {
                 Some(d) => validation_loads(d, &layer, scratch.path()),
-                None => Err("no device to try it on".into()),
+                None => Err(NotLoaded::NoDevice),
             };
             writeln!(
                 out,
@@ -241,21 +242,37 @@ fn real_runtimes(cache: Option<&Path>) -> Vec<String> {
 const GGML_DEBIAN: &str = "ggml-debian";
 const GGML_DEBIAN_MODULE: &str = "usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so";
 
+/// Why validation did not prove itself in the doctor's check.
+#[derive(Debug, thiserror::Error)]
+enum NotLoaded {
+    /// The check's directory or settings file cannot be written.
+    #[error("{0}")]
+    Scratch(#[from] std::io::Error),
+    /// The probe with validation enabled failed.
+    #[error("{0}")]
+    Probe(#[from] ProbeError),
+    /// No driver shows a device to try the layer on.
+    #[error("no device to try it on")]
+    NoDevice,
+    /// The probe ran, but the layer left no log.
+    #[error("the layer was enabled but never created its log")]
+    NoLog,
+}
+
 /// Creates an instance with validation on, as a run would, and checks that
 /// the layer created its log: the same proof a run needs.
 fn validation_loads(
     driver: &drivers::Driver,
     layer: &validation::ValidationLayer,
     scratch: &std::path::Path,
-) -> Result<(), String> {
+) -> Result<(), NotLoaded> {
     let dir = scratch.join("validation-check");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&dir)?;
     let log = dir.join(validation::LOG_FILE);
     std::fs::write(
         dir.join(validation::SETTINGS_FILE),
         validation::settings_text(&log),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let chain = Chain {
         trace: false,
         validation: Some(layer.clone()),
@@ -263,10 +280,9 @@ fn validation_loads(
         manifests: None,
     };
     probe::probe_driver(driver, &chain.env(&dir), &dir)?;
-    if log.exists() {
-        Ok(())
-    } else {
-        Err("the layer was enabled but never created its log".into())
+    match log.exists() {
+        true => Ok(()),
+        false => Err(NotLoaded::NoLog),
     }
 }
 

@@ -230,14 +230,18 @@ fn ask_loader(path: &Path) -> Option<String> {
 }
 
 /// `vkexit probe-loader PATH`: the loader's own version, from `vkEnumerateInstanceVersion`.
-pub fn probe_loader_here(path: &Path) -> Result<String, String> {
+pub fn probe_loader_here(path: &Path) -> Result<String, crate::support::errors::ProbeError> {
+    use crate::support::errors::ProbeError;
     // SAFETY: loads the named loader in this short-lived child process; nothing else runs
     // Vulkan here.
-    let entry = unsafe { ash::Entry::load_from(path) }
-        .map_err(|e| format!("cannot load {}: {e}", path.display()))?;
+    let entry =
+        unsafe { ash::Entry::load_from(path) }.map_err(|e| ProbeError::LoaderNotLoaded {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
     // SAFETY: a valid entry; the call has no preconditions.
     let version = unsafe { entry.try_enumerate_instance_version() }
-        .map_err(|e| format!("vkEnumerateInstanceVersion: {e}"))?
+        .map_err(|e| ProbeError::vulkan("vkEnumerateInstanceVersion", e))?
         .unwrap_or(ash::vk::API_VERSION_1_0);
     Ok(format!(
         "{}.{}.{}",

@@ -4,6 +4,7 @@
 //! driver is chosen exactly as for a run: by environment.
 
 use crate::host::drivers::Driver;
+use crate::support::errors::ProbeError;
 use ash::vk;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -53,12 +54,12 @@ fn version_string(v: u32) -> String {
 
 /// Enumerates devices in this process, with whatever driver and layers the
 /// environment selects. The instance is destroyed before returning.
-pub fn probe_here() -> Result<ProbeReport, String> {
+pub fn probe_here() -> Result<ProbeReport, ProbeError> {
     // SAFETY: loads the system Vulkan loader; nothing else runs Vulkan here.
-    let entry = unsafe { ash::Entry::load() }.map_err(|e| format!("no Vulkan loader: {e}"))?;
+    let entry = unsafe { ash::Entry::load() }.map_err(|e| ProbeError::NoLoader(e.to_string()))?;
     // SAFETY: a valid entry; the call has no preconditions.
     let loader = unsafe { entry.try_enumerate_instance_version() }
-        .map_err(|e| format!("vkEnumerateInstanceVersion: {e}"))?
+        .map_err(|e| ProbeError::vulkan("vkEnumerateInstanceVersion", e))?
         .unwrap_or(vk::API_VERSION_1_0);
     let app = vk::ApplicationInfo::default()
         .application_name(c"vkexit-probe")
@@ -66,7 +67,7 @@ pub fn probe_here() -> Result<ProbeReport, String> {
     let info = vk::InstanceCreateInfo::default().application_info(&app);
     // SAFETY: a well-formed create info that outlives the call.
     let instance = unsafe { entry.create_instance(&info, None) }
-        .map_err(|e| format!("vkCreateInstance: {e}"))?;
+        .map_err(|e| ProbeError::vulkan("vkCreateInstance", e))?;
     let devices = describe_devices(&instance);
     // SAFETY: no object of this instance is alive any more.
     unsafe { instance.destroy_instance(None) };
@@ -76,13 +77,13 @@ pub fn probe_here() -> Result<ProbeReport, String> {
     })
 }
 
-fn describe_devices(instance: &ash::Instance) -> Result<Vec<DeviceInfo>, String> {
+fn describe_devices(instance: &ash::Instance) -> Result<Vec<DeviceInfo>, ProbeError> {
     // SAFETY: a live instance.
     let physical = match unsafe { instance.enumerate_physical_devices() } {
         Ok(list) => list,
         // What the loader answers when no driver has hardware to drive.
         Err(vk::Result::ERROR_INITIALIZATION_FAILED) => Vec::new(),
-        Err(e) => return Err(format!("vkEnumeratePhysicalDevices: {e}")),
+        Err(e) => return Err(ProbeError::vulkan("vkEnumeratePhysicalDevices", e)),
     };
     let mut out = Vec::new();
     for (index, &pd) in physical.iter().enumerate() {
@@ -133,12 +134,12 @@ pub fn probe_driver(
     driver: &Driver,
     extra_env: &[(String, String)],
     cwd: &Path,
-) -> Result<ProbeReport, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find vkexit itself: {e}"))?;
+) -> Result<ProbeReport, ProbeError> {
+    let exe = std::env::current_exe().map_err(ProbeError::NoSelf)?;
     let scratch = tempfile::Builder::new()
         .prefix("vkexit-probe")
         .tempdir()
-        .map_err(|e| format!("cannot make a directory for the probe report: {e}"))?;
+        .map_err(ProbeError::NoScratch)?;
     let report_file = scratch.path().join("report.json");
     let mut command = Command::new(exe);
     command
@@ -154,9 +155,7 @@ pub fn probe_driver(
     for (k, v) in extra_env {
         command.env(k, v);
     }
-    let out = command
-        .output()
-        .map_err(|e| format!("cannot start the driver probe: {e}"))?;
+    let out = command.output().map_err(ProbeError::NotStarted)?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let last = err
@@ -164,11 +163,13 @@ pub fn probe_driver(
             .rev()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("");
-        return Err(format!("probe {}: {last}", describe_status(out.status)));
+        return Err(ProbeError::Failed {
+            status: describe_status(out.status),
+            last: last.to_string(),
+        });
     }
-    let text = std::fs::read(&report_file)
-        .map_err(|e| format!("probe exited 0 but wrote no report: {e}"))?;
-    serde_json::from_slice(&text).map_err(|e| format!("probe wrote a broken report: {e}"))
+    let text = std::fs::read(&report_file).map_err(ProbeError::NoReport)?;
+    serde_json::from_slice(&text).map_err(ProbeError::BrokenReport)
 }
 
 fn describe_status(status: std::process::ExitStatus) -> String {

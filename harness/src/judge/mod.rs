@@ -7,7 +7,7 @@
 //! - a cell's fold of its runs (`cell`) held to its expectation: the first entry of the
 //!   baseline files (`--baseline`, whose format is `file`) that matches it, else the
 //!   built-in baseline (`builtin`) — `evaluate`, `cell`;
-//! - cells of results files judged again (`merged`), and baseline updates (`update`);
+//! - cells of results files judged again (`results_file`), and baseline updates (`update`);
 //! - the one green rule, [`CellVerdict::keeps_gate_green`], which the results file's readers
 //!   share (it lives beside the verdicts in `vkexit-evidence`).
 
@@ -15,7 +15,7 @@ pub(crate) mod allow;
 pub(crate) mod builtin;
 pub(crate) mod cell;
 pub(crate) mod file;
-mod merged;
+mod results_file;
 pub mod run;
 pub(crate) mod update;
 
@@ -23,7 +23,7 @@ pub use file::BaselineFile;
 pub(crate) use file::{
     allow_in_cell, layer_version_of, layers_text, Allow, Baseline, Entry, Expect, Pattern, Subject,
 };
-pub(crate) use merged::{merged, rejudge};
+pub(crate) use results_file::{merged, rejudge};
 
 use crate::host::vuid;
 use crate::plan::{Cell, NotRun};

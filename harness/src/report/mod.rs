@@ -3,6 +3,7 @@
 //! view, a Markdown summary for a pull request, and an HTML matrix.
 
 pub mod events;
+pub(crate) mod explain_text;
 pub(crate) mod first_run;
 pub(crate) mod html;
 pub(crate) mod junit;

@@ -124,8 +124,8 @@ enum Message {
 /// What a process that makes runs does before anything else: refuse a process limit that
 /// would make every run an error, then take over Ctrl-C, so that nothing may be left behind.
 pub(crate) fn prepare_process() -> Result<()> {
-    cgroup::max_processes().map_err(Error::Host)?;
-    interrupt::install().map_err(|e| Error::Host(format!("cannot install signal handlers: {e}")))
+    cgroup::max_processes().map_err(Error::ProcessLimit)?;
+    interrupt::install().map_err(Error::SignalHandlers)
 }
 
 /// Runs the plan. `on_event` sees each run start, finish and be stored, as it happens (nothing

@@ -52,17 +52,41 @@ pub enum Error {
     #[error("{step}: {why}")]
     ToolFailed { step: String, why: String },
 
-    /// This machine cannot run vkexit's runs as asked: a process limit, signal handlers.
+    /// The limit on a run's processes (`VKEXIT_MAX_PROCESSES`) is not one: every run would fail.
     #[error("{0}")]
-    Host(String),
+    ProcessLimit(String),
+
+    /// vkexit cannot take over Ctrl-C and SIGTERM, so a stopped vkexit could leave runs behind.
+    #[error("cannot install signal handlers: {0}")]
+    SignalHandlers(#[source] std::io::Error),
 
     /// A probe of a driver or loader, in vkexit's own child process, that failed.
     #[error("{0}")]
-    Probe(String),
+    Probe(#[from] ProbeError),
 
-    /// What vkexit measured (`vkexit bench`) that gave no answer.
-    #[error("{0}")]
-    Bench(String),
+    /// A program `vkexit bench` measures with that failed: how it ended and what it printed.
+    #[error("{}: failed ({status}): {output}", program.display())]
+    BenchProgram {
+        program: PathBuf,
+        status: std::process::ExitStatus,
+        output: String,
+    },
+
+    /// The child vkexit `vkexit bench` measures memory with reported nothing.
+    #[error("vkexit run --runs {runs} -j {jobs} -- /bin/true, in a child vkexit, reported nothing ({status})")]
+    BenchChild {
+        runs: u32,
+        jobs: u32,
+        status: std::process::ExitStatus,
+    },
+
+    /// The spec a bench child was given is not one.
+    #[error("bench --rss-child {}: {source}", path.display())]
+    BenchSpec {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
 
     /// Standard output, or a file the output goes to, that cannot be written.
     #[error("{what}: {source}")]
@@ -106,6 +130,60 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Why a probe of a driver or a loader gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// No Vulkan loader could be loaded (ash's reason).
+    #[error("no Vulkan loader: {0}")]
+    NoLoader(String),
+    /// The loader at a path could not be loaded.
+    #[error("cannot load {}: {reason}", path.display())]
+    LoaderNotLoaded {
+        /// The loader's path.
+        path: std::path::PathBuf,
+        /// The dynamic loader's reason.
+        reason: String,
+    },
+    /// A Vulkan call failed.
+    #[error("{call}: {result}")]
+    Vulkan {
+        /// The call, `vkCreateInstance`.
+        call: &'static str,
+        /// What it returned.
+        result: ash::vk::Result,
+    },
+    /// vkexit cannot find its own binary to start the probe with.
+    #[error("cannot find vkexit itself: {0}")]
+    NoSelf(#[source] std::io::Error),
+    /// The directory for the probe's report cannot be made.
+    #[error("cannot make a directory for the probe report: {0}")]
+    NoScratch(#[source] std::io::Error),
+    /// The probe's process cannot be started.
+    #[error("cannot start the driver probe: {0}")]
+    NotStarted(#[source] std::io::Error),
+    /// The probe's process failed: how it ended and the last line it wrote on stderr.
+    #[error("probe {status}: {last}")]
+    Failed {
+        /// `exited with code 1`, `killed by SIGSEGV`.
+        status: String,
+        /// The last line of its stderr.
+        last: String,
+    },
+    /// The probe exited 0 without its report.
+    #[error("probe exited 0 but wrote no report: {0}")]
+    NoReport(#[source] std::io::Error),
+    /// The probe's report is not a report.
+    #[error("probe wrote a broken report: {0}")]
+    BrokenReport(#[source] serde_json::Error),
+}
+
+impl ProbeError {
+    /// A Vulkan call that returned `result`.
+    pub fn vulkan(call: &'static str, result: ash::vk::Result) -> Self {
+        ProbeError::Vulkan { call, result }
+    }
 }
 
 /// The cells a command was given that it cannot work with: each says what to choose instead.

@@ -122,10 +122,10 @@ fn time(
             let _ = std::fs::remove_file(dir.join(layers::TRACE_FILE));
             Ok([t, u, tc, uc])
         }
-        _ => Err(Error::Bench(format!(
-            "{} failed ({}): {stdout}",
-            program.display(),
-            output.status
-        ))),
+        _ => Err(Error::BenchProgram {
+            program: program.to_path_buf(),
+            status: output.status,
+            output: stdout.to_string(),
+        }),
     }
 }

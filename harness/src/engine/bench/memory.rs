@@ -45,11 +45,7 @@ pub fn child_report(
         .status()
         .map_err(|e| Error::io("cannot start", &exe, e))?;
     let _ = std::fs::remove_dir_all(&spec.artifacts);
-    Report::read(&spec.report).ok_or_else(|| {
-        Error::Bench(format!(
-            "vkexit run --runs {runs} -j {jobs} -- /bin/true, in a child vkexit, reported nothing ({status})"
-        ))
-    })
+    Report::read(&spec.report).ok_or(Error::BenchChild { runs, jobs, status })
 }
 
 /// What a child vkexit runs (`bench --rss-child SPEC`): `vkexit run --no-validation --driver
@@ -151,8 +147,10 @@ impl Report {
 pub fn child(spec_file: &Path) -> Result<bool> {
     let text = std::fs::read_to_string(spec_file)
         .map_err(|e| Error::io("cannot read the bench child's spec", spec_file, e))?;
-    let spec: ChildSpec = serde_json::from_str(&text)
-        .map_err(|e| Error::Bench(format!("bench --rss-child {}: {e}", spec_file.display())))?;
+    let spec: ChildSpec = serde_json::from_str(&text).map_err(|source| Error::BenchSpec {
+        path: spec_file.to_path_buf(),
+        source,
+    })?;
     crate::run::prepare_process()?;
     let mut matrix = crate::plan::matrix::Matrix::default();
     matrix.apply(crate::plan::matrix::Overrides {
