@@ -574,6 +574,7 @@ proptest! {
                     prop_assert_eq!(Some(d.library.as_str()), json.pointer("/ICD/library_path").and_then(|v| v.as_str()));
                 }
                 Err(why) => {
+                    let why = why.to_string();
                     prop_assert!(!why.is_empty());
                     if serde_json::from_slice::<serde_json::Value>(bytes).is_err() {
                         prop_assert!(why.contains("line"), "{}", why);

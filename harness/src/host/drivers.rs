@@ -50,7 +50,7 @@ pub(crate) fn icd_search_dirs() -> Vec<PathBuf> {
 
 /// Every driver the loader would see, as (manifest, problem) pairs for the
 /// manifests that could not be read.
-pub(crate) fn discover() -> (Vec<Driver>, Vec<(PathBuf, String)>) {
+pub(crate) fn discover() -> (Vec<Driver>, Vec<(PathBuf, ManifestError)>) {
     let explicit = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()));
@@ -89,17 +89,30 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// What is wrong with an ICD manifest.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// It cannot be read.
+    #[error("{0}")]
+    Unreadable(#[source] std::io::Error),
+    /// It is not JSON: where the parser stopped.
+    #[error("not JSON (line {line}, column {column}): {0}", line = .0.line(), column = .0.column())]
+    NotJson(#[source] serde_json::Error),
+    /// It names no driver library.
+    #[error("no ICD.library_path string")]
+    NoLibrary,
+}
+
 /// Reads one ICD manifest; the error says what is wrong with it.
-pub fn read_manifest(path: &Path) -> Result<Driver, String> {
+pub fn read_manifest(path: &Path) -> std::result::Result<Driver, ManifestError> {
     // Bytes, not a string: a manifest that is not UTF-8 is not JSON either,
     // and the JSON error says where.
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    let json: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("not JSON (line {}, column {}): {e}", e.line(), e.column()))?;
+    let bytes = std::fs::read(path).map_err(ManifestError::Unreadable)?;
+    let json: serde_json::Value = serde_json::from_slice(&bytes).map_err(ManifestError::NotJson)?;
     let library = json
         .pointer("/ICD/library_path")
         .and_then(|v| v.as_str())
-        .ok_or("no ICD.library_path string")?
+        .ok_or(ManifestError::NoLibrary)?
         .to_string();
     Ok(Driver {
         name: short_name(&library),
@@ -341,10 +354,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.json");
         std::fs::write(&path, "{\n  \"ICD\": { library_path: 1 }\n}").unwrap();
-        let err = read_manifest(&path).unwrap_err();
+        let err = read_manifest(&path).unwrap_err().to_string();
         assert!(err.contains("not JSON (line 2, column"), "{err}");
         std::fs::write(&path, r#"{"ICD": {}}"#).unwrap();
-        assert!(read_manifest(&path).unwrap_err().contains("library_path"));
+        assert!(read_manifest(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("library_path"));
     }
 
     fn driver(manifest: &str) -> Driver {
