@@ -164,6 +164,30 @@ fn query(signo: c_int) -> Option<libc::sigaction> {
     (unsafe { __sigaction(signo, std::ptr::null(), &mut current) } == 0).then_some(current)
 }
 
+/// While the program's handler runs where one more signal frame would not fit (see
+/// `stacks::no_room_for_a_nested_signal`): gives `signo` the program's own disposition at the
+/// kernel, so that a `signo` the program's handler raises (Rust's aborts after an overflow)
+/// takes the program's action without a frame of ours, as it would without vkexit. Returns
+/// whether ours must be put back with [`take_back`]. Async-signal-safe (one `sigaction`).
+pub fn hand_back(signo: c_int) -> bool {
+    let Some(i) = index(signo) else {
+        return false;
+    };
+    if !INSTALLED[i].load(Ordering::Acquire) {
+        return false;
+    }
+    let program = program_action(i);
+    // SAFETY: the program's own action for this catchable signal.
+    unsafe { __sigaction(signo, &program, std::ptr::null_mut()) == 0 }
+}
+
+/// Puts our `handler` back for `signo` after [`hand_back`]. Async-signal-safe.
+pub fn take_back(signo: c_int, handler: usize) {
+    let ours = action(handler);
+    // SAFETY: a fully initialised action for a catchable signal.
+    unsafe { __sigaction(signo, &ours, std::ptr::null_mut()) };
+}
+
 /// Sets `signo` to its default action now. Async-signal-safe (one `sigaction`).
 pub fn set_default(signo: c_int) {
     // SAFETY: an all-zero sigaction is SIG_DFL with no flags and an empty mask.

@@ -333,6 +333,12 @@ unsafe fn chain(
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &mask, &mut previous);
     }
+    // An abort raised by the program's handler, where its frame and ours would not fit on
+    // this alternate stack, would end the process with SIGSEGV: it takes the program's own
+    // action instead, unrecorded but with the program's own end.
+    let handed_back = signo != libc::SIGABRT
+        && stacks::no_room_for_a_nested_signal()
+        && disposition::hand_back(libc::SIGABRT);
     if action.sa_flags & libc::SA_SIGINFO != 0 {
         // SAFETY: an SA_SIGINFO action's handler has this signature.
         let handler: extern "C" fn(c_int, *mut siginfo_t, *mut c_void) =
@@ -342,6 +348,9 @@ unsafe fn chain(
         // SAFETY: a plain action's handler has this signature.
         let handler: extern "C" fn(c_int) = unsafe { std::mem::transmute(action.sa_sigaction) };
         handler(signo);
+    }
+    if handed_back {
+        disposition::take_back(libc::SIGABRT, address());
     }
     // SAFETY: restores the mask saved above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut()) };

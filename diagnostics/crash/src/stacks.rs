@@ -25,12 +25,23 @@ pub const EMERGENCY_SIZE: usize = 512 << 10;
 /// nothing.
 const MIN_ROOM: usize = 48 << 10;
 
+/// Room a signal of ours raised inside the program's handler needs on top of the kernel's
+/// frame: our handler's entry frames before it moves to the emergency stack, and what the
+/// program's handler itself still uses below the point where it raises.
+const NESTED_HANDLER_ROOM: usize = 8 << 10;
+/// The kernel's signal frame on this machine (`AT_MINSIGSTKSZ`: 3.3 KiB with AVX-512 state,
+/// more with AMX), read at install; 0 until then.
+static SIGNAL_FRAME: AtomicUsize = AtomicUsize::new(0);
+
 static EMERGENCY_TOP: AtomicUsize = AtomicUsize::new(0);
 static EMERGENCY_BUSY: AtomicBool = AtomicBool::new(false);
 
 /// Gives the calling thread an alternate signal stack, unless it has one, and maps the
 /// emergency stack. Failures only cost the cases above.
 pub fn prepare() {
+    // SAFETY: getauxval has no preconditions; 0 when the kernel does not say.
+    let frame = unsafe { libc::getauxval(libc::AT_MINSIGSTKSZ) } as usize;
+    SIGNAL_FRAME.store(frame.max(libc::MINSIGSTKSZ), Ordering::Release);
     let _ = ensure_altstack();
     if EMERGENCY_TOP.load(Ordering::Acquire) == 0 {
         if let Ok((_, top)) = map_stack(EMERGENCY_SIZE) {
@@ -113,6 +124,15 @@ extern "C" fn call(f: *mut c_void) {
     // SAFETY: `run_with_room` passes a pointer to its `&mut dyn FnMut()`, alive for the call.
     let f = unsafe { &mut *f.cast::<&mut dyn FnMut()>() };
     f();
+}
+
+/// Whether another signal delivered here, on an alternate stack, would find no room for the
+/// kernel's frame and our handler: on a thread's small alternate stack (Rust gives each thread
+/// 8 KiB) below the frames of the signal being handled. The kernel then cannot deliver it and
+/// kills the process with SIGSEGV instead. Async-signal-safe.
+pub fn no_room_for_a_nested_signal() -> bool {
+    let frame = SIGNAL_FRAME.load(Ordering::Acquire).max(libc::MINSIGSTKSZ);
+    room_here() < frame + NESTED_HANDLER_ROOM
 }
 
 /// The room left below this frame when on an alternate stack; plenty (usize::MAX) on a

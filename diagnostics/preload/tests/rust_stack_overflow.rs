@@ -2,6 +2,10 @@
 //! it still prints Rust's own message and dies of SIGABRT, as without it (Rust's runtime still
 //! finds the default action and installs its handler, behind ours), and the overflow is on
 //! record, on the main thread (our alternate stack) and on a spawned one (Rust's 8 KiB one).
+//! On the main thread the abort is on record too. On a spawned thread there is no room for it:
+//! below the overflow's frames on Rust's 8 KiB stack the kernel's frame for the abort (3.3 KiB
+//! where the CPU has AVX-512 state) and our handler do not fit, and the kernel would end the
+//! process with SIGSEGV; the abort takes the program's own action there, unrecorded.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -51,8 +55,9 @@ fn program() -> PathBuf {
     exe.clone()
 }
 
-/// `thread` as Rust names it in its message, and as the kernel does (`comm`) in the records.
-fn assert_overflow_reported(args: &[&str], thread: &str, comm: &str) {
+/// `thread` as Rust names it in its message, and as the kernel does (`comm`) in the records;
+/// whether the abort that follows is recorded too.
+fn assert_overflow_reported(args: &[&str], thread: &str, comm: &str, abort_recorded: bool) {
     let exe = program();
     let plain = run(Plan::new(&exe, args).without_preload().without_files());
     let run = run(Plan::new(&exe, args));
@@ -72,28 +77,37 @@ fn assert_overflow_reported(args: &[&str], thread: &str, comm: &str) {
         .iter()
         .filter(|r| r["ev"] == "crash")
         .collect();
-    assert_eq!(crashes.len(), 2, "{}", run.describe());
-    let (overflow, abort) = (crashes[0], crashes[1]);
+    assert_eq!(
+        crashes.len(),
+        1 + usize::from(abort_recorded),
+        "{}",
+        run.describe()
+    );
+    let overflow = crashes[0];
     assert_eq!(overflow["signal"], "SIGSEGV");
     assert_eq!(overflow["thread"], comm);
     assert_eq!(overflow["pc_mapping"], exe.to_str().unwrap());
-    assert_eq!(abort["signal"], "SIGABRT");
-    assert_eq!(abort["tid"], overflow["tid"]);
     let backtrace = run.crash_record("backtrace");
     let frames = backtrace["frames"].as_array().unwrap();
     assert_eq!(frames[0]["ip"], overflow["pc"], "{backtrace}");
     assert!(frames
         .iter()
         .all(|f| f["symbol"].as_str().is_some_and(|s| s.ends_with("::deep"))));
-    assert!(t_ns(overflow) < t_ns(backtrace) && t_ns(backtrace) < t_ns(abort));
+    assert!(t_ns(overflow) < t_ns(backtrace));
+    if abort_recorded {
+        let abort = crashes[1];
+        assert_eq!(abort["signal"], "SIGABRT");
+        assert_eq!(abort["tid"], overflow["tid"]);
+        assert!(t_ns(backtrace) < t_ns(abort));
+    }
 }
 
 #[test]
 fn an_overflow_of_the_main_thread_still_ends_in_rusts_abort() {
-    assert_overflow_reported(&[], "main", "overflow");
+    assert_overflow_reported(&[], "main", "overflow", true);
 }
 
 #[test]
 fn an_overflow_of_a_spawned_thread_is_reported_from_its_small_alternate_stack() {
-    assert_overflow_reported(&["thread"], "deep", "deep");
+    assert_overflow_reported(&["thread"], "deep", "deep", false);
 }
