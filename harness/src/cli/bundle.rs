@@ -41,9 +41,13 @@ pub(super) struct BundleArgs {
     pub(super) strip_debug: bool,
 }
 
-fn parse_glibc(text: &str) -> std::result::Result<GlibcVersion, String> {
-    GlibcVersion::parse(text)
-        .ok_or_else(|| format!("expected a glibc version like 2.31, got `{text}`"))
+/// A glibc version that is none.
+#[derive(Debug, thiserror::Error)]
+#[error("expected a glibc version like 2.31, got `{0}`")]
+struct BadGlibc(String);
+
+fn parse_glibc(text: &str) -> std::result::Result<GlibcVersion, BadGlibc> {
+    GlibcVersion::parse(text).ok_or_else(|| BadGlibc(text.to_string()))
 }
 
 pub(super) fn bundle(args: BundleArgs) -> Result<Exit> {

@@ -22,13 +22,14 @@ use vkexit_evidence::verdict::RunVerdict;
 
 pub const DEFAULT_MAX_RUNS: u64 = 1000;
 
+/// A failure rate that is none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`: expected a failure rate such as 1% or 0.5% (or a fraction below 1, 0.01)")]
+pub struct BadRate(String);
+
 /// Parses `1%`, `0.5%` or a fraction such as `0.01`.
-pub fn parse_rate(text: &str) -> Result<f64, String> {
-    let bad = || {
-        format!(
-            "`{text}`: expected a failure rate such as 1% or 0.5% (or a fraction below 1, 0.01)"
-        )
-    };
+pub fn parse_rate(text: &str) -> Result<f64, BadRate> {
+    let bad = || BadRate(text.to_string());
     let (number, percent) = match text.trim().strip_suffix('%') {
         Some(n) => (n.trim(), true),
         None => (text.trim(), false),
@@ -274,7 +275,7 @@ mod tests {
         assert_eq!(parse_rate("0.5%").unwrap(), 0.005);
         assert_eq!(parse_rate("0.02").unwrap(), 0.02);
         for bad in ["0%", "100%", "1", "-1%", "x", "", "5%%", "NaN"] {
-            let e = parse_rate(bad).unwrap_err();
+            let e = parse_rate(bad).unwrap_err().to_string();
             assert!(e.contains("such as 1%"), "{bad}: {e}");
         }
     }

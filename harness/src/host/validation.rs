@@ -21,7 +21,7 @@
 //! is whole.
 
 use crate::host::vuid::{self, VuidReport};
-use crate::support::errors::{Error, Result};
+use crate::support::errors::{Error, PinnedLayer, Result};
 use serde::Serialize;
 use std::io::{BufRead, Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -161,22 +161,21 @@ pub fn read_layer_manifest(path: &Path) -> Result<Option<ValidationLayer>> {
 
 /// The validation layer of a manifest a matrix names, to be used instead of the one the loader
 /// would find. The path is made absolute: runs start in their own directories.
-pub(crate) fn pinned_layer(manifest: &Path) -> std::result::Result<ValidationLayer, String> {
-    let manifest =
-        std::path::absolute(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+pub(crate) fn pinned_layer(manifest: &Path) -> std::result::Result<ValidationLayer, PinnedLayer> {
+    let manifest = std::path::absolute(manifest).map_err(|e| PinnedLayer::Unresolved {
+        manifest: manifest.to_path_buf(),
+        source: e,
+    })?;
     if !manifest.is_file() {
-        return Err(format!("{}: no such file", manifest.display()));
+        return Err(PinnedLayer::NoSuchFile(manifest));
     }
     match read_layer_manifest(&manifest) {
         Ok(Some(layer)) => Ok(ValidationLayer {
             pinned: true,
             ..layer
         }),
-        Ok(None) => Err(format!(
-            "{}: not a layer manifest (JSON) that names {LAYER_NAME}",
-            manifest.display()
-        )),
-        Err(e) => Err(e.to_string()),
+        Ok(None) => Err(PinnedLayer::NotTheLayer(manifest)),
+        Err(e) => Err(PinnedLayer::Unusable(Box::new(e))),
     }
 }
 

@@ -66,19 +66,27 @@ pub(crate) const MAX_RUNS: u32 = 1_000_000;
 pub(crate) const MAX_JOBS: u32 = 1024;
 pub(crate) const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
+/// A run's time limit that is none.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum BadTimeout {
+    /// Not a number.
+    #[error("expected a number of seconds in (0, {MAX_TIMEOUT_SECS}]")]
+    NotANumber,
+    /// A number outside (0, MAX_TIMEOUT_SECS].
+    #[error("{0} is not in (0, {MAX_TIMEOUT_SECS}] seconds")]
+    OutOfRange(f64),
+}
+
 /// `--timeout`: seconds in (0, MAX_TIMEOUT_SECS].
-pub(crate) fn parse_timeout(text: &str) -> std::result::Result<f64, String> {
-    let secs: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("expected a number of seconds in (0, {MAX_TIMEOUT_SECS}]"))?;
+pub(crate) fn parse_timeout(text: &str) -> std::result::Result<f64, BadTimeout> {
+    let secs: f64 = text.trim().parse().map_err(|_| BadTimeout::NotANumber)?;
     check_timeout(secs)
 }
 
-fn check_timeout(secs: f64) -> std::result::Result<f64, String> {
+fn check_timeout(secs: f64) -> std::result::Result<f64, BadTimeout> {
     match secs.is_finite() && secs > 0.0 && secs <= MAX_TIMEOUT_SECS {
         true => Ok(secs),
-        false => Err(format!("{secs} is not in (0, {MAX_TIMEOUT_SECS}] seconds")),
+        false => Err(BadTimeout::OutOfRange(secs)),
     }
 }
 
@@ -317,7 +325,7 @@ impl Matrix {
             check_timeout(secs).map_err(|why| Error::BadFlag {
                 flag: "--timeout",
                 value: None,
-                why,
+                why: why.to_string(),
             })?;
             self.timeout = Some(secs);
         }

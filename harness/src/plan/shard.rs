@@ -18,20 +18,37 @@ pub struct Shard {
     count: u64,
 }
 
+/// A shard that is none: not `K/N`, or K outside 1..=N.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadShard {
+    /// The text is not `K/N` of two numbers.
+    #[error("`{0}`: expected K/N with 1 ≤ K ≤ N, e.g. 1/4")]
+    NotKOfN(String),
+    /// K is 0 or beyond N, or N is 0.
+    #[error("shard {index} of {count}: expected K/N with 1 ≤ K ≤ N, e.g. 1/4")]
+    OutOfRange {
+        /// K.
+        index: u64,
+        /// N.
+        count: u64,
+    },
+}
+
 impl Shard {
-    pub fn new(index: u64, count: u64) -> Result<Shard, String> {
+    /// Shard `index` of `count`.
+    pub fn new(index: u64, count: u64) -> Result<Shard, BadShard> {
         if count == 0 || index == 0 || index > count {
-            return Err(format!(
-                "shard {index} of {count}: expected K/N with 1 ≤ K ≤ N, e.g. 1/4"
-            ));
+            return Err(BadShard::OutOfRange { index, count });
         }
         Ok(Shard { index, count })
     }
 
+    /// K, from 1.
     pub fn index(self) -> u64 {
         self.index
     }
 
+    /// N.
     pub fn count(self) -> u64 {
         self.count
     }
@@ -48,10 +65,10 @@ pub fn of(id: &CellId, count: u64) -> u64 {
 }
 
 impl FromStr for Shard {
-    type Err = String;
+    type Err = BadShard;
 
-    fn from_str(text: &str) -> Result<Shard, String> {
-        let bad = || format!("`{text}`: expected K/N with 1 ≤ K ≤ N, e.g. 1/4");
+    fn from_str(text: &str) -> Result<Shard, BadShard> {
+        let bad = || BadShard::NotKOfN(text.to_string());
         let (k, n) = text.split_once('/').ok_or_else(bad)?;
         let k: u64 = k.trim().parse().map_err(|_| bad())?;
         let n: u64 = n.trim().parse().map_err(|_| bad())?;
@@ -166,7 +183,7 @@ mod tests {
         assert_eq!("2/3".parse::<Shard>().unwrap(), Shard::new(2, 3).unwrap());
         assert_eq!("1/1".parse::<Shard>().unwrap().to_string(), "1/1");
         for bad in ["0/2", "3/2", "1/0", "2", "a/b", "-1/2", "1/2/3", ""] {
-            let e = bad.parse::<Shard>().unwrap_err();
+            let e = bad.parse::<Shard>().unwrap_err().to_string();
             assert!(e.contains("1 ≤ K ≤ N"), "{bad}: {e}");
         }
     }

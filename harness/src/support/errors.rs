@@ -186,6 +186,29 @@ impl ProbeError {
     }
 }
 
+/// Why a validation layer manifest a matrix pins cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PinnedLayer {
+    /// Its path cannot be made absolute.
+    #[error("{}: {source}", manifest.display())]
+    Unresolved {
+        /// The path as given.
+        manifest: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No file is there.
+    #[error("{}: no such file", .0.display())]
+    NoSuchFile(PathBuf),
+    /// It is no layer manifest of the Khronos validation layer.
+    #[error("{}: not a layer manifest (JSON) that names VK_LAYER_KHRONOS_validation", .0.display())]
+    NotTheLayer(PathBuf),
+    /// It names the layer, but its library cannot be used.
+    #[error("{0}")]
+    Unusable(Box<Error>),
+}
+
 /// The cells a command was given that it cannot work with: each says what to choose instead.
 // Each variant's `#[error]` text is its documentation: what went wrong, and what to do.
 #[allow(missing_docs)]
@@ -205,7 +228,7 @@ pub enum BadSelection {
     ProgramNotFound { case: String, why: String },
 
     #[error("the matrix's validation_manifest {why}")]
-    ValidationManifest { why: String },
+    ValidationManifest { why: PinnedLayer },
 
     #[error("two [[layers]] sets give cells the same layers `{layers}` (validation layers {first} and {second}): their cells could not be told apart; name builds of different versions")]
     SameLayers {
