@@ -133,24 +133,34 @@ fn check_shards(inputs: &[(&Path, Results)]) -> Result<()> {
     Ok(())
 }
 
+/// Why a text is not a results file.
+#[derive(Debug, thiserror::Error)]
+pub enum NotResults {
+    /// Not JSON, or JSON without the fields a results file has: serde's line and column.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// Another schema.
+    #[error("its schema is {0}, expected \"{SCHEMA}\"")]
+    OtherSchema(serde_json::Value),
+    /// No schema at all.
+    #[error("it has no \"schema\" field (expected \"{SCHEMA}\")")]
+    NoSchema,
+}
+
 /// The text of a results file, checked: JSON first, then the schema name,
 /// then the fields.
-pub fn parse(text: &str) -> Result<Results, String> {
+pub fn parse(text: &str) -> std::result::Result<Results, NotResults> {
     #[derive(Deserialize)]
     struct Header {
         schema: Option<serde_json::Value>,
     }
-    let header: Header = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let header: Header = serde_json::from_str(text)?;
     match header.schema {
         Some(serde_json::Value::String(s)) if s == SCHEMA => {}
-        Some(other) => return Err(format!("its schema is {other}, expected \"{SCHEMA}\"")),
-        None => {
-            return Err(format!(
-                "it has no \"schema\" field (expected \"{SCHEMA}\")"
-            ))
-        }
+        Some(other) => return Err(NotResults::OtherSchema(other)),
+        None => return Err(NotResults::NoSchema),
     }
-    serde_json::from_str(text).map_err(|e| e.to_string())
+    Ok(serde_json::from_str(text)?)
 }
 
 /// Where a cell comes in a plan: its group, its case (external ones first), its runtime, and
@@ -528,19 +538,23 @@ mod tests {
 
     #[test]
     fn files_that_are_not_results_are_refused_with_a_position() {
-        let e = parse("{\n  \"schema\": \"vkexit.results/1\",\n  oops\n}").unwrap_err();
+        let e = parse("{\n  \"schema\": \"vkexit.results/1\",\n  oops\n}")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 3 column 3"), "{e}");
-        let e = parse("{\"schema\": \"vkexit.results/2\", \"cells\": []}").unwrap_err();
+        let e = parse("{\"schema\": \"vkexit.results/2\", \"cells\": []}")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("\"vkexit.results/2\", expected \"vkexit.results/1\""),
             "{e}"
         );
-        let e = parse("[1, 2]").unwrap_err();
+        let e = parse("[1, 2]").unwrap_err().to_string();
         assert!(e.contains("line 1"), "{e}");
-        let e = parse("{\"cells\": []}").unwrap_err();
+        let e = parse("{\"cells\": []}").unwrap_err().to_string();
         assert!(e.contains("no \"schema\" field"), "{e}");
         let e = parse("{\"schema\": \"vkexit.results/1\", \"vkexit_version\": \"0.1.0\", \"cells\": [{\"case\": 1}]}")
-            .unwrap_err();
+            .unwrap_err().to_string();
         assert!(e.contains("line 1 column"), "{e}");
         let good = file(vec![cell(
             "c",
