@@ -47,3 +47,25 @@ pub(crate) fn counts(pass: u64, crash: u64, vuid: u64) -> Counts {
         ..Counts::default()
     }
 }
+
+/// A planned cell: `clean-exit` × `refrt:guarded` on lavapipe under validation, to run.
+pub(crate) fn planned_cell() -> crate::plan::Cell {
+    crate::plan::Cell {
+        case: "clean-exit".into(),
+        runtime: "refrt:guarded".into(),
+        driver: crate::host::drivers::Driver {
+            name: "lavapipe".into(),
+            manifest: "/x.json".into(),
+            library: "libvulkan_lvp.so".into(),
+        },
+        device: None,
+        layers: vec!["validation".into()],
+        emulation: crate::host::layers::Emulation::None,
+        command: crate::plan::CaseCommand::External(vec![]),
+        workdir: None,
+        not_run: None,
+        env: Vec::new(),
+        validation_layer: None,
+        props: Default::default(),
+    }
+}

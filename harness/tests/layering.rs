@@ -34,12 +34,11 @@ fn module_of(relative: &Path) -> Option<String> {
     }
 }
 
-/// The top-level modules `text` names through `crate::`, each with its line number, in the
-/// code that ships: a file's test module (`#[cfg(test)] mod tests`, at its end) builds
-/// fixtures from any stage and is left out.
-fn imports(text: &str) -> Vec<(usize, String)> {
-    let mut found = Vec::new();
+/// The lines of the code that ships, numbered from 0: up to the file's test module
+/// (`#[cfg(test)] mod tests`, at its end), comments left out.
+fn shipping_lines(text: &str) -> Vec<(usize, &str)> {
     let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let code = line.trim_start();
         if code == "#[cfg(test)]"
@@ -49,10 +48,20 @@ fn imports(text: &str) -> Vec<(usize, String)> {
         {
             break;
         }
-        if code.starts_with("//") {
-            continue;
+        if !code.starts_with("//") {
+            out.push((i, *line));
         }
-        let mut rest = *line;
+    }
+    out
+}
+
+/// The top-level modules `text` names through `crate::`, each with its line number, in the
+/// code that ships: a file's test module (`#[cfg(test)] mod tests`, at its end) builds
+/// fixtures from any stage and is left out.
+fn imports(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (i, line) in shipping_lines(text) {
+        let mut rest = line;
         while let Some(at) = rest.find("crate::") {
             rest = &rest[at + "crate::".len()..];
             let names: Vec<&str> = match rest.strip_prefix('{') {
@@ -200,17 +209,8 @@ fn code_lines_with(root: &Path, files: &[PathBuf], needle: &str) -> Vec<String> 
     let mut found = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        for (i, line) in lines.iter().enumerate() {
-            let code = line.trim_start();
-            if code == "#[cfg(test)]"
-                && lines
-                    .get(i + 1)
-                    .is_some_and(|next| next.trim_start().starts_with("mod tests"))
-            {
-                break;
-            }
-            if !code.starts_with("//") && line.contains(needle) {
+        for (i, line) in shipping_lines(&text) {
+            if line.contains(needle) {
                 let shown = file.strip_prefix(root).unwrap_or(file).display();
                 found.push(format!("{shown}:{}", i + 1));
             }

@@ -243,29 +243,10 @@ pub fn pass_rate_95(counts: Counts) -> [f64; 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::drivers::Driver;
     use crate::judge::run::{Classification, Termination};
-    use crate::plan::CaseCommand;
 
     fn cell() -> Cell {
-        Cell {
-            case: "clean-exit".into(),
-            runtime: "refrt:guarded".into(),
-            driver: Driver {
-                name: "lavapipe".into(),
-                manifest: "/x.json".into(),
-                library: "libvulkan_lvp.so".into(),
-            },
-            device: None,
-            layers: vec!["validation".into()],
-            emulation: crate::host::layers::Emulation::None,
-            command: CaseCommand::External(vec![]),
-            workdir: None,
-            not_run: None,
-            env: Vec::new(),
-            validation_layer: None,
-            props: Default::default(),
-        }
+        crate::test_fixtures::planned_cell()
     }
 
     /// Run i: every 7th fails with a finding of its own and is kept, every

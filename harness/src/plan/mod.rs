@@ -764,24 +764,7 @@ mod tests {
 
     #[test]
     fn slugs_are_file_names() {
-        let cell = Cell {
-            case: "clean-exit".into(),
-            runtime: "refrt:guarded".into(),
-            driver: Driver {
-                name: "lavapipe".into(),
-                manifest: "/x.json".into(),
-                library: "libvulkan_lvp.so".into(),
-            },
-            device: None,
-            layers: vec!["validation".into()],
-            emulation: Emulation::None,
-            command: CaseCommand::External(vec![]),
-            workdir: None,
-            not_run: None,
-            env: Vec::new(),
-            validation_layer: None,
-            props: CellProps::default(),
-        };
+        let cell = crate::test_fixtures::planned_cell();
         assert_eq!(
             cell.slug(),
             "clean-exit.refrt-guarded.lavapipe.validation.none"
