@@ -318,7 +318,7 @@ mod tests {
 
     #[test]
     fn a_registrant_whose_handle_is_in_no_object_is_named_by_its_caller() {
-        let caller = noop as usize;
+        let caller = noop as *const () as usize;
         let expected = objects::object_of(caller).expect("the test program holds its code");
         assert!(objects::object_of(LLD_DSO_HANDLE_VALUE).is_none());
         let named = registrant_of(LLD_DSO_HANDLE_VALUE, caller).expect("named by the caller");
