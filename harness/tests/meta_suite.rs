@@ -697,7 +697,17 @@ fn the_longer_run() {
     let start = Instant::now();
     let mut rows: Vec<(&Program, Tally, Option<Duration>)> = Vec::new();
     let mut wrong: Vec<String> = Vec::new();
+    // Programs that cannot be judged truly where this runs, each named with the reason
+    // (`META_UNJUDGEABLE=case,…` and `META_UNJUDGEABLE_WHY`): left out of the gate and the table,
+    // and said so on stdout and in the table's last line.
+    let unjudgeable = std::env::var("META_UNJUDGEABLE").unwrap_or_default();
+    let unjudgeable: Vec<&str> = unjudgeable.split(',').filter(|c| !c.is_empty()).collect();
+    let why = std::env::var("META_UNJUDGEABLE_WHY").unwrap_or_default();
     for p in PROGRAMS {
+        if unjudgeable.contains(&p.case) {
+            println!("not judged here: {}: {why}", p.case);
+            continue;
+        }
         let count = runs.to_string();
         let args = [&["--case", p.case, "--runs", &count][..], &on_driver].concat();
         let (code, results, wall) = run_meta(&sb, &args);
@@ -724,7 +734,13 @@ fn the_longer_run() {
         wrong.push(format!("{}: exit {code}, not 1", VALIDATION_OFF.case));
     }
     rows.push((&VALIDATION_OFF, t, Some(wall)));
-    let text = table(&rows, start.elapsed());
+    let mut text = table(&rows, start.elapsed());
+    if !unjudgeable.is_empty() {
+        text.push_str(&format!(
+            "Not judged here: {} ({why})\n",
+            unjudgeable.join(", ")
+        ));
+    }
     println!("{text}");
     if let Ok(path) = std::env::var("META_TABLE") {
         std::fs::write(path, &text).unwrap();
