@@ -16,10 +16,8 @@ extern "C" {
 
 /// The handle this library's exit handlers are registered under.
 fn this_library() -> *mut c_void {
-    // SAFETY: only the symbol's address is taken; it is never read.
-    unsafe { std::ptr::addr_of!(__dso_handle) }
-        .cast_mut()
-        .cast()
+    // Only the symbol's address is taken (no unsafe needed for that); it is never read.
+    std::ptr::addr_of!(__dso_handle).cast_mut().cast()
 }
 
 /// Registers `handler` as this library's exit handler, as `atexit` does (`__cxa_atexit` with no
