@@ -8,13 +8,18 @@
 # It fetches the wheel for /usr/bin/python3 (the scripts' interpreter) and for Python 3.12,
 # the python3 of Ubuntu 24.04 GPU machines, so target/real-runtimes/ncnn can be copied to a
 # machine without network. VKEXIT_NCNN_PYTHONS="3.11 3.12" names other versions.
+# VKEXIT_NCNN_ARCH=aarch64 fetches the wheels of another architecture into
+# target/real-runtimes/ncnn-aarch64 (for ci/cross-stacks.sh's arm64 roots: Python 3.11 in
+# Debian 12, 3.9 in Debian 11); the scripts find them through VKEXIT_NCNN_DIR.
 # Safe to run again: a version already unpacked at the pinned ncnn version is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NCNN_VERSION=1.0.20261020
 python=${PYTHON:-/usr/bin/python3}
+arch=${VKEXIT_NCNN_ARCH:-$(uname -m)}
 cache=target/real-runtimes/ncnn
+[ "$arch" = "$(uname -m)" ] || cache=target/real-runtimes/ncnn-$arch
 
 if ! [ -x "$python" ]; then
     echo "setup-python-runtimes: $python not found: install python3 and python3-pip" >&2
@@ -23,10 +28,10 @@ fi
 local_version=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 versions=${VKEXIT_NCNN_PYTHONS:-"$local_version 3.12"}
 
-case "$(uname -m)" in
+case "$arch" in
     x86_64) platform=manylinux_2_28_x86_64 ;;
     aarch64) platform=manylinux_2_28_aarch64 ;;
-    *) echo "setup-python-runtimes: no ncnn wheel for $(uname -m)" >&2; exit 1 ;;
+    *) echo "setup-python-runtimes: no ncnn wheel for $arch" >&2; exit 1 ;;
 esac
 
 pip_download() {

@@ -71,6 +71,13 @@ def gpu_net(ncnn, device):
     """A Net on the device, with its weights uploaded and its pipelines built."""
     net = ncnn.Net()
     net.opt.use_vulkan_compute = True
+    if os.environ.get("VKEXIT_NCNN_FP16") == "0":
+        # llvmpipe on arm64 (Mesa 22.3.6, LLVM 15, under qemu-user's CPU) aborts compiling ncnn's
+        # fp16 shaders ("LLVM ERROR: Cannot select: v4f32 = fp_extend"): fp32 shaders instead.
+        net.opt.use_fp16_packed = False
+        net.opt.use_fp16_storage = False
+        net.opt.use_fp16_arithmetic = False
+        step("fp16 storage and arithmetic off (VKEXIT_NCNN_FP16=0)")
     net.set_vulkan_device(device)
     check(net.load_param_mem(PARAM), "load_param_mem")
     check(net.load_model(ncnn.DataReaderFromEmpty()), "load_model")

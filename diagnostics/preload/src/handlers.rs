@@ -146,7 +146,7 @@ pub(crate) fn flush_registrations() {
 }
 
 fn write_run(run: &Run) {
-    let registrant = objects::object_of(if run.dso == 0 { run.caller } else { run.dso });
+    let registrant = registrant_of(run.dso, run.caller);
     let mut record = Record::new(Event::HandlersRegistered.as_str());
     record
         .u64(field::FIRST_ID, run.first_id)
@@ -163,6 +163,14 @@ fn write_run(run: &Run) {
     timeline::write(record);
 }
 
+/// The object that registered a handler: the one its `dso_handle` points into, else the one
+/// that called. glibc's `atexit` stub passes the value of the object's `__dso_handle`, which
+/// gcc's `crtbeginS.o` sets to its own address; lld (zig's linker, the portable bundles) leaves
+/// it as the first bytes of the ELF header, `0x10102464c457f`, in no object at all.
+fn registrant_of(dso_handle: usize, caller: usize) -> Option<objects::Object> {
+    objects::object_of(dso_handle).or_else(|| objects::object_of(caller))
+}
+
 fn record_registration(
     id: u64,
     f: Handler,
@@ -171,10 +179,7 @@ fn record_registration(
     caller: usize,
     wrapped: bool,
 ) {
-    let registrant = objects::object_of(match dso_handle as usize {
-        0 => caller,
-        dso => dso,
-    });
+    let registrant = registrant_of(dso_handle as usize, caller);
     let function = objects::object_of(f as usize);
     let atexit = arg.is_null();
     let kind = if atexit {
@@ -307,6 +312,21 @@ mod tests {
     use super::*;
 
     unsafe extern "C" fn noop(_: *mut c_void, _: c_int) {}
+
+    /// What an object linked by lld passes to `__cxa_atexit` through glibc's `atexit` stub.
+    const LLD_DSO_HANDLE_VALUE: usize = 0x0001_0102_464c_457f;
+
+    #[test]
+    fn a_registrant_whose_handle_is_in_no_object_is_named_by_its_caller() {
+        let caller = noop as *const () as usize;
+        let expected = objects::object_of(caller).expect("the test program holds its code");
+        assert!(objects::object_of(LLD_DSO_HANDLE_VALUE).is_none());
+        let named = registrant_of(LLD_DSO_HANDLE_VALUE, caller).expect("named by the caller");
+        assert_eq!(named.base, expected.base);
+        // A handle inside an object still names that object, whoever called.
+        let by_handle = registrant_of(caller, 0).expect("named by the handle");
+        assert_eq!(by_handle.base, expected.base);
+    }
 
     #[test]
     fn slots_are_claimed_once_and_reused_after_release() {
