@@ -260,3 +260,33 @@ fn without_clone3_the_forked_runs_get_the_same_verdicts() {
     let left = mock_processes_with(&detached);
     assert!(left.is_empty(), "processes left behind: {left:?}");
 }
+
+/// Where the system refuses vkexit as the reaper of orphans (qemu-user answers EINVAL), the
+/// doctor says what goes unseen then, and is still ready; where it is the reaper, it says so.
+#[test]
+fn the_doctor_says_whether_vkexit_reaps_orphans_here() {
+    let sb = Sandbox::new();
+    let doctor = |refused: bool| {
+        let mut cmd = sb.vkexit();
+        cmd.arg("doctor");
+        if refused {
+            cmd.env("VKEXIT_NO_SUBREAPER", "1");
+        }
+        let out = cmd.output().unwrap();
+        let report = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{report}");
+        assert!(report.contains("status      ready"), "{report}");
+        report
+    };
+    let here = doctor(false);
+    assert!(
+        here.contains("orphans     reaped by vkexit: a detached process's death is seen"),
+        "{here}"
+    );
+    let refused = doctor(true);
+    assert!(
+        refused.contains("orphans     NOT seen: this system refuses vkexit as their reaper")
+            && refused.contains("goes unseen"),
+        "{refused}"
+    );
+}

@@ -171,6 +171,15 @@ pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
     for line in real_runtimes(runtime_cache().as_deref()) {
         writeln!(out, "{line}")?;
     }
+    // Not a reason to refuse the runs: every other verdict holds; said, so that a pass is
+    // read knowing what it could not see.
+    match crate::run::reaper::become_subreaper() {
+        true => writeln!(out, "orphans     reaped by vkexit: a detached process's death is seen")?,
+        false => writeln!(
+            out,
+            "orphans     NOT seen: this system refuses vkexit as their reaper (prctl PR_SET_CHILD_SUBREAPER; qemu-user does), so a detached process that dies of a signal without a crash record goes unseen"
+        )?,
+    }
     writeln!(
         out,
         "status      {}",

@@ -136,7 +136,7 @@ pub(crate) fn execute(
     options: &Options,
     mut on_event: impl FnMut(&Cell, Event) -> Reply,
 ) -> Result<()> {
-    reaper::become_subreaper();
+    let _ = reaper::become_subreaper();
     let root = prepare_artifacts(plan, &options.artifacts)?;
     // Runs work in their own directory: every path they get is absolute.
     let mut chain = options.chain.clone();
