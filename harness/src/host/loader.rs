@@ -96,7 +96,7 @@ impl VulkanUse {
     /// the process at all. A different driver library that a library other than the loader
     /// opens while the loader has opened a driver is part of that driver (NVIDIA's
     /// libGLX_nvidia, opened by the loader, brings in libEGL_nvidia through libEGL): no bypass.
-    pub fn bypass(&self) -> Option<String> {
+    pub fn bypass(&self, selection: DriverSelection) -> Option<String> {
         let by_loader: Vec<PathBuf> = self
             .drivers
             .iter()
@@ -115,10 +115,22 @@ impl VulkanUse {
             Some(caller) if !is_loader_file(caller) => format!("{caller} loaded the driver"),
             _ => "the program loaded the driver".to_string(),
         };
+        let remedy = match selection {
+            DriverSelection::LoaderSelect => {
+                "make the program load Vulkan through libvulkan.so.1 (ncnn: create_gpu_instance() \
+                 with no driver path, or create_gpu_instance(\"libvulkan.so.1\"))"
+            }
+            // The variables the program read are vkexit's own: no advice to the program helps.
+            DriverSelection::DriverFiles => {
+                "this loader is older than 1.3.234, so vkexit chose the driver with VK_DRIVER_FILES \
+                 and VK_ICD_FILENAMES, which the program read to open the driver itself (ncnn does); \
+                 it can be judged with a loader from 1.3.234, which vkexit tells through \
+                 VK_LOADER_DRIVERS_SELECT, a variable only loaders read"
+            }
+        };
         Some(format!(
             "{who} {} itself, not through the Vulkan loader: no layer can see its calls, so \
-             the run cannot be judged; make the program load Vulkan through libvulkan.so.1 \
-             (ncnn: create_gpu_instance() with no driver path, or create_gpu_instance(\"libvulkan.so.1\"))",
+             the run cannot be judged; {remedy}",
             driver.path
         ))
     }
@@ -269,24 +281,46 @@ mod tests {
     #[test]
     fn a_driver_the_program_opened_itself_is_a_bypass_naming_both() {
         let seen = timeline(&[BY_NCNN]);
-        let why = seen.bypass().unwrap();
+        let why = seen.bypass(DriverSelection::LoaderSelect).unwrap();
         assert!(
             why.starts_with("/w/ncnn.cpython-311-x86_64-linux-gnu.so loaded the driver /usr/lib/libvulkan_lvp.so itself")
                 && why.contains("no layer can see its calls"),
             "{why}"
         );
         // With a loader in the process too, the program's own dlopen still bypasses it.
-        assert!(timeline(&[LOADER, BY_NCNN]).bypass().is_some());
+        assert!(timeline(&[LOADER, BY_NCNN])
+            .bypass(DriverSelection::LoaderSelect)
+            .is_some());
+    }
+
+    #[test]
+    fn under_a_loader_before_1_3_234_the_bypass_says_the_variables_were_vkexits() {
+        let why = timeline(&[LOADER, BY_NCNN])
+            .bypass(DriverSelection::DriverFiles)
+            .unwrap();
+        assert!(
+            why.contains("itself, not through the Vulkan loader")
+                && why.contains("older than 1.3.234")
+                && why.contains("VK_LOADER_DRIVERS_SELECT")
+                && !why.contains("create_gpu_instance"),
+            "{why}"
+        );
+        let why = timeline(&[BY_NCNN])
+            .bypass(DriverSelection::LoaderSelect)
+            .unwrap();
+        assert!(why.contains("create_gpu_instance()"), "{why}");
     }
 
     #[test]
     fn a_driver_loaded_by_the_loader_is_no_bypass() {
         let seen = timeline(&[LOADER, BY_LOADER, "{\"ev\":\"main-returned\"}", "{trunc"]);
-        assert_eq!(seen.bypass(), None);
+        assert_eq!(seen.bypass(DriverSelection::LoaderSelect), None);
         assert_eq!(seen.loaders[0].version.as_deref(), Some("1.3.200"));
         // A driver with no loader at all, whoever loaded it.
         let alone = r#"{"ev":"vulkan-object","role":"driver","path":"/d/x.so","caller":null}"#;
-        assert!(timeline(&[alone]).bypass().is_some());
+        assert!(timeline(&[alone])
+            .bypass(DriverSelection::LoaderSelect)
+            .is_some());
     }
 
     #[test]
@@ -295,12 +329,22 @@ mod tests {
         // opens libEGL_nvidia, itself a Vulkan driver library.
         let glx = r#"{"ev":"vulkan-object","role":"driver","path":"/n/libGLX_nvidia.so.0","caller":"/opt/x/libvulkan.so.1.3.200"}"#;
         let egl = r#"{"ev":"vulkan-object","role":"driver","path":"/n/libEGL_nvidia.so.0","caller":"/s/libEGL.so.1"}"#;
-        assert_eq!(timeline(&[LOADER, glx, egl]).bypass(), None);
-        assert_eq!(timeline(&[LOADER, egl, glx]).bypass(), None);
+        assert_eq!(
+            timeline(&[LOADER, glx, egl]).bypass(DriverSelection::LoaderSelect),
+            None
+        );
+        assert_eq!(
+            timeline(&[LOADER, egl, glx]).bypass(DriverSelection::LoaderSelect),
+            None
+        );
         // Without the loader's own open, the same record is a bypass.
-        assert!(timeline(&[LOADER, egl]).bypass().is_some());
+        assert!(timeline(&[LOADER, egl])
+            .bypass(DriverSelection::LoaderSelect)
+            .is_some());
         // The very driver the loader opened, opened by the program too, is one.
-        assert!(timeline(&[LOADER, BY_LOADER, BY_NCNN]).bypass().is_some());
+        assert!(timeline(&[LOADER, BY_LOADER, BY_NCNN])
+            .bypass(DriverSelection::LoaderSelect)
+            .is_some());
     }
 
     #[test]

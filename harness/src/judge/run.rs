@@ -150,7 +150,7 @@ fn loader_use(finished: &Finished, cell: &Cell, chain: &Chain) -> Vec<String> {
         chain.validation.is_some() || chain.trace || chain.emulation != layers::Emulation::None;
     problems.extend(
         [
-            used.bypass().filter(|_| layers),
+            used.bypass(crate::run::selection(cell)).filter(|_| layers),
             used.selection_ignored(crate::run::selection(cell)),
             chain
                 .validation
