@@ -1,6 +1,6 @@
 //! `vkexit repro`: one cell run until it fails, or until its failure rate is shown low.
 
-use super::run::{prepare_to_run, CellArgs, Execution};
+use super::run::{CellArgs, Execution};
 use super::Exit;
 use crate::engine::repro::{self, percent};
 use crate::judge::Baseline;
@@ -27,7 +27,7 @@ pub(super) struct ReproArgs {
 }
 
 pub(super) fn repro(args: ReproArgs) -> Result<Exit> {
-    prepare_to_run()?;
+    crate::run::prepare_process()?;
     let mut matrix = Matrix::default();
     matrix.apply(args.select.overrides(&args.exec, None, args.command))?;
     matrix.check_programs()?;

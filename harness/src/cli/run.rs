@@ -261,7 +261,7 @@ impl ReportArgs {
 }
 
 pub(super) fn run_command(args: RunArgs) -> Result<Exit> {
-    prepare_to_run()?;
+    run::prepare_process()?;
     let mut matrix = match &args.config {
         Some(path) => Matrix::read(path)?,
         None => Matrix::default(),
@@ -325,9 +325,4 @@ impl Execution {
         };
         Invocation::new(matrix, baseline, settings)
     }
-}
-
-/// What `run` and `repro` do before anything else ([`run::prepare_process`]).
-pub(super) fn prepare_to_run() -> Result<()> {
-    run::prepare_process()
 }

@@ -45,11 +45,9 @@ pub(crate) fn judged_runs(
         on_run(cell, Judged { record, allowed })
     };
     run::execute(&part.plan, options, |cell, event| match event {
-        Event::Started { .. } => Reply::default(),
         Event::Finished(finished) => {
             let record = verdict::judge(&finished, cell, &options.chain, rules);
-            let leak =
-                rules.fail_on_leak && finished.evidence.trace.as_ref().is_some_and(|t| t.leaked());
+            let leak = verdict::leak_fails(&finished, rules);
             if !verdict::keeps_evidence(&record, keep_passing) {
                 return Reply {
                     flow: complete(cell, record, leak),

@@ -114,6 +114,12 @@ pub(crate) fn judge(finished: &Finished, cell: &Cell, chain: &Chain, rules: &Rul
     }
 }
 
+/// Whether objects the trace layer saw alive at exit fail this run, for an allow-list that
+/// leaves it without a VUID ([`super::allow::apply`]).
+pub(crate) fn leak_fails(finished: &Finished, rules: &Rules) -> bool {
+    rules.fail_on_leak && finished.evidence.trace.as_ref().is_some_and(|t| t.leaked())
+}
+
 /// Whether a run's directory is kept: a failing run's always, a passing one's when asked.
 pub(crate) fn keeps_evidence(record: &RunRecord, keep_passing: bool) -> bool {
     keep_passing || !record.classification.verdict.is_success()

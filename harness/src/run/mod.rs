@@ -88,8 +88,6 @@ pub(crate) struct Stored {
 /// What the run stage tells its caller, in the order it happens.
 #[derive(Debug)]
 pub(crate) enum Event {
-    /// A run of a cell is starting.
-    Started { cell: usize },
     /// A run ended; its worker waits for the answer.
     Finished(Box<Finished>),
     /// A run the caller kept is where it will stay.
@@ -115,10 +113,10 @@ pub(crate) enum Flow {
     Stop,
 }
 
-/// What a worker sends: an event, and for a finished run where to send the answer.
+/// What a worker sends: a finished run with where to send the answer, or a stored one.
 enum Message {
-    Event(Event),
     Finished(Box<Finished>, mpsc::SyncSender<Option<String>>),
+    Stored(Stored),
 }
 
 /// What a process that makes runs does before anything else: refuse a process limit that
@@ -128,7 +126,7 @@ pub(crate) fn prepare_process() -> Result<()> {
     interrupt::install().map_err(Error::SignalHandlers)
 }
 
-/// Runs the plan. `on_event` sees each run start, finish and be stored, as it happens (nothing
+/// Runs the plan. `on_event` sees each run finish and be stored, as it happens (nothing
 /// per run is held here), and says whether more runs should start; a run starts only once
 /// every run that finished before it has been answered, and a kept one stored.
 pub(crate) fn execute(
@@ -176,10 +174,6 @@ pub(crate) fn execute(
                     let Some((cell, index)) = job(next.fetch_add(1, Ordering::Relaxed)) else {
                         break;
                     };
-                    let started = Event::Started { cell };
-                    if tx.send(Message::Event(started)).is_err() {
-                        break;
-                    }
                     let (finished, keeping) = run_one(plan, cell, index, options, &mut slot);
                     let (answer, keep) = mpsc::sync_channel(1);
                     judging.sent();
@@ -194,7 +188,7 @@ pub(crate) fn execute(
                     match keep.recv().ok().flatten() {
                         Some(result) => {
                             let stored = keeping.store(&mut slot, cell, index, &result);
-                            if tx.send(Message::Event(Event::Stored(stored))).is_err() {
+                            if tx.send(Message::Stored(stored)).is_err() {
                                 break;
                             }
                         }
@@ -208,29 +202,21 @@ pub(crate) fn execute(
         let _stop = judging.stop_on_drop();
         for message in rx {
             match message {
-                Message::Event(event) => {
-                    let cell = match &event {
-                        Event::Started { cell, .. } => *cell,
-                        Event::Stored(s) => s.cell,
-                        Event::Finished(f) => f.cell,
-                    };
-                    let stored = matches!(event, Event::Stored(_));
-                    let reply = on_event(&plan.cells[cell], event);
-                    judging.flow(reply.flow);
-                    if stored {
-                        judging.judged(reply.flow);
-                    }
-                }
                 Message::Finished(finished, answer) => {
                     let cell = finished.cell;
                     let reply = on_event(&plan.cells[cell], Event::Finished(finished));
                     let kept = reply.keep.is_some();
                     let _ = answer.send(reply.keep);
-                    judging.flow(reply.flow);
                     // A kept run is done once it is stored.
-                    if !kept {
-                        judging.judged(reply.flow);
+                    match kept {
+                        true => judging.stop_if(reply.flow),
+                        false => judging.judged(reply.flow),
                     }
+                }
+                Message::Stored(stored) => {
+                    let cell = stored.cell;
+                    let reply = on_event(&plan.cells[cell], Event::Stored(stored));
+                    judging.judged(reply.flow);
                 }
             }
         }
@@ -272,8 +258,8 @@ impl Judging {
         self.lock().0 += 1;
     }
 
-    /// The caller said to stop, or to go on.
-    fn flow(&self, flow: Flow) {
+    /// The caller said to stop, or to go on, of a run not done yet.
+    fn stop_if(&self, flow: Flow) {
         if flow == Flow::Stop {
             self.lock().1 = true;
             self.judged.notify_all();
