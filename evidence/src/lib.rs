@@ -116,6 +116,8 @@ pub mod trace;
 pub mod validation_logs;
 
 #[cfg(feature = "serde")]
+pub mod explore;
+#[cfg(feature = "serde")]
 pub mod read;
 #[cfg(feature = "serde")]
 pub mod results;

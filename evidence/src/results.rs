@@ -122,6 +122,13 @@ pub struct CellResult {
     pub layers: Vec<String>,
     /// The driver behaviour emulated by a layer: `none`, `tegra` or `tegra-racy`.
     pub emulation: String,
+    /// The exit order every run took instead of its own (`--exit-order`: `module`,
+    /// `linked,…`); absent for the program's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_order: Option<String>,
+    /// The thread-timing seed of every run (`--chaos-seed`); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chaos_seed: Option<u64>,
     /// How many runs were made: the sum of `counts`.
     pub runs: u64,
     /// How many runs ended with each run verdict.

@@ -35,6 +35,13 @@ crate::wire_names! {
         Dlclose = "dlclose",
         /// A Vulkan loader or driver is in the process.
         VulkanObject = "vulkan-object",
+        /// The exit handlers pending when exit began were run in another order than
+        /// glibc's, as `VKEXIT_EXIT_ORDER` asked (or in glibc's, with thread timing perturbed
+        /// by `VKEXIT_CHAOS_SEED`): which order, and which handlers it moved.
+        ExitReordered = "exit-reordered",
+        /// Before an exit handler ran, the exiting thread waited for the process's other
+        /// running threads to block or end (`VKEXIT_CHAOS_SEED`).
+        ChaosPause = "chaos-pause",
     }
 }
 
@@ -126,6 +133,27 @@ pub mod field {
     pub const RESULT: &str = "result";
     /// `vulkan-object`: a [`super::Role`].
     pub const ROLE: &str = "role";
+    /// `exit-reordered`: the exit orders applied, as given (`module,linked`); empty when only
+    /// thread timing was perturbed.
+    pub const ORDER: &str = "order";
+    /// `exit-reordered`: how many pending handlers it moved.
+    pub const MOVED: &str = "moved";
+    /// `exit-reordered`: the ids of the handlers moved, comma-separated, in their new run
+    /// order.
+    pub const MOVED_IDS: &str = "moved_ids";
+    /// `exit-reordered`: the ids of every pending handler, comma-separated, in the order they
+    /// were then run (at most the first 64).
+    pub const RUN_ORDER: &str = "run_order";
+    /// `exit-reordered`: how many handlers were pending when exit began.
+    pub const PENDING: &str = "pending";
+    /// `exit-reordered`, `chaos-pause`: the thread-timing seed; absent without one.
+    pub const CHAOS_SEED: &str = "chaos_seed";
+    /// `chaos-pause`: the handler about to run.
+    pub const BEFORE_ID: &str = "before_id";
+    /// `chaos-pause`: how long the exiting thread waited, nanoseconds.
+    pub const WAITED_NS: &str = "waited_ns";
+    /// `chaos-pause`: how many other threads were running when the pause began.
+    pub const RUNNING: &str = "running";
 }
 
 #[cfg(feature = "serde")]
@@ -166,6 +194,60 @@ mod read {
         Dlclose(Dlclose),
         /// A `vulkan-object` record.
         VulkanObject(VulkanObject),
+        /// An `exit-reordered` record.
+        ExitReordered(ExitReordered),
+        /// A `chaos-pause` record.
+        ChaosPause(ChaosPause),
+    }
+
+    /// An `exit-reordered` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct ExitReordered {
+        /// The exit orders applied, as given; empty when only thread timing was perturbed.
+        pub order: String,
+        /// How many pending handlers were moved.
+        pub moved: u64,
+        /// The ids of the moved handlers, comma-separated, in their new run order.
+        pub moved_ids: String,
+        /// The ids of the pending handlers in the order they then ran (at most 64).
+        pub run_order: String,
+        /// How many handlers were pending when exit began.
+        pub pending: u64,
+        /// The thread-timing seed, when one was given.
+        pub chaos_seed: Option<u64>,
+    }
+
+    impl ExitReordered {
+        /// The moved handlers' ids.
+        pub fn moved_ids(&self) -> Vec<u64> {
+            ids(&self.moved_ids)
+        }
+
+        /// The pending handlers' ids in the order they ran (at most 64).
+        pub fn run_order(&self) -> Vec<u64> {
+            ids(&self.run_order)
+        }
+    }
+
+    fn ids(list: &str) -> Vec<u64> {
+        list.split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect()
+    }
+
+    /// A `chaos-pause` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct ChaosPause {
+        /// The handler about to run.
+        pub before_id: u64,
+        /// How long the exiting thread waited, nanoseconds.
+        pub waited_ns: u64,
+        /// How many other threads were running when the pause began.
+        pub running: u64,
+        /// The seed.
+        pub chaos_seed: u64,
     }
 
     /// A `preload-loaded` record.
@@ -343,6 +425,8 @@ mod read {
                 Event::Dlopen => Entry::Dlopen(from_value(record)?),
                 Event::Dlclose => Entry::Dlclose(from_value(record)?),
                 Event::VulkanObject => Entry::VulkanObject(from_value(record)?),
+                Event::ExitReordered => Entry::ExitReordered(from_value(record)?),
+                Event::ChaosPause => Entry::ChaosPause(from_value(record)?),
             })
         }
 
@@ -361,6 +445,8 @@ mod read {
                 Entry::Dlopen(_) => Event::Dlopen,
                 Entry::Dlclose(_) => Event::Dlclose,
                 Entry::VulkanObject(_) => Event::VulkanObject,
+                Entry::ExitReordered(_) => Event::ExitReordered,
+                Entry::ChaosPause(_) => Event::ChaosPause,
             }
         }
     }

@@ -304,6 +304,34 @@ fn timeline_sample(event: timeline::Event) -> (Record, timeline::Entry) {
                 caller: some("/l/libvulkan.so.1"),
             })
         }
+        E::ExitReordered => {
+            r.str(f::ORDER, "module,linked")
+                .u64(f::MOVED, 2)
+                .str(f::MOVED_IDS, "3,4")
+                .str(f::RUN_ORDER, "9,3,4,1")
+                .u64(f::PENDING, 4)
+                .u64(f::CHAOS_SEED, 7);
+            timeline::Entry::ExitReordered(timeline::ExitReordered {
+                order: s("module,linked"),
+                moved: 2,
+                moved_ids: s("3,4"),
+                run_order: s("9,3,4,1"),
+                pending: 4,
+                chaos_seed: Some(7),
+            })
+        }
+        E::ChaosPause => {
+            r.u64(f::BEFORE_ID, 3)
+                .u64(f::WAITED_NS, 1000)
+                .u64(f::RUNNING, 1)
+                .u64(f::CHAOS_SEED, 7);
+            timeline::Entry::ChaosPause(timeline::ChaosPause {
+                before_id: 3,
+                waited_ns: 1000,
+                running: 1,
+                chaos_seed: 7,
+            })
+        }
     };
     (r, entry)
 }

@@ -367,6 +367,17 @@ impl Story {
                 path => (Kind::Library, format!("dlclose {path}")),
             },
             timeline::Entry::VulkanObject(_) => return,
+            timeline::Entry::ExitReordered(r) => (Kind::Process, reordered_text(&r)),
+            timeline::Entry::ChaosPause(p) => (
+                Kind::Process,
+                format!(
+                    "thread timing (seed {}): before exit handler #{}, {} running thread(s) let run ahead for {:.3} ms",
+                    p.chaos_seed,
+                    p.before_id,
+                    p.running,
+                    p.waited_ns as f64 / 1e6
+                ),
+            ),
         };
         self.push(&stamp, SOURCE, kind, text);
     }
@@ -849,5 +860,29 @@ not json at all
         let story = Story::read(dir.path());
         assert!(story.summary().is_none());
         assert!(story.render().starts_with("no timeline"));
+    }
+}
+
+/// What an `exit-reordered` record says: the order asked for, and the handlers it moved.
+fn reordered_text(r: &timeline::ExitReordered) -> String {
+    let seed = r
+        .chaos_seed
+        .map(|s| format!(", thread timing seed {s}"))
+        .unwrap_or_default();
+    let order = match r.order.as_str() {
+        "" => "natural".to_string(),
+        o => o.to_string(),
+    };
+    let moved: Vec<String> = r.moved_ids().iter().map(|id| format!("#{id}")).collect();
+    match moved.is_empty() {
+        true => format!(
+            "exit order {order}{seed}: {} pending exit handler(s), none moved",
+            r.pending
+        ),
+        false => format!(
+            "exit order {order}{seed}: {} pending exit handler(s); moved, in their new order: {}",
+            r.pending,
+            moved.join(", ")
+        ),
     }
 }

@@ -12,6 +12,8 @@ pub(crate) fn cell(case: &str, runtime: &str, verdict: CellVerdict, counts: Coun
         driver: "lavapipe".into(),
         layers: vec!["validation".into()],
         emulation: "none".into(),
+        exit_order: None,
+        chaos_seed: None,
         runs,
         counts,
         verdict,

@@ -95,8 +95,13 @@ unsafe extern "C" fn dlopen_observed(
     // SAFETY: glibc's dlopen has this signature.
     let dlopen: Dlopen = unsafe { std::mem::transmute(real::DLOPEN.get()) };
     let call_ns = monotonic_ns();
+    let caller = objects::object_of(caller);
+    let by_stack = crate::classes::dlopen_begins(caller.as_ref());
     // SAFETY: the caller's own arguments.
     let handle = unsafe { dlopen(file, mode) };
+    // SAFETY: a handle from glibc's dlopen is the object's link_map.
+    let opened = (!handle.is_null()).then(|| unsafe { (*handle.cast::<LinkMap>()).addr });
+    crate::classes::dlopen_ends(by_stack, opened);
     let mut record = Record::new(Event::Dlopen.as_str());
     // SAFETY: as in `choose`.
     let name = (!file.is_null()).then(|| unsafe { CStr::from_ptr(file) });
@@ -111,7 +116,7 @@ unsafe extern "C" fn dlopen_observed(
         .bool(field::OK, !handle.is_null())
         .bool(field::OBSERVED, true)
         .u64(field::CALL_NS, call_ns);
-    let caller = objects::object_of(caller).and_then(|o| o.name);
+    let caller = caller.and_then(|o| o.name);
     timeline::c_str_field(&mut record, field::CALLER, caller);
     timeline::write(record);
     if !handle.is_null() {

@@ -34,6 +34,7 @@ unsafe extern "C" fn exit_from(status: c_int, caller: usize) -> ! {
         record.hex(field::CALLER_ADDRESS, caller as u64);
         timeline::write(record);
         crate::vulkan::scan(None, None);
+        crate::exit_order::take_over(status);
     }
     vkexit_crash::hold_exit_while_crash_is_reported();
     // SAFETY: glibc's exit has this signature.

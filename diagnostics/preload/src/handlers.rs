@@ -15,11 +15,12 @@
 //! start-up and the exit path about as fast as without the library.
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use vkexit_evidence::timeline::{field, Event, HandlerKind};
 use vkexit_evidence::Record;
 
+use crate::exit_order::{Class, Entry, Phase};
 use crate::{objects, real, timeline};
 
 /// What glibc calls: `f(arg, status)`; `atexit` functions ignore both.
@@ -39,9 +40,10 @@ pub const HANDLERS_VAR: &str = "VKEXIT_TIMELINE_HANDLERS";
 static WRAP_CXX_DESTRUCTORS: AtomicBool = AtomicBool::new(true);
 
 /// Reads [`HANDLERS_VAR`] (from the library's constructor).
-pub(crate) fn configure() {
+/// Every handler is wrapped when the exit order is to be changed, whatever it says.
+pub(crate) fn configure(reordering: bool) {
     let atexit_only = std::env::var(HANDLERS_VAR).is_ok_and(|v| v.trim() == "atexit");
-    WRAP_CXX_DESTRUCTORS.store(!atexit_only, Ordering::Relaxed);
+    WRAP_CXX_DESTRUCTORS.store(!atexit_only || reordering, Ordering::Relaxed);
 }
 
 /// `__cxa_atexit(f, arg, dso_handle)`.
@@ -75,17 +77,21 @@ unsafe extern "C" fn register(
     };
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let wrapped = arg.is_null() || WRAP_CXX_DESTRUCTORS.load(Ordering::Relaxed);
-    if wrapped {
-        flush_registrations();
-        record_registration(id, f, arg, dso_handle, caller, wrapped);
-    } else {
-        note_unwrapped_destructor(id, dso_handle, caller);
-    }
     if !wrapped {
+        note_unwrapped_destructor(id, dso_handle, caller);
         // SAFETY: the caller's own arguments.
         return unsafe { real(Some(f), arg, dso_handle) };
     }
-    let slot = Slot::claim(f, arg, id);
+    flush_registrations();
+    let registrant = record_registration(id, f, arg, dso_handle, caller, wrapped);
+    let entry = Entry {
+        id,
+        class: crate::classes::class_of(registrant.as_ref()),
+        phase: crate::classes::phase_now(),
+        destructor: !arg.is_null(),
+        group: registrant.as_ref().map_or(0, |o| o.base),
+    };
+    let slot = Slot::claim(f, arg, entry);
     // SAFETY: the trampoline has glibc's handler signature; the slot outlives the
     // registration (it is released only after the handler ran).
     let result = unsafe {
@@ -171,6 +177,7 @@ fn registrant_of(dso_handle: usize, caller: usize) -> Option<objects::Object> {
     objects::object_of(dso_handle).or_else(|| objects::object_of(caller))
 }
 
+/// Writes the `handler-registered` record; the registering object.
 fn record_registration(
     id: u64,
     f: Handler,
@@ -178,7 +185,7 @@ fn record_registration(
     dso_handle: *mut c_void,
     caller: usize,
     wrapped: bool,
-) {
+) -> Option<objects::Object> {
     let registrant = registrant_of(dso_handle as usize, caller);
     let function = objects::object_of(f as usize);
     let atexit = arg.is_null();
@@ -192,7 +199,7 @@ fn record_registration(
     timeline::c_str_field(
         &mut record,
         field::REGISTRANT,
-        registrant.and_then(|o| o.name),
+        registrant.as_ref().and_then(|o| o.name),
     );
     record.hex(field::FUNCTION, f as usize as u64);
     // Named for `atexit` handlers only: dladdr scans the whole symbol table, and C++ static
@@ -216,6 +223,7 @@ fn record_registration(
     }
     record.bool(field::WRAPPED, wrapped);
     timeline::write(record);
+    registrant
 }
 
 /// Runs as an exit handler: inside `exit()`, in the registration's place, or inside the
@@ -224,30 +232,107 @@ fn record_registration(
 unsafe extern "C" fn run_handler(slot: *mut c_void, status: c_int) {
     // SAFETY: `register` passed a pointer to a claimed slot, which stays claimed until here.
     let slot = unsafe { &*slot.cast::<Slot>() };
-    let id = slot.id.load(Ordering::Acquire);
-    // SAFETY: stored from a valid `Handler` when the slot was claimed.
-    let f: Handler = unsafe { std::mem::transmute(slot.f.load(Ordering::Acquire)) };
-    let arg = slot.arg.load(Ordering::Acquire) as *mut c_void;
-    vkexit_crash::hold_exit_while_crash_is_reported();
-    let mut start = Record::new(Event::HandlerStart.as_str());
-    start.u64(field::ID, id);
-    timeline::write(start);
-    // SAFETY: the call glibc would have made.
-    unsafe { f(arg, status) };
-    let mut end = Record::new(Event::HandlerEnd.as_str());
-    end.u64(field::ID, id);
-    timeline::write(end);
+    // A handler the reordered exit ran already: glibc's call only gives the slot back.
+    if slot.take_run() {
+        // SAFETY: the call glibc would have made.
+        unsafe { slot.call(status) };
+    }
     slot.release();
+}
+
+impl Slot {
+    /// Whether the caller is the one to run the handler (it had not run).
+    fn take_run(&self) -> bool {
+        self.ran
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Runs the real handler between its `handler-start` and `handler-end` records.
+    ///
+    /// # Safety
+    /// The slot is claimed, and [`Slot::take_run`] said this caller runs it.
+    unsafe fn call(&self, status: c_int) {
+        let id = self.id.load(Ordering::Acquire);
+        // SAFETY: stored from a valid `Handler` when the slot was claimed.
+        let f: Handler = unsafe { std::mem::transmute(self.f.load(Ordering::Acquire)) };
+        let arg = self.arg.load(Ordering::Acquire) as *mut c_void;
+        vkexit_crash::hold_exit_while_crash_is_reported();
+        let mut start = Record::new(Event::HandlerStart.as_str());
+        start.u64(field::ID, id);
+        timeline::write(start);
+        // SAFETY: the call glibc would have made.
+        unsafe { f(arg, status) };
+        let mut end = Record::new(Event::HandlerEnd.as_str());
+        end.u64(field::ID, id);
+        timeline::write(end);
+    }
+
+    fn entry(&self) -> Entry {
+        Entry {
+            id: self.id.load(Ordering::Acquire),
+            class: Class::from_u8(self.class.load(Ordering::Acquire)),
+            phase: Phase::from_u8(self.phase.load(Ordering::Acquire)),
+            destructor: self.destructor.load(Ordering::Acquire),
+            group: self.group.load(Ordering::Acquire),
+        }
+    }
+}
+
+/// A handler registered and not yet run, as exit begins.
+pub(crate) struct Pending {
+    slot: &'static Slot,
+    pub(crate) entry: Entry,
+}
+
+/// Every wrapped handler not yet run, in registration order. Not for signal handlers.
+pub(crate) fn pending() -> Vec<Pending> {
+    let leaked = LEAKED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut all: Vec<Pending> = POOL
+        .iter()
+        .chain(leaked.iter().copied())
+        .filter(|s| s.busy.load(Ordering::Acquire) && !s.ran.load(Ordering::Acquire))
+        .map(|slot| Pending {
+            slot,
+            entry: slot.entry(),
+        })
+        .collect();
+    drop(leaked);
+    all.sort_by_key(|p| p.entry.id);
+    all
+}
+
+/// Runs a pending handler now, unless it ran meanwhile (in a `dlclose`) or its slot went to
+/// another registration. Its slot stays claimed: glibc still calls the trampoline once.
+pub(crate) fn run_pending(p: &Pending, status: c_int) {
+    let slot = p.slot;
+    if !slot.busy.load(Ordering::Acquire) || slot.id.load(Ordering::Acquire) != p.entry.id {
+        return;
+    }
+    if slot.take_run() {
+        // SAFETY: claimed, and this caller took the run.
+        unsafe { slot.call(status) };
+    }
 }
 
 /// One registration's real handler, until it ran. A static pool, so that the trampoline frees
 /// nothing (an exit handler must not call `free`); past the pool, slots are leaked.
 struct Slot {
     busy: AtomicBool,
+    /// The handler ran (from glibc's call, or from the reordered exit).
+    ran: AtomicBool,
     f: AtomicUsize,
     arg: AtomicUsize,
     id: AtomicU64,
+    /// What the exit orders need of the registration ([`Entry`]).
+    class: AtomicU8,
+    phase: AtomicU8,
+    destructor: AtomicBool,
+    group: AtomicUsize,
 }
+
+/// The slots past the pool, for [`pending`] to find.
+static LEAKED: std::sync::Mutex<Vec<&'static Slot>> = std::sync::Mutex::new(Vec::new());
 
 const POOL_SIZE: usize = 1024;
 static POOL: [Slot; POOL_SIZE] = [const { Slot::new() }; POOL_SIZE];
@@ -261,15 +346,20 @@ impl Slot {
     const fn new() -> Self {
         Slot {
             busy: AtomicBool::new(false),
+            ran: AtomicBool::new(false),
             f: AtomicUsize::new(0),
             arg: AtomicUsize::new(0),
             id: AtomicU64::new(0),
+            class: AtomicU8::new(0),
+            phase: AtomicU8::new(0),
+            destructor: AtomicBool::new(false),
+            group: AtomicUsize::new(0),
         }
     }
 
     /// A free slot of the pool, or a leaked one, holding this registration. The search starts
     /// after the slot claimed last, so that filling the pool in order stays linear.
-    fn claim(f: Handler, arg: *mut c_void, id: u64) -> &'static Slot {
+    fn claim(f: Handler, arg: *mut c_void, entry: Entry) -> &'static Slot {
         let start = NEXT_FREE.load(Ordering::Relaxed);
         let pool_full = IN_USE.load(Ordering::Relaxed) >= POOL_SIZE;
         let found = (0..if pool_full { 0 } else { POOL_SIZE })
@@ -290,12 +380,21 @@ impl Slot {
             None => {
                 let leaked: &'static Slot = Box::leak(Box::new(Slot::new()));
                 leaked.busy.store(true, Ordering::Release);
+                LEAKED
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(leaked);
                 leaked
             }
         };
+        slot.ran.store(false, Ordering::Release);
         slot.f.store(f as usize, Ordering::Release);
         slot.arg.store(arg as usize, Ordering::Release);
-        slot.id.store(id, Ordering::Release);
+        slot.id.store(entry.id, Ordering::Release);
+        slot.class.store(entry.class as u8, Ordering::Release);
+        slot.phase.store(entry.phase as u8, Ordering::Release);
+        slot.destructor.store(entry.destructor, Ordering::Release);
+        slot.group.store(entry.group, Ordering::Release);
         slot
     }
 
@@ -312,6 +411,16 @@ mod tests {
     use super::*;
 
     unsafe extern "C" fn noop(_: *mut c_void, _: c_int) {}
+
+    fn entry(id: u64) -> Entry {
+        Entry {
+            id,
+            class: Class::App,
+            phase: Phase::Running,
+            destructor: false,
+            group: 0,
+        }
+    }
 
     /// What an object linked by lld passes to `__cxa_atexit` through glibc's `atexit` stub.
     const LLD_DSO_HANDLE_VALUE: usize = 0x0001_0102_464c_457f;
@@ -330,18 +439,18 @@ mod tests {
 
     #[test]
     fn slots_are_claimed_once_and_reused_after_release() {
-        let a = Slot::claim(noop, std::ptr::null_mut(), 1);
-        let b = Slot::claim(noop, 8 as *mut c_void, 2);
+        let a = Slot::claim(noop, std::ptr::null_mut(), entry(1));
+        let b = Slot::claim(noop, 8 as *mut c_void, entry(2));
         assert!(!std::ptr::eq(a, b));
         assert_eq!(b.arg.load(Ordering::Acquire), 8);
         a.release();
         // The pool is searched onwards from the last claim, and wraps around to `a`.
         let taken: Vec<&Slot> = (0..POOL_SIZE - 2)
-            .map(|i| Slot::claim(noop, std::ptr::null_mut(), 100 + i as u64))
+            .map(|i| Slot::claim(noop, std::ptr::null_mut(), entry(100 + i as u64)))
             .collect();
-        let c = Slot::claim(noop, std::ptr::null_mut(), 3);
+        let c = Slot::claim(noop, std::ptr::null_mut(), entry(3));
         assert!(std::ptr::eq(a, c));
-        let leaked = Slot::claim(noop, std::ptr::null_mut(), 4);
+        let leaked = Slot::claim(noop, std::ptr::null_mut(), entry(4));
         assert!(!POOL.iter().any(|s| std::ptr::eq(s, leaked)));
         taken.iter().for_each(|s| s.release());
         assert_eq!(c.id.load(Ordering::Acquire), 3);

@@ -7,6 +7,9 @@
 //!   called, every `atexit`/`__cxa_atexit` handler registered (by which object, which
 //!   function), started and ended, the loader's finalization (`.fini_array` destructors),
 //!   `dlopen` and `dlclose`, and the Vulkan loader and drivers the program loaded ([`vulkan`]);
+//! - **another exit order** on request (`VKEXIT_EXIT_ORDER`, `VKEXIT_CHAOS_SEED`): the pending
+//!   exit handlers run in the order another build of the program would give them, or with
+//!   other threads let run ahead between them ([`exit_order`]);
 //! - the **validation layer's log, one file per instance** (`VKEXIT_VALIDATION_LOG`,
 //!   `VKEXIT_VALIDATION_LOGS`): each `fopen` of the configured log goes to a file of its own
 //!   ([`validation_log`]), so no instance truncates another's report.
@@ -26,9 +29,11 @@
 // Test builds of this crate are programs: they must not interpose their own libc.
 #![cfg_attr(test, allow(dead_code))]
 
+mod classes;
 mod dl;
 mod elf;
 mod exit;
+mod exit_order;
 mod handlers;
 mod objects;
 mod real;
@@ -42,6 +47,7 @@ use vkexit_crash::{exit_state, Installed};
 use vkexit_evidence::timeline::{field, Event};
 use vkexit_evidence::Record;
 
+pub use exit_order::{CHAOS_SEED_VAR, EXIT_ORDER_VAR};
 pub use handlers::HANDLERS_VAR;
 pub use timeline::TIMELINE_FILE_VAR;
 pub use vkexit_crash::CRASH_FILE_VAR;
@@ -50,7 +56,7 @@ pub use vkexit_crash::CRASH_FILE_VAR;
 fn on_load() {
     real::resolve_all();
     objects::prepare();
-    handlers::configure();
+    handlers::configure(exit_order::configure());
     validation_log::configure();
     exit_state::track();
     let timeline = timeline::open();

@@ -65,6 +65,7 @@ unsafe extern "C" fn wrapped_main(
     let mut start = Record::new(Event::MainStart.as_str());
     start.i64(field::ARGC, argc.into());
     timeline::write(start);
+    crate::classes::main_starts();
     // SAFETY: the program's main, stored before glibc called this wrapper.
     let main: Main = unsafe { std::mem::transmute(MAIN.load(Ordering::Acquire)) };
     // SAFETY: main's own arguments.
@@ -75,6 +76,7 @@ unsafe extern "C" fn wrapped_main(
     returned.i64(field::STATUS, status.into());
     timeline::write(returned);
     crate::vulkan::scan(None, None);
+    crate::exit_order::take_over(status);
     status
 }
 

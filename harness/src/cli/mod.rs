@@ -5,6 +5,7 @@ mod baseline;
 mod bench;
 mod bundle;
 mod explain;
+mod explore;
 mod list;
 mod merge;
 mod probe;
@@ -32,6 +33,10 @@ struct Cli {
 enum Command {
     /// Run cases under validation on each driver and judge them.
     Run(Box<run::RunArgs>),
+    /// Run each cell's natural exit, then each perturbation of it (module build, link order,
+    /// the Tegra driver's exit, thread timing); where the natural exit fails, find the change of
+    /// order that makes it clean.
+    Explore(Box<explore::ExploreArgs>),
     /// List the built-in cases, refrt policies and the drivers found.
     List,
     /// Check the loader, drivers, validation layer and scenarios.
@@ -83,6 +88,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => run::run_command(*args),
+        Command::Explore(args) => explore::explore_command(*args),
         Command::List => list::list().map(|()| Exit::Green),
         Command::Doctor => crate::engine::doctor::doctor(&mut std::io::stdout().lock())
             .map(Exit::from)

@@ -208,6 +208,14 @@ pub(super) struct Execution {
     /// Do not run a cell again without the layer its crashes were in (validation, trace).
     #[arg(long)]
     pub(super) no_rerun_without_layer: bool,
+    /// Run every exit in another order, as another build would: module, linked, link-order,
+    /// teardown-before-driver, cleanup-first (comma-separated, applied in turn).
+    #[arg(long, value_name = "ORDER")]
+    pub(super) exit_order: Option<crate::plan::exit_order::ExitOrder>,
+    /// Let the other threads of every run run ahead at the exit handler boundaries this seed
+    /// picks (replays a thread-timing failure that `explore` found).
+    #[arg(long, value_name = "N")]
+    pub(super) chaos_seed: Option<u64>,
 }
 
 impl CellArgs {
@@ -260,16 +268,37 @@ impl ReportArgs {
     }
 }
 
-pub(super) fn run_command(args: RunArgs) -> Result<Exit> {
-    run::prepare_process()?;
-    let mut matrix = match &args.config {
+/// The matrix the selection flags ask for (a matrix file, suites, cells, `-- CMD`), checked,
+/// with the notes of listing its suites.
+pub(super) fn matrix_of(
+    config: Option<&std::path::Path>,
+    suites: SuiteArgs,
+    select: CellArgs,
+    exec: &Execution,
+    runs: Option<u32>,
+    command: Vec<OsString>,
+) -> Result<(Matrix, Vec<String>)> {
+    let mut matrix = match config {
         Some(path) => Matrix::read(path)?,
         None => Matrix::default(),
     };
-    matrix.suites.extend(args.suites.suites()?);
+    matrix.suites.extend(suites.suites()?);
     let suite_notes = matrix.list_suites()?;
-    matrix.apply(args.select.overrides(&args.exec, args.runs, args.command))?;
+    matrix.apply(select.overrides(exec, runs, command))?;
     matrix.check_programs()?;
+    Ok((matrix, suite_notes))
+}
+
+pub(super) fn run_command(args: RunArgs) -> Result<Exit> {
+    run::prepare_process()?;
+    let (matrix, suite_notes) = matrix_of(
+        args.config.as_deref(),
+        args.suites,
+        args.select,
+        &args.exec,
+        args.runs,
+        args.command,
+    )?;
     let baseline = Baseline::read(&args.baselines)?;
     let mut inputs: Vec<(&str, &std::path::Path)> = args
         .baselines
@@ -314,6 +343,27 @@ impl Execution {
         keep_passing: bool,
         shard: Option<crate::plan::shard::Shard>,
     ) -> Result<Invocation<'a>> {
+        Invocation::new(matrix, baseline, self.settings(keep_passing, shard)?)
+    }
+
+    /// The settings of every run these flags ask for.
+    pub(super) fn settings(
+        &self,
+        keep_passing: bool,
+        shard: Option<crate::plan::shard::Shard>,
+    ) -> Result<Settings> {
+        if self.no_diagnostics && (self.exit_order.is_some() || self.chaos_seed.is_some()) {
+            let flag = match self.exit_order.is_some() {
+                true => "--exit-order",
+                false => "--chaos-seed",
+            };
+            return Err(Error::BadFlag {
+                flag,
+                value: None,
+                why: "the preloaded library changes the exit order: it cannot go with --no-diagnostics"
+                    .into(),
+            });
+        }
         let settings = Settings {
             artifacts: self.artifacts.clone(),
             keep_passing,
@@ -322,7 +372,9 @@ impl Execution {
             shard,
             children_may_crash: self.children_may_crash,
             rerun_without_layer: !self.no_rerun_without_layer,
+            exit_order: self.exit_order.clone(),
+            chaos_seed: self.chaos_seed,
         };
-        Invocation::new(matrix, baseline, settings)
+        Ok(settings)
     }
 }

@@ -72,6 +72,8 @@ fn run_part(
     let mut results = Vec::with_capacity(plan.cells.len());
     for (((cell, expectation), fold), removed) in judged {
         let mut result = fold.summarize(cell, expectation.as_ref());
+        result.exit_order = options.exit_order.clone();
+        result.chaos_seed = options.chaos_seed;
         result.allowed_vuids = removed.into_iter().collect();
         result.crash_in_layer = match fold.crash_layer() {
             Some((layer, crashed)) => Some(layer_crash(invocation, part, cell, layer, crashed)?),

@@ -35,6 +35,10 @@ pub(crate) struct Settings {
     pub(crate) children_may_crash: bool,
     /// A failing cell whose crashes are in a layer vkexit enabled is run again without it.
     pub(crate) rerun_without_layer: bool,
+    /// Every run's exit in another order ([`crate::plan::exit_order`]).
+    pub(crate) exit_order: Option<crate::plan::exit_order::ExitOrder>,
+    /// Every run's other threads let run ahead at the exit handler boundaries this seed picks.
+    pub(crate) chaos_seed: Option<u64>,
 }
 
 impl Settings {
@@ -49,6 +53,8 @@ impl Settings {
             shard: None,
             children_may_crash: false,
             rerun_without_layer: true,
+            exit_order: None,
+            chaos_seed: None,
         }
     }
 }
@@ -193,6 +199,8 @@ impl<'a> Invocation<'a> {
             chain: part.chain.clone(),
             diagnostics: self.settings.diagnostics,
             time_destructors: self.settings.time_destructors,
+            exit_order: self.settings.exit_order.as_ref().map(|o| o.to_string()),
+            chaos_seed: self.settings.chaos_seed,
         }
     }
 
@@ -213,6 +221,19 @@ impl<'a> Invocation<'a> {
             chain,
             ..self.options(part)
         })
+    }
+
+    /// Keeps only the cells `keep` picks, with their expectations and allow-lists.
+    pub(crate) fn retain_cells(&mut self, keep: impl Fn(&Cell) -> bool) {
+        for part in &mut self.parts {
+            let mask: Vec<bool> = part.plan.cells.iter().map(&keep).collect();
+            let mut i = 0;
+            part.plan.cells.retain(|_| (mask[i], i += 1).0);
+            i = 0;
+            part.expectations.retain(|_| (mask[i], i += 1).0);
+            i = 0;
+            part.allows.retain(|_| (mask[i], i += 1).0);
+        }
     }
 
     /// The cells that will run (not skipped).

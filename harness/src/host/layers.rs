@@ -274,6 +274,8 @@ pub(crate) fn is_inherited_layer_setting(key: &str) -> bool {
             | "VKEXIT_CRASH_FILE"
             | "VKEXIT_TIMELINE_FILE"
             | "VKEXIT_TIMELINE_HANDLERS"
+            | "VKEXIT_EXIT_ORDER"
+            | "VKEXIT_CHAOS_SEED"
     ) || validation::is_stray_setting(key)
 }
 

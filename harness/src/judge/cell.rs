@@ -145,6 +145,8 @@ impl CellFold {
             driver: cell.driver.name.clone(),
             layers: cell.layers.clone(),
             emulation: cell.emulation.name().to_string(),
+            exit_order: None,
+            chaos_seed: None,
             runs: n,
             counts,
             verdict,

@@ -2,6 +2,7 @@
 //! layers × emulation; it is run N times.
 
 mod cases;
+pub(crate) mod exit_order;
 pub mod matrix;
 pub(crate) mod shard;
 pub(crate) mod suites;

@@ -45,7 +45,17 @@ pub(crate) struct Options {
     pub(crate) diagnostics: bool,
     /// Time every C++ static destructor in the exit timeline (slower exit).
     pub(crate) time_destructors: bool,
+    /// The exit order every run takes (`module`, `linked,…`): the preload's
+    /// `VKEXIT_EXIT_ORDER`.
+    pub(crate) exit_order: Option<String>,
+    /// The thread-timing seed of every run: the preload's `VKEXIT_CHAOS_SEED`.
+    pub(crate) chaos_seed: Option<u64>,
 }
+
+/// The preload's variable for the exit order (diagnostics/preload, `exit_order.rs`).
+pub(crate) const EXIT_ORDER_VAR: &str = "VKEXIT_EXIT_ORDER";
+/// The preload's variable for the thread-timing seed.
+pub(crate) const CHAOS_SEED_VAR: &str = "VKEXIT_CHAOS_SEED";
 
 /// A run the stage finished: everything it left, read back from its directory, and the
 /// facts around it that its verdict depends on.
@@ -550,6 +560,12 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix
             options.time_destructors,
             user.as_deref(),
         ));
+        if let Some(order) = &options.exit_order {
+            env_set.push((EXIT_ORDER_VAR.into(), order.clone()));
+        }
+        if let Some(seed) = options.chaos_seed {
+            env_set.push((CHAOS_SEED_VAR.into(), seed.to_string()));
+        }
     }
     let env_remove: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())

@@ -1,0 +1,633 @@
+//! `vkexit explore`: a cell's natural exit, then each perturbation of it, and where the
+//! natural exit fails, the smallest change of order that makes it clean.
+//!
+//! Each phase is one gate over the whole selection with one thing changed for every run: an
+//! exit order (`run --exit-order`), the driver's exit emulated (`run --emulate`), or thread
+//! timing (`run --chaos-seed`); its runs keep their directories under
+//! `<artifacts>/explore/<phase>/`, so that every perturbation replays and explains. The natural
+//! phase is `run` itself, judged by the same baseline; a perturbation is judged by its runs
+//! alone (all pass, none, some), and one that moved no handler in this program is
+//! `not-applicable`, as its first run's timeline says.
+
+use super::gate;
+use super::invocation::{Invocation, Settings};
+use crate::host::layers::Emulation;
+use crate::judge::Baseline;
+use crate::plan::exit_order::{ExitOrder, Order};
+use crate::plan::matrix::Matrix;
+use crate::plan::Cell;
+use crate::report::events::{GateEvent, Reporter};
+use crate::run;
+use crate::support::errors::Result;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use vkexit_evidence::explore::{Exploration, ExploredCell, Fix, Perturbation};
+use vkexit_evidence::results::{CellResult, Counts, Results};
+use vkexit_evidence::timeline::{self, Event};
+use vkexit_evidence::verdict::RunVerdict;
+
+/// What `explore` is asked.
+pub(crate) struct Request<'a> {
+    pub(crate) matrix: &'a Matrix,
+    pub(crate) baseline: &'a Baseline,
+    /// The settings of every phase; each phase's evidence goes under its own directory of
+    /// `settings.artifacts`.
+    pub(crate) settings: Settings,
+    /// The exit orders to perturb with (default: every deployment order).
+    pub(crate) orders: Vec<Order>,
+    /// The seed of the thread-timing perturbation.
+    pub(crate) chaos_seed: u64,
+    /// Phases not started once this much time has gone.
+    pub(crate) budget: Option<Duration>,
+}
+
+/// One perturbation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Order(Order),
+    Driver(Emulation),
+    Threads(u64),
+}
+
+impl Kind {
+    fn name(self) -> String {
+        match self {
+            Kind::Order(o) => o.name().to_string(),
+            Kind::Driver(e) => format!("driver-exit:{}", e.name()),
+            Kind::Threads(seed) => format!("threads:seed={seed}"),
+        }
+    }
+
+    fn condition(self) -> String {
+        match self {
+            Kind::Order(o) => o.condition().to_string(),
+            Kind::Driver(Emulation::TegraRacy) => {
+                "the NVIDIA Tegra driver's exit (Jetson): its exit handler unmaps the code a \
+                 driver thread still runs, racing the process's exit (flaky, as on the Orin)"
+                    .into()
+            }
+            Kind::Driver(_) => {
+                "the NVIDIA Tegra driver's exit (Jetson): its exit handler unmaps the code a \
+                 driver thread runs until vkDestroyDevice"
+                    .into()
+            }
+            Kind::Threads(_) => {
+                "another thread timing at exit: threads still running when exit starts run \
+                 ahead of the exit handlers (a slower machine, a loaded one)"
+                    .into()
+            }
+        }
+    }
+
+    fn replay(self) -> String {
+        match self {
+            Kind::Order(o) => format!("--exit-order {}", o.name()),
+            Kind::Driver(e) => format!("--emulate {}", e.name()),
+            Kind::Threads(seed) => format!("--chaos-seed {seed}"),
+        }
+    }
+
+    fn dir(self) -> String {
+        self.name().replace([':', '='], "-")
+    }
+}
+
+/// A cell's identity across phases that change its emulation.
+fn key(c: &CellResult) -> (String, String, String, Vec<String>) {
+    (
+        c.case.clone(),
+        c.runtime.clone(),
+        c.driver.clone(),
+        c.layers.clone(),
+    )
+}
+
+fn plan_key(c: &Cell) -> (String, String, String, Vec<String>) {
+    (
+        c.case.clone(),
+        c.runtime.clone(),
+        c.driver.name.clone(),
+        c.layers.clone(),
+    )
+}
+
+/// Runs the exploration; `reporters` hear every phase's gate.
+pub(crate) fn explore(
+    request: &Request,
+    reporters: &mut [&mut dyn Reporter],
+) -> Result<Exploration> {
+    let start = Instant::now();
+    let natural = phase(
+        request,
+        request.matrix,
+        "natural",
+        None,
+        None,
+        None,
+        reporters,
+    )?;
+    let mut cells: Vec<ExploredCell> = natural
+        .cells
+        .iter()
+        .map(|c| ExploredCell {
+            natural: c.clone(),
+            perturbations: Vec::new(),
+            fix: None,
+            no_fix: None,
+            findings: Vec::new(),
+        })
+        .collect();
+    let mut kinds: Vec<Kind> = request.orders.iter().map(|&o| Kind::Order(o)).collect();
+    kinds.extend([
+        Kind::Driver(Emulation::Tegra),
+        Kind::Driver(Emulation::TegraRacy),
+        Kind::Threads(request.chaos_seed),
+    ]);
+    let mut left_out = Vec::new();
+    let over_budget = |start: &Instant| request.budget.is_some_and(|b| start.elapsed() >= b);
+    for kind in kinds {
+        if run::interrupt::interrupted() {
+            break;
+        }
+        if over_budget(&start) {
+            left_out.push(kind.name());
+            continue;
+        }
+        let results = match kind {
+            Kind::Order(o) => phase(
+                request,
+                request.matrix,
+                &kind.dir(),
+                Some(ExitOrder(vec![o])),
+                None,
+                None,
+                reporters,
+            )?,
+            Kind::Driver(e) => {
+                if cells.iter().all(|c| c.natural.emulation != "none") {
+                    continue;
+                }
+                let mut matrix = request.matrix.clone();
+                matrix.layer_sets = matrix
+                    .layer_sets()
+                    .into_iter()
+                    .map(|mut s| {
+                        s.emulation = e;
+                        s
+                    })
+                    .collect();
+                phase(request, &matrix, &kind.dir(), None, None, None, reporters)?
+            }
+            Kind::Threads(seed) => phase(
+                request,
+                request.matrix,
+                &kind.dir(),
+                None,
+                Some(seed),
+                None,
+                reporters,
+            )?,
+        };
+        for cell in &mut cells {
+            if let Some(p) = perturbation(kind, &cell.natural, &results) {
+                cell.perturbations.push(p);
+            }
+        }
+    }
+    search_fixes(request, &mut cells, &start, &mut left_out, reporters)?;
+    for cell in &mut cells {
+        cell.findings = findings(cell);
+    }
+    Ok(Exploration {
+        schema: vkexit_evidence::explore::SCHEMA.into(),
+        vkexit_version: env!("CARGO_PKG_VERSION").into(),
+        chaos_seed: request.chaos_seed,
+        left_out,
+        interrupted: run::interrupt::interrupted(),
+        cells,
+    })
+}
+
+/// One gate over `matrix` with every run changed as asked; `only` keeps those cells alone.
+fn phase(
+    request: &Request,
+    matrix: &Matrix,
+    dir: &str,
+    exit_order: Option<ExitOrder>,
+    chaos_seed: Option<u64>,
+    only: Option<&[(String, String, String, Vec<String>, String)]>,
+    reporters: &mut [&mut dyn Reporter],
+) -> Result<Results> {
+    let natural = exit_order.is_none() && chaos_seed.is_none() && dir == "natural";
+    let settings = Settings {
+        artifacts: request.settings.artifacts.join("explore").join(dir),
+        keep_passing: true,
+        exit_order,
+        chaos_seed,
+        rerun_without_layer: natural && request.settings.rerun_without_layer,
+        ..request.settings.clone()
+    };
+    let mut invocation = Invocation::new(matrix, request.baseline, settings)?;
+    if let Some(only) = only {
+        invocation.retain_cells(|c| {
+            let (a, b, d, l) = plan_key(c);
+            only.iter()
+                .any(|o| o.0 == a && o.1 == b && o.2 == d && o.3 == l && o.4 == c.emulation.name())
+        });
+    }
+    let mut phase_line = PhaseLine {
+        name: dir.to_string(),
+        cells: 0,
+        runs: 0,
+    };
+    let mut all: Vec<&mut dyn Reporter> = vec![&mut phase_line];
+    for r in reporters.iter_mut() {
+        all.push(&mut **r);
+    }
+    gate::run(&invocation, &mut all)
+}
+
+/// One line on stderr per phase: what it ran.
+struct PhaseLine {
+    name: String,
+    cells: usize,
+    runs: u32,
+}
+
+impl Reporter for PhaseLine {
+    fn report(&mut self, event: &GateEvent) -> Result<()> {
+        match event {
+            GateEvent::Started { cells, runs } => {
+                (self.cells, self.runs) = (*cells, *runs);
+                eprintln!(
+                    "vkexit explore: {}: {} cell(s) × {} run(s)",
+                    self.name, self.cells, self.runs
+                );
+            }
+            GateEvent::Notes(_) | GateEvent::RunFinished { .. } | GateEvent::Finished(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// The perturbation `kind` of the natural cell `natural`, from the phase's results.
+fn perturbation(kind: Kind, natural: &CellResult, results: &Results) -> Option<Perturbation> {
+    let mut p = Perturbation {
+        name: kind.name(),
+        condition: kind.condition(),
+        replay: kind.replay(),
+        counts: Counts::default(),
+        verdict: "not-applicable".into(),
+        moved: Vec::new(),
+        signals: Vec::new(),
+        vuids: Vec::new(),
+        artifacts: Vec::new(),
+    };
+    if let Kind::Driver(_) = kind {
+        if natural.emulation != "none" {
+            p.moved.push(format!(
+                "the runs emulate the driver's exit already ({})",
+                natural.emulation
+            ));
+            return Some(p);
+        }
+    }
+    let cell = results.cells.iter().find(|c| match kind {
+        Kind::Driver(_) => key(c) == key(natural),
+        _ => key(c) == key(natural) && c.emulation == natural.emulation,
+    })?;
+    if cell.runs == 0 {
+        return None;
+    }
+    let first = cell.artifacts.first().map(PathBuf::from);
+    let applies = match kind {
+        Kind::Order(_) => {
+            let moved = first.as_deref().map(moved_handlers).unwrap_or_default();
+            p.moved = moved.clone();
+            !moved.is_empty()
+        }
+        Kind::Threads(_) => first.as_deref().is_some_and(threads_ran_ahead),
+        Kind::Driver(_) => true,
+    };
+    p.counts = cell.counts;
+    p.signals = cell.signals.clone();
+    p.vuids = cell.vuids.clone();
+    p.artifacts = cell.artifacts.iter().take(3).cloned().collect();
+    if applies {
+        p.verdict = verdict_of(&cell.counts).into();
+    }
+    Some(p)
+}
+
+/// A perturbation's verdict from its runs alone.
+fn verdict_of(counts: &Counts) -> &'static str {
+    let total = counts.total();
+    if counts.error > 0 || total == 0 {
+        "error"
+    } else if counts.pass == total {
+        "pass"
+    } else if counts.pass == 0 {
+        "fail"
+    } else {
+        "flaky"
+    }
+}
+
+fn failed(verdict: &str) -> bool {
+    matches!(verdict, "fail" | "flaky" | "error")
+}
+
+/// The handlers an exit order moved, as the run directory's timeline names them.
+fn moved_handlers(run_dir: &Path) -> Vec<String> {
+    let Ok(file) = std::fs::File::open(run_dir.join(vkexit_evidence::files::TIMELINE.name)) else {
+        return Vec::new();
+    };
+    let mut registered: BTreeMap<(i64, u64), timeline::HandlerRegistered> = BTreeMap::new();
+    let mut moved: Option<(i64, Vec<u64>)> = None;
+    let _ = vkexit_evidence::read::records(file, |stamp, e: timeline::Entry| match e {
+        timeline::Entry::HandlerRegistered(h) => {
+            registered.insert((stamp.pid.unwrap_or(0), h.id), h);
+        }
+        timeline::Entry::ExitReordered(r) if moved.is_none() && r.moved > 0 => {
+            moved = Some((stamp.pid.unwrap_or(0), r.moved_ids()));
+        }
+        _ => {}
+    });
+    let Some((pid, ids)) = moved else {
+        return Vec::new();
+    };
+    ids.iter()
+        .map(|id| match registered.get(&(pid, *id)) {
+            Some(h) => describe_handler(*id, h),
+            None => format!("exit handler #{id}"),
+        })
+        .collect()
+}
+
+fn describe_handler(id: u64, h: &timeline::HandlerRegistered) -> String {
+    let kind = match h.kind() {
+        Some(timeline::HandlerKind::CxaAtexit) => "C++ static destructor",
+        _ => "atexit",
+    };
+    let registrant = h
+        .registrant
+        .as_deref()
+        .map(|r| r.rsplit('/').next().unwrap_or(r).to_string())
+        .unwrap_or_else(|| "an unknown object".into());
+    match &h.symbol {
+        Some(symbol) => format!("`{symbol}` (#{id}, {kind}, registered by {registrant})"),
+        None => format!("exit handler #{id} ({kind}, registered by {registrant})"),
+    }
+}
+
+/// Whether another thread was running at a boundary where the chaos schedule paused.
+fn threads_ran_ahead(run_dir: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(run_dir.join(vkexit_evidence::files::TIMELINE.name)) else {
+        return false;
+    };
+    let mut any = false;
+    let _ = vkexit_evidence::read::records_of(file, Event::ChaosPause, |_, e: timeline::Entry| {
+        if let timeline::Entry::ChaosPause(p) = e {
+            any |= p.running > 0;
+        }
+    });
+    any
+}
+
+/// Where the natural exit fails: each change of order, smallest first, on the cells not yet
+/// fixed; the first that moved something and made every run pass is the cell's fix.
+fn search_fixes(
+    request: &Request,
+    cells: &mut [ExploredCell],
+    start: &Instant,
+    left_out: &mut Vec<String>,
+    reporters: &mut [&mut dyn Reporter],
+) -> Result<()> {
+    let failing = |c: &ExploredCell| {
+        let n = &c.natural;
+        n.runs > 0 && n.counts.pass < n.runs && n.counts.error == 0
+    };
+    for order in Order::FIXES {
+        let open: Vec<usize> = (0..cells.len())
+            .filter(|&i| failing(&cells[i]) && cells[i].fix.is_none())
+            .collect();
+        if open.is_empty() || run::interrupt::interrupted() {
+            break;
+        }
+        // A deployment order already run for every cell: its runs are the verification.
+        fn ran(c: &ExploredCell, order: Order) -> Option<&Perturbation> {
+            c.perturbations.iter().find(|p| p.name == order.name())
+        }
+        let results = match open.iter().all(|&i| ran(&cells[i], order).is_some()) {
+            true => None,
+            false if request.budget.is_some_and(|b| start.elapsed() >= b) => {
+                left_out.push(format!("fix:{}", order.name()));
+                continue;
+            }
+            false => {
+                let only: Vec<_> = open
+                    .iter()
+                    .map(|&i| {
+                        let (a, b, d, l) = key(&cells[i].natural);
+                        (a, b, d, l, cells[i].natural.emulation.clone())
+                    })
+                    .collect();
+                let dir = format!("fix-{}", order.name());
+                Some(phase(
+                    request,
+                    request.matrix,
+                    &dir,
+                    Some(ExitOrder(vec![order])),
+                    None,
+                    Some(&only),
+                    reporters,
+                )?)
+            }
+        };
+        for &i in &open {
+            let tried = match &results {
+                Some(r) => perturbation(Kind::Order(order), &cells[i].natural, r),
+                None => ran(&cells[i], order).cloned(),
+            };
+            if let Some(p) = tried.filter(|p| p.verdict == "pass") {
+                cells[i].fix = Some(Fix {
+                    exit_order: order.name().into(),
+                    change: order.advice().into(),
+                    moved: p.moved,
+                    counts: p.counts,
+                    verdict: p.verdict,
+                });
+            }
+        }
+    }
+    for cell in cells.iter_mut().filter(|c| failing(c) && c.fix.is_none()) {
+        cell.no_fix = Some(no_fix_reason(&cell.natural));
+    }
+    Ok(())
+}
+
+fn no_fix_reason(natural: &CellResult) -> String {
+    let tried: Vec<&str> = Order::FIXES.iter().map(|o| o.name()).collect();
+    let what = match (natural.counts.crash > 0, natural.counts.vuid > 0) {
+        (false, true) => "the validation errors do not depend on the order of the exit handlers: the objects are still alive when the device is destroyed, whatever runs first (release them before vkDestroyDevice)",
+        _ if natural.emulation != "none" => "nothing destroys the device before the driver's exit handler in any order vkexit can make: a teardown must exist and run before it (register one with atexit after vkCreateInstance)",
+        _ => "the failure does not depend on the order of the exit handlers (a use after free inside one handler, or teardown that never happens)",
+    };
+    format!(
+        "no change of exit order made it pass (tried {}): {what}",
+        tried.join(", ")
+    )
+}
+
+/// What a developer acts on: latent bugs in a passing exit, and the fix of a failing one.
+fn findings(cell: &ExploredCell) -> Vec<String> {
+    let natural = &cell.natural;
+    let passes = natural.runs > 0 && natural.counts.pass == natural.runs;
+    let mut out = Vec::new();
+    for p in cell.perturbations.iter().filter(|p| failed(&p.verdict)) {
+        let how = outcome(&p.counts, &p.signals, &p.vuids);
+        let moved = match p.moved.is_empty() {
+            true => String::new(),
+            false => format!("; moved: {}", p.moved.join(", ")),
+        };
+        out.push(match passes {
+            true => format!(
+                "passes here; {how} under {} ({}){moved} — replay: vkexit run {}",
+                p.name, p.condition, p.replay
+            ),
+            false => format!("{} also fails: {how}{moved}", p.name),
+        });
+    }
+    if let Some(fix) = &cell.fix {
+        out.push(format!(
+            "fix: {} (moved {}: pass {}/{}) — replay: vkexit run --exit-order {}",
+            fix.change,
+            fix.moved.join(", "),
+            fix.counts.pass,
+            fix.counts.total(),
+            fix.exit_order
+        ));
+    }
+    if let Some(why) = &cell.no_fix {
+        out.push(why.clone());
+    }
+    out
+}
+
+/// "crashes 5/5 (SIGSEGV)", "vuid 5/5 (VUID-…)", "flaky 2/5 pass".
+fn outcome(counts: &Counts, signals: &[String], vuids: &[String]) -> String {
+    let total = counts.total();
+    let mut parts = Vec::new();
+    for v in RunVerdict::ALL {
+        let n = counts.get(v);
+        if n == 0 || v == RunVerdict::Pass {
+            continue;
+        }
+        let detail = match v {
+            RunVerdict::Crash if !signals.is_empty() => format!(" ({})", signals.join(", ")),
+            RunVerdict::Vuid if !vuids.is_empty() => format!(" ({})", vuids.join(", ")),
+            _ => String::new(),
+        };
+        let word = match v {
+            RunVerdict::Crash => "crashes".to_string(),
+            other => other.name().to_string(),
+        };
+        parts.push(format!("{word} {n}/{total}{detail}"));
+    }
+    parts.join(", ")
+}
+
+/// Whether the exploration keeps the gate green: every natural cell as `run` judges it, and
+/// no perturbation failing.
+pub(crate) fn green(exploration: &Exploration) -> bool {
+    !exploration.interrupted
+        && exploration
+            .cells
+            .iter()
+            .all(|c| c.natural.is_green() && !c.perturbations.iter().any(|p| failed(&p.verdict)))
+}
+
+/// The terminal table: per cell, the natural exit and each perturbation, then what to act on.
+pub(crate) fn table(exploration: &Exploration) -> String {
+    let mut out = String::new();
+    for cell in &exploration.cells {
+        let n = &cell.natural;
+        let emulation = match n.emulation.as_str() {
+            "none" => String::new(),
+            e => format!(", emulate {e}"),
+        };
+        out.push_str(&format!(
+            "{} × {} × {} ({}{emulation})\n",
+            n.case,
+            n.runtime,
+            n.driver,
+            n.layers.join("+")
+        ));
+        let natural_outcome = match n.counts.pass == n.runs {
+            true => format!("pass {}/{}", n.runs, n.runs),
+            false => outcome(&n.counts, &n.signals, &n.vuids),
+        };
+        out.push_str(&format!(
+            "  {:<24} {:<15} {}\n",
+            "natural",
+            n.verdict.name(),
+            natural_outcome
+        ));
+        for p in &cell.perturbations {
+            let what = match (p.verdict.as_str(), p.counts.total()) {
+                ("not-applicable", _) => match (p.moved.first(), p.name.starts_with("threads")) {
+                    (Some(why), _) => why.clone(),
+                    (None, true) => "no other thread was running at the exit handlers".into(),
+                    (None, false) => "moves no exit handler in this program".into(),
+                },
+                ("pass", n) => format!("pass {n}/{n}"),
+                _ => outcome(&p.counts, &p.signals, &p.vuids),
+            };
+            out.push_str(&format!("  {:<24} {:<15} {what}\n", p.name, p.verdict));
+        }
+        if let Some(fix) = &cell.fix {
+            out.push_str(&format!(
+                "  {:<24} {:<15} pass {}/{} with --exit-order {}\n",
+                "fix",
+                fix.exit_order,
+                fix.counts.pass,
+                fix.counts.total(),
+                fix.exit_order
+            ));
+        }
+        for f in &cell.findings {
+            out.push_str(&format!("  → {f}\n"));
+        }
+    }
+    let order_proof = exploration
+        .cells
+        .iter()
+        .filter(|c| c.natural.is_green() && !c.perturbations.iter().any(|p| failed(&p.verdict)))
+        .count();
+    let latent = exploration
+        .cells
+        .iter()
+        .filter(|c| {
+            c.natural.counts.pass == c.natural.runs
+                && c.perturbations.iter().any(|p| failed(&p.verdict))
+        })
+        .count();
+    let fixed = exploration.cells.iter().filter(|c| c.fix.is_some()).count();
+    let unfixed = exploration
+        .cells
+        .iter()
+        .filter(|c| c.no_fix.is_some())
+        .count();
+    out.push_str(&format!(
+        "{} cells explored: {order_proof} order-proof, {latent} passing with a latent order bug, {fixed} failing with a fix found, {unfixed} failing with no order that helps\n",
+        exploration.cells.len()
+    ));
+    if !exploration.left_out.is_empty() {
+        out.push_str(&format!(
+            "left out by --budget: {}\n",
+            exploration.left_out.join(", ")
+        ));
+    }
+    out
+}

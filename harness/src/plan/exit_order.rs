@@ -1,0 +1,175 @@
+//! The exit orders a run can take instead of its own (`--exit-order`): each one the order
+//! another build or deployment of the same program gives its exit handlers. The preloaded
+//! library carries them out (diagnostics/preload, `exit_order.rs`); these are their names, the
+//! real-world condition each stands for, and the advice each gives when it turns a failing
+//! exit into a clean one.
+
+use std::fmt;
+
+/// One exit order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Order {
+    Module,
+    Linked,
+    LinkOrder,
+    TeardownBeforeDriver,
+    CleanupFirst,
+}
+
+impl Order {
+    /// Every order, as `--exit-order` names them.
+    pub(crate) const ALL: [Order; 5] = [
+        Order::Module,
+        Order::Linked,
+        Order::LinkOrder,
+        Order::TeardownBeforeDriver,
+        Order::CleanupFirst,
+    ];
+
+    /// The orders that stand for another build of an unchanged program: what `explore`
+    /// perturbs a passing exit with. The others are changes to the program's source, tried
+    /// as fixes.
+    pub(crate) const DEPLOYMENTS: [Order; 3] = [Order::Module, Order::Linked, Order::LinkOrder];
+
+    /// The changes tried, smallest first, when the natural exit fails.
+    pub(crate) const FIXES: [Order; 5] = [
+        Order::TeardownBeforeDriver,
+        Order::CleanupFirst,
+        Order::Linked,
+        Order::Module,
+        Order::LinkOrder,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Order::Module => "module",
+            Order::Linked => "linked",
+            Order::LinkOrder => "link-order",
+            Order::TeardownBeforeDriver => "teardown-before-driver",
+            Order::CleanupFirst => "cleanup-first",
+        }
+    }
+
+    /// The real-world condition the order stands for.
+    pub(crate) fn condition(self) -> &'static str {
+        match self {
+            Order::Module => {
+                "the runtime libraries loaded with dlopen after the application registered its \
+                 exit handlers (a GGML_BACKEND_DL build, a plugin, a Python extension module)"
+            }
+            Order::Linked => {
+                "the runtime libraries linked into the program (loaded before main), their \
+                 load-time exit handlers registered before the application's"
+            }
+            Order::LinkOrder => {
+                "the static destructors of the program and its runtime libraries in the reverse \
+                 order across objects (another link or load order)"
+            }
+            Order::TeardownBeforeDriver => {
+                "the runtime libraries' load-time teardown registered with atexit after \
+                 vkCreateInstance, so that it runs before the driver's exit handlers"
+            }
+            Order::CleanupFirst => {
+                "the application's exit handlers registered after the runtime was initialised, \
+                 so that they run before the runtime's teardown and the driver's exit handlers"
+            }
+        }
+    }
+
+    /// What to change in the source, when this order made a failing exit clean.
+    pub(crate) fn advice(self) -> &'static str {
+        match self {
+            Order::TeardownBeforeDriver => {
+                "register the runtime's teardown with atexit after vkCreateInstance (its static \
+                 destructor, registered when the library loaded, runs after the driver's exit \
+                 handlers)"
+            }
+            Order::CleanupFirst => {
+                "register the application's cleanup after the runtime is initialised (it was \
+                 registered before, so it ran after the runtime's teardown)"
+            }
+            Order::Linked => {
+                "load the runtime before registering the application's cleanup, or link it in \
+                 (its load-time teardown then runs after the cleanup)"
+            }
+            Order::Module => {
+                "register the application's cleanup before loading the runtime, or load the \
+                 runtime as a module after it"
+            }
+            Order::LinkOrder => {
+                "make the static destructors independent of link order (or link the objects in \
+                 the reverse order)"
+            }
+        }
+    }
+
+    pub(crate) fn parse(name: &str) -> Option<Order> {
+        Order::ALL.into_iter().find(|o| o.name() == name)
+    }
+}
+
+/// The orders of one `--exit-order` value, applied in turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ExitOrder(pub(crate) Vec<Order>);
+
+impl ExitOrder {
+    /// Reads `module,linked`: every name known, none twice, at least one.
+    pub(crate) fn parse(text: &str) -> Result<ExitOrder, String> {
+        let mut orders = Vec::new();
+        for name in text.split(',').map(str::trim) {
+            let Some(order) = Order::parse(name) else {
+                let known: Vec<&str> = Order::ALL.iter().map(|o| o.name()).collect();
+                return Err(format!(
+                    "`{name}` is no exit order; expected one or more of {}, comma-separated",
+                    known.join(", ")
+                ));
+            };
+            if orders.contains(&order) {
+                return Err(format!("`{name}` is given twice"));
+            }
+            orders.push(order);
+        }
+        Ok(ExitOrder(orders))
+    }
+}
+
+impl fmt::Display for ExitOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.0.iter().map(|o| o.name()).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+impl std::str::FromStr for ExitOrder {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ExitOrder::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_orders_are_read_by_name_and_said_back_the_same() {
+        let order = ExitOrder::parse("module,linked").unwrap();
+        assert_eq!(order.0, [Order::Module, Order::Linked]);
+        assert_eq!(order.to_string(), "module,linked");
+        for o in Order::ALL {
+            assert_eq!(Order::parse(o.name()), Some(o));
+        }
+    }
+
+    #[test]
+    fn a_bad_exit_order_names_what_was_expected() {
+        let err = ExitOrder::parse("module,static").unwrap_err();
+        assert!(err.contains("`static` is no exit order"), "{err}");
+        assert!(err.contains("module, linked, link-order"), "{err}");
+        assert!(ExitOrder::parse("linked,linked")
+            .unwrap_err()
+            .contains("twice"));
+        assert!(ExitOrder::parse("").is_err());
+    }
+}
