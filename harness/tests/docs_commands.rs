@@ -1181,10 +1181,9 @@ fn python_runtimes_wgpu_py_leaves_its_instance_alive() {
     // them python_runtimes.rs skips too, saying why.
     let cache = vkexit::plan::runtime_cache().map(|c| c.join("wgpu-py"));
     if !cache.as_ref().is_some_and(|c| c.is_dir()) {
-        println!(
-            "SKIPPED: wgpu-py is not in the runtime cache ({cache:?}): ci/setup-python-more.sh"
+        vkexit_testkit::skip!(
+            "wgpu-py is not in the runtime cache ({cache:?}): ci/setup-python-more.sh"
         );
-        return;
     }
     let sb = folder();
     let s = shown(PYTHON_WGPU_LEAK);

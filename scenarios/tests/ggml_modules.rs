@@ -5,18 +5,20 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use vkexit_testkit::{or_skip, skip};
 
 /// The runtime cache's directory `name`, or why the test cannot run.
-fn cached(name: &str) -> Option<PathBuf> {
-    let dir = vkexit_fixtures::runtime_cache()?.join(name);
+fn cached(name: &str) -> Result<PathBuf, String> {
+    let dir = vkexit_fixtures::runtime_cache()
+        .ok_or("no runtime cache: none of VKEXIT_RUNTIME_CACHE, XDG_CACHE_HOME and HOME is set")?
+        .join(name);
     if dir.join("VERSION").exists() {
-        return Some(dir);
+        return Ok(dir);
     }
-    eprintln!(
-        "skipped: {name} is not in the runtime cache ({}); ci/setup-runtimes.sh downloads it",
+    Err(format!(
+        "{name} is not in the runtime cache ({}); ci/setup-runtimes.sh downloads it",
         dir.display()
-    );
-    None
+    ))
 }
 
 /// A directory beside which a module built here finds real ggml: every file of the wheel's
@@ -77,7 +79,7 @@ fn clean_exit(runtime: &Path) -> (Output, String) {
 
 #[test]
 fn a_module_without_ggml_backend_init_is_refused_in_ggmls_words() {
-    let Some(wheel) = cached("ggml") else { return };
+    let wheel = or_skip!(cached("ggml"));
     let dir = beside_ggml(&wheel);
     let fake = module(
         dir.path(),
@@ -103,7 +105,7 @@ fn a_module_without_ggml_backend_init_is_refused_in_ggmls_words() {
 
 #[test]
 fn a_module_that_does_not_load_is_refused_with_what_the_dynamic_linker_said() {
-    let Some(wheel) = cached("ggml") else { return };
+    let wheel = or_skip!(cached("ggml"));
     let dir = beside_ggml(&wheel);
     // A library the module needs, then taken away.
     let gone = tempfile::tempdir().unwrap();
@@ -129,9 +131,7 @@ fn a_module_that_does_not_load_is_refused_with_what_the_dynamic_linker_said() {
 
 #[test]
 fn debians_module_on_an_older_glibc_names_the_glibc_version_it_needs() {
-    let Some(debian) = cached("ggml-debian") else {
-        return;
-    };
+    let debian = or_skip!(cached("ggml-debian"));
     // SAFETY: gnu_get_libc_version returns a static string.
     let glibc = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) }
         .to_string_lossy()
@@ -142,8 +142,7 @@ fn debians_module_on_an_older_glibc_names_the_glibc_version_it_needs() {
         .and_then(|m| m.parse().ok())
         .unwrap();
     if minor >= 43 {
-        eprintln!("skipped: glibc {glibc} runs Debian sid's ggml");
-        return;
+        skip!("glibc {glibc} runs Debian sid's ggml: no older glibc here to refuse it");
     }
     let module = debian.join("usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so");
     let (output, text) = clean_exit(&module);

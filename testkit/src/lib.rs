@@ -10,7 +10,8 @@
 //! - [`real_runtimes`]: the real-runtimes matrix and single cells of real runtimes.
 //! - [`preload`]: runs with the preloaded diagnostics library and its crash and timeline files.
 //! - [`debian11`]: Debian 11's validation layer 1.2.162 and Mesa 20.3.5's lavapipe, unpacked.
-//! - [`skip!`] and [`or_skip!`]: a test that cannot run here says so.
+//! - [`skip!`] and [`or_skip!`]: a test that cannot run here says so; where skips must fail
+//!   (`VKEXIT_TEST_SKIP=fail`), only the tests of `testkit/skip-allowed.txt` still skip.
 //!
 //! Whatever a test needs and the machine or the build lacks fails the test naming what to
 //! install or build, unless the test skips visibly through [`skip!`].
