@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what vkexit needs on Debian/Ubuntu (the Vulkan loader, Mesa's
-# lavapipe CPU driver, the Khronos validation layer, glslc), then builds the
-# whole workspace in release mode. Safe to run again: it installs only what
-# is missing.
+# lavapipe CPU driver, the Khronos validation layer, glslc), and pip, which
+# downloads the real runtimes' wheels below, then builds the whole workspace in
+# release mode. Safe to run again: it installs only what is missing.
 #
 #   ci/setup.sh            # the above
 #   ci/setup.sh --cross    # only what ci/bundles.sh needs to build the portable bundles
@@ -17,7 +17,7 @@ elif [ $# -gt 0 ]; then
     exit 2
 fi
 
-packages=(curl libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc cmake g++ libgtest-dev python3-pytest chromium python3-venv)
+packages=(curl libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc cmake g++ libgtest-dev python3-pytest chromium python3-venv python3-pip)
 
 missing=()
 for p in "${packages[@]}"; do
