@@ -1,0 +1,454 @@
+//! `vkexit explore` and its replay flags, on real programs built here with the C compiler and
+//! run under the real preload: each program's exit fails only in an order another build would
+//! give it, or with another thread timing, and passes in its own. The exploration must find
+//! that, and `vkexit run --exit-order` / `--chaos-seed` must replay the same verdict. Then the
+//! built-in matrix on lavapipe under the real validation layer, where the seed's history is the
+//! oracle.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use vkexit_evidence::explore::{Exploration, ExploredCell};
+use vkexit_testkit::vkexit::{only_cell, Sandbox};
+
+/// Builds `sources` (file name, C text) in `dir` with `cc ARGS`; panics with the compiler's
+/// words when it fails.
+fn cc(dir: &Path, sources: &[(&str, &str)], args: &[&str]) {
+    for (name, text) in sources {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let out = Command::new("cc")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("these tests build programs with the C compiler `cc` (apt-get install gcc)");
+    assert!(
+        out.status.success(),
+        "cc {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `vkexit explore --driver lavapipe --no-validation --runs N ARGS -- PROGRAM`: the exploration.
+fn explore(sb: &Sandbox, runs: u32, args: &[&str], program: &Path) -> (i32, Exploration) {
+    let json = sb.path().join("explore.json");
+    let out = sb
+        .vkexit()
+        .args([
+            "explore",
+            "--driver",
+            "lavapipe",
+            "--no-validation",
+            "--runs",
+        ])
+        .arg(runs.to_string())
+        .arg("--json")
+        .arg(&json)
+        .args(args)
+        .arg("--")
+        .arg(program)
+        .output()
+        .expect("vkexit starts");
+    let code = out.status.code().expect("vkexit exits");
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        panic!(
+            "no exploration file ({e}); exit {code}\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (
+        code,
+        serde_json::from_str(&text).expect("an exploration file"),
+    )
+}
+
+fn verdict<'a>(cell: &'a ExploredCell, name: &str) -> &'a str {
+    &cell
+        .perturbations
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no perturbation {name} in {cell:#?}"))
+        .verdict
+}
+
+/// `vkexit run --no-validation --runs N ARGS -- PROGRAM`: the cell's counts of pass and crash.
+fn replay(sb: &Sandbox, runs: u32, args: &[&str], program: &Path) -> (u64, u64) {
+    let mut all = vec!["--no-validation"];
+    all.extend_from_slice(args);
+    let cell = sb.cell(runs, &all, program.to_str().unwrap());
+    let n = |v: &str| cell["counts"][v].as_u64().unwrap();
+    (n("pass"), n("crash"))
+}
+
+/// Two libraries whose load-time exit handlers depend on each other: `second` reads what
+/// `first` frees. Linked `second` then `first`, the dependency is constructed first and torn
+/// down last, so the program passes; in the reverse order across the two objects it crashes.
+#[test]
+fn a_teardown_that_depends_on_link_order_is_found_and_replays() {
+    let sb = Sandbox::new();
+    let dir = sb.path();
+    let first = r#"
+        #include <stdlib.h>
+        int *first_state;
+        static void first_down(void) { free(first_state); first_state = 0; }
+        __attribute__((constructor)) static void first_up(void) {
+            first_state = malloc(sizeof *first_state); *first_state = 7; atexit(first_down);
+        }"#;
+    let second = r#"
+        #include <stdlib.h>
+        extern int *first_state;
+        static void second_down(void) { if (*first_state != 7) abort(); }
+        __attribute__((constructor)) static void second_up(void) { atexit(second_down); }"#;
+    cc(
+        dir,
+        &[("first.c", first)],
+        &["-shared", "-fPIC", "-o", "libfirst.so", "first.c"],
+    );
+    cc(
+        dir,
+        &[("second.c", second)],
+        &[
+            "-shared",
+            "-fPIC",
+            "-o",
+            "libsecond.so",
+            "second.c",
+            "-L.",
+            "-lfirst",
+        ],
+    );
+    cc(
+        dir,
+        &[("main.c", "int main(void) { return 0; }\n")],
+        &[
+            "-o",
+            "two-libraries",
+            "main.c",
+            "-L.",
+            "-Wl,--no-as-needed",
+            "-lsecond",
+            "-lfirst",
+            "-Wl,-rpath,$ORIGIN",
+        ],
+    );
+    let program = dir.join("two-libraries");
+    let (code, exploration) = explore(&sb, 2, &[], &program);
+    let cell = &exploration.cells[0];
+    assert_eq!(cell.natural.counts.pass, 2, "{cell:#?}");
+    assert_eq!(verdict(cell, "link-order"), "fail", "{cell:#?}");
+    assert_eq!(verdict(cell, "module"), "not-applicable", "{cell:#?}");
+    let order = cell
+        .perturbations
+        .iter()
+        .find(|p| p.name == "link-order")
+        .unwrap();
+    assert!(
+        order.moved.iter().any(|m| m.contains("libsecond.so")),
+        "{order:#?}"
+    );
+    assert!(
+        cell.findings
+            .iter()
+            .any(|f| f.starts_with("passes here; crashes 2/2")),
+        "{:#?}",
+        cell.findings
+    );
+    assert_eq!(code, 1, "a failing perturbation makes the gate red");
+    assert_eq!(
+        replay(&sb, 2, &["--exit-order", "link-order"], &program),
+        (0, 2)
+    );
+    assert_eq!(replay(&sb, 2, &[], &program), (2, 0));
+}
+
+/// A module loaded with dlopen before the application registers its cleanup: the cleanup
+/// runs first and passes. Loaded after it (a module build that loads later), the module's
+/// teardown runs first and the cleanup crashes on what it freed.
+#[test]
+fn a_module_whose_teardown_crashes_only_when_moved_is_found_and_replays() {
+    let sb = Sandbox::new();
+    let dir = sb.path();
+    let module = r#"
+        #include <stdlib.h>
+        static int *state;
+        static void module_down(void) { free(state); state = 0; }
+        int module_use(void) { return *state; }
+        __attribute__((constructor)) static void module_up(void) {
+            state = malloc(sizeof *state); *state = 3; atexit(module_down);
+        }"#;
+    let main = r#"
+        #include <dlfcn.h>
+        #include <stdlib.h>
+        static int (*use)(void);
+        static void cleanup(void) { if (use() != 3) abort(); }
+        int main(int argc, char **argv) {
+            void *m = dlopen(argv[1], RTLD_NOW);
+            if (!m) return 2;
+            use = (int (*)(void))dlsym(m, "module_use");
+            atexit(cleanup);
+            return 0;
+        }"#;
+    cc(
+        dir,
+        &[("module.c", module)],
+        &["-shared", "-fPIC", "-o", "libmodule.so", "module.c"],
+    );
+    cc(
+        dir,
+        &[("main.c", main)],
+        &["-o", "loads-a-module", "main.c", "-ldl"],
+    );
+    let program = dir.join("loads-a-module");
+    let module = dir.join("libmodule.so");
+    let json = sb.path().join("explore.json");
+    let out = sb
+        .vkexit()
+        .args([
+            "explore",
+            "--driver",
+            "lavapipe",
+            "--no-validation",
+            "--runs",
+            "2",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg("--")
+        .arg(&program)
+        .arg(&module)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exploration: Exploration =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cell = &exploration.cells[0];
+    assert_eq!(cell.natural.counts.pass, 2, "{cell:#?}");
+    assert_eq!(verdict(cell, "module"), "fail", "{cell:#?}");
+    assert_eq!(verdict(cell, "linked"), "not-applicable", "{cell:#?}");
+    let replayed = |args: &[&str]| {
+        let mut all = vec!["--no-validation", "--runs", "2"];
+        all.extend_from_slice(args);
+        all.extend(["--", program.to_str().unwrap(), module.to_str().unwrap()]);
+        let (_, r) = sb.run(&all);
+        only_cell(&r)["counts"]["crash"].as_u64().unwrap()
+    };
+    assert_eq!(replayed(&["--exit-order", "module"]), 2);
+    assert_eq!(replayed(&[]), 0);
+}
+
+/// A worker thread that writes to a page an exit handler unmaps, 100 ms after it was told: the
+/// natural exit ends long before; when the thread timing lets running threads run ahead at the
+/// next handler boundary, it writes into the hole, every time, for this seed.
+#[test]
+fn a_thread_race_that_the_chaos_schedule_loses_is_found_and_replays() {
+    let sb = Sandbox::new();
+    let dir = sb.path();
+    let main = r#"
+        #include <pthread.h>
+        #include <stdatomic.h>
+        #include <stdlib.h>
+        #include <sys/mman.h>
+        #include <time.h>
+        static volatile char *page;
+        static atomic_int unmapped;
+        static double now(void) {
+            struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9;
+        }
+        static void *worker(void *arg) {
+            (void)arg;
+            while (!atomic_load(&unmapped)) {}
+            double start = now();
+            while (now() - start < 0.1) {}
+            page[0] = 1;
+            return 0;
+        }
+        static void unmap_page(void) { munmap((void *)page, 4096); atomic_store(&unmapped, 1); }
+        static void last_words(void) {}
+        int main(void) {
+            page = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            pthread_t t;
+            pthread_create(&t, 0, worker, 0);
+            atexit(last_words);
+            atexit(unmap_page);
+            return 0;
+        }"#;
+    cc(
+        dir,
+        &[("race.c", main)],
+        &["-O1", "-o", "exit-race", "race.c", "-pthread"],
+    );
+    let program = dir.join("exit-race");
+    let (code, exploration) = explore(&sb, 2, &["--exit-order", "module"], &program);
+    let cell = &exploration.cells[0];
+    assert_eq!(cell.natural.counts.pass, 2, "{cell:#?}");
+    assert_eq!(verdict(cell, "threads:seed=1"), "fail", "{cell:#?}");
+    assert_eq!(code, 1);
+    assert_eq!(replay(&sb, 2, &["--chaos-seed", "1"], &program), (0, 2));
+}
+
+/// The built-in cells on lavapipe under validation: the natural exit is exactly `run`'s
+/// verdict, and the seed's history holds: the order-proof policy (`release-children`) passes
+/// every perturbation, every other policy fails at least one somewhere, and the crash of a
+/// static destructor after the Tegra driver's exit handler is fixed by the seed's own fix.
+#[test]
+fn the_seeds_history_is_found_by_exploring_the_built_in_cells() {
+    let sb = Sandbox::new();
+    let json = sb.path().join("explore.json");
+    let out = sb
+        .vkexit()
+        .args(["explore", "--driver", "lavapipe", "--runs", "1", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exploration: Exploration =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(exploration.cells.len(), 20);
+    let (code, run) = sb.run(&["--runs", "1"]);
+    assert_eq!(code, 0);
+    for (explored, ran) in exploration
+        .cells
+        .iter()
+        .zip(run["cells"].as_array().unwrap())
+    {
+        let n = &explored.natural;
+        assert_eq!(
+            (n.case.as_str(), n.runtime.as_str()),
+            (
+                ran["case"].as_str().unwrap(),
+                ran["runtime"].as_str().unwrap()
+            )
+        );
+        assert_eq!(
+            serde_json::to_value(n.verdict).unwrap(),
+            ran["verdict"],
+            "{}",
+            n.case
+        );
+    }
+    let failing = |c: &ExploredCell| {
+        c.natural.counts.pass < c.natural.runs
+            || c.perturbations
+                .iter()
+                .any(|p| matches!(p.verdict.as_str(), "fail" | "flaky" | "error"))
+    };
+    for policy in [
+        "never",
+        "static-destructor",
+        "atexit-after-init",
+        "guarded",
+        "release-children",
+    ] {
+        let runtime = format!("refrt:{policy}");
+        let cells: Vec<&ExploredCell> = exploration
+            .cells
+            .iter()
+            .filter(|c| c.natural.runtime == runtime)
+            .collect();
+        assert_eq!(cells.len(), 4, "{runtime}");
+        let any_fails = cells.iter().any(|c| failing(c));
+        assert_eq!(
+            any_fails,
+            policy != "release-children",
+            "{runtime}: {cells:#?}"
+        );
+    }
+    let events = exploration
+        .cells
+        .iter()
+        .find(|c| {
+            c.natural.case == "events-freed-after-teardown"
+                && c.natural.runtime == "refrt:static-destructor"
+        })
+        .unwrap();
+    assert_eq!(events.natural.counts.pass, 1);
+    assert_eq!(
+        verdict(events, "module"),
+        "fail",
+        "the seed's P2: {events:#?}"
+    );
+    let clean = exploration
+        .cells
+        .iter()
+        .find(|c| c.natural.case == "clean-exit" && c.natural.runtime == "refrt:static-destructor")
+        .unwrap();
+    assert_eq!(verdict(clean, "driver-exit:tegra"), "fail", "{clean:#?}");
+}
+
+/// The seed's first fix, found: `clean-exit × static-destructor` crashes under the Tegra
+/// driver's exit; registering the teardown after vkCreateInstance makes it clean.
+#[test]
+fn the_static_destructor_after_the_tegra_exit_gets_the_seeds_fix() {
+    let sb = Sandbox::new();
+    let json: PathBuf = sb.path().join("explore.json");
+    let out = sb
+        .vkexit()
+        .args([
+            "explore",
+            "--driver",
+            "lavapipe",
+            "--case",
+            "clean-exit",
+            "--runtime",
+            "refrt:static-destructor",
+            "--runtime",
+            "refrt:never",
+            "--emulate",
+            "tegra",
+            "--runs",
+            "2",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exploration: Exploration =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cell = |runtime: &str| {
+        exploration
+            .cells
+            .iter()
+            .find(|c| c.natural.runtime == runtime)
+            .unwrap()
+    };
+    let fixed = cell("refrt:static-destructor");
+    assert_eq!(fixed.natural.counts.crash, 2);
+    let fix = fixed.fix.as_ref().unwrap_or_else(|| panic!("{fixed:#?}"));
+    assert_eq!(fix.exit_order, "teardown-before-driver");
+    assert_eq!((fix.counts.pass, fix.verdict.as_str()), (2, "pass"));
+    assert!(
+        fix.change.contains("atexit after vkCreateInstance"),
+        "{fix:#?}"
+    );
+    assert!(
+        fix.moved.iter().any(|m| m.contains("libvkexit_refrt.so")),
+        "{fix:#?}"
+    );
+    // Nothing tears down under `never`: no order helps, and it says so.
+    let never = cell("refrt:never");
+    assert!(never.fix.is_none());
+    assert!(
+        never
+            .no_fix
+            .as_deref()
+            .unwrap_or("")
+            .contains("no change of exit order made it pass"),
+        "{never:#?}"
+    );
+}
