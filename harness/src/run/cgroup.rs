@@ -8,10 +8,15 @@
 //!   one that left the process group and the session. With cgroup v1 only,
 //!   the members are killed one by one until none is left.
 //!
-//! The program moves itself into its cgroups between fork and exec, so every
-//! descendant starts inside. Where no cgroup can be made (a container whose
-//! cgroup file system is read-only), a vkexit that is not root falls back to
-//! RLIMIT_NPROC; root then has no bound, and `bound_here` says so.
+//! The program starts inside its cgroups, so every descendant does too:
+//! `clone3(CLONE_INTO_CGROUP)` starts it in its cgroup v2 (run/spawn.rs), and
+//! where the pids controller is in cgroup v1, the worker thread that starts it
+//! is in a v1 pids cgroup already. Only where `clone3` is refused (an older
+//! kernel, a seccomp filter, qemu-user) does the child move itself into its
+//! cgroup v2, between fork and exec. Where no cgroup can be made
+//! (a container whose cgroup file system is read-only), a vkexit that is not
+//! root falls back to RLIMIT_NPROC; root then has no bound, and `bound_here`
+//! says so.
 
 use std::ffi::CString;
 use std::io;
