@@ -152,7 +152,7 @@ pub mod field {
     pub const BEFORE_ID: &str = "before_id";
     /// `chaos-pause`: how long the exiting thread waited, nanoseconds.
     pub const WAITED_NS: &str = "waited_ns";
-    /// `chaos-pause`: how many other threads were running when the pause began.
+    /// `chaos-pause`: how many other threads were alive when the pause began.
     pub const RUNNING: &str = "running";
 }
 
@@ -244,7 +244,7 @@ mod read {
         pub before_id: u64,
         /// How long the exiting thread waited, nanoseconds.
         pub waited_ns: u64,
-        /// How many other threads were running when the pause began.
+        /// How many other threads were alive when the pause began.
         pub running: u64,
         /// The seed.
         pub chaos_seed: u64,

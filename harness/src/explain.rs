@@ -371,7 +371,7 @@ impl Story {
             timeline::Entry::ChaosPause(p) => (
                 Kind::Process,
                 format!(
-                    "thread timing (seed {}): before exit handler #{}, {} running thread(s) let run ahead for {:.3} ms",
+                    "thread timing (seed {}): before exit handler #{}, {} other thread(s) alive, let run ahead for {:.3} ms",
                     p.chaos_seed,
                     p.before_id,
                     p.running,

@@ -434,9 +434,9 @@ impl Chaos {
         self.pauses += 1;
         let start = vkexit_evidence::monotonic_ns();
         let limit = PAUSE_LIMIT_NS.min(TOTAL_LIMIT_NS - self.waited_ns);
-        let running = other_running_threads();
+        let (alive, _) = other_threads();
         let mut now = start;
-        while other_running_threads() > 0 && now - start < limit {
+        while other_threads().1 > 0 && now - start < limit {
             std::thread::sleep(std::time::Duration::from_millis(1));
             now = vkexit_evidence::monotonic_ns();
         }
@@ -446,29 +446,29 @@ impl Chaos {
         record
             .u64(field::BEFORE_ID, before_id)
             .u64(field::WAITED_NS, waited)
-            .u64(field::RUNNING, running)
+            .u64(field::RUNNING, alive)
             .u64(field::CHAOS_SEED, self.seed);
         timeline::write(record);
     }
 }
 
-/// The threads of this process other than the caller that are running or runnable (`R` in
-/// their `stat`).
-fn other_running_threads() -> u64 {
+/// The threads of this process other than the caller: how many are alive, and how many of
+/// those are running or runnable (`R` in their `stat`).
+fn other_threads() -> (u64, u64) {
     // SAFETY: gettid has no preconditions.
     let me = unsafe { libc::gettid() }.to_string();
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
+        return (0, 0);
     };
-    let mut running = 0;
+    let (mut alive, mut running) = (0, 0);
     for task in tasks.flatten() {
-        let name = task.file_name();
-        if name.to_str() == Some(me.as_str()) {
+        if task.file_name().to_str() == Some(me.as_str()) {
             continue;
         }
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
             continue;
         };
+        alive += 1;
         // The state follows the command name, which may hold spaces and parentheses.
         let state = stat
             .rsplit_once(')')
@@ -477,7 +477,7 @@ fn other_running_threads() -> u64 {
             running += 1;
         }
     }
-    running
+    (alive, running)
 }
 
 fn splitmix64(mut x: u64) -> u64 {

@@ -381,7 +381,8 @@ fn describe_handler(id: u64, h: &timeline::HandlerRegistered) -> String {
     }
 }
 
-/// Whether another thread was running at a boundary where the chaos schedule paused.
+/// Whether another thread was alive at a boundary where the chaos schedule paused: the
+/// thread timing could change something (whether it did is the runs' verdict).
 fn threads_ran_ahead(run_dir: &Path) -> bool {
     let Ok(file) = std::fs::File::open(run_dir.join(vkexit_evidence::files::TIMELINE.name)) else {
         return false;
