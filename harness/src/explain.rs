@@ -679,6 +679,30 @@ fn frames(backtrace: &crash::Backtrace) -> Vec<String> {
         .collect()
 }
 
+/// What an `exit-reordered` record says: the order asked for, and the handlers it moved.
+fn reordered_text(r: &timeline::ExitReordered) -> String {
+    let seed = r
+        .chaos_seed
+        .map(|s| format!(", thread timing seed {s}"))
+        .unwrap_or_default();
+    let order = match r.order.as_str() {
+        "" => "natural".to_string(),
+        o => o.to_string(),
+    };
+    let moved: Vec<String> = r.moved_ids().iter().map(|id| format!("#{id}")).collect();
+    match moved.is_empty() {
+        true => format!(
+            "exit order {order}{seed}: {} pending exit handler(s), none moved",
+            r.pending
+        ),
+        false => format!(
+            "exit order {order}{seed}: {} pending exit handler(s); moved, in their new order: {}",
+            r.pending,
+            moved.join(", ")
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -860,29 +884,5 @@ not json at all
         let story = Story::read(dir.path());
         assert!(story.summary().is_none());
         assert!(story.render().starts_with("no timeline"));
-    }
-}
-
-/// What an `exit-reordered` record says: the order asked for, and the handlers it moved.
-fn reordered_text(r: &timeline::ExitReordered) -> String {
-    let seed = r
-        .chaos_seed
-        .map(|s| format!(", thread timing seed {s}"))
-        .unwrap_or_default();
-    let order = match r.order.as_str() {
-        "" => "natural".to_string(),
-        o => o.to_string(),
-    };
-    let moved: Vec<String> = r.moved_ids().iter().map(|id| format!("#{id}")).collect();
-    match moved.is_empty() {
-        true => format!(
-            "exit order {order}{seed}: {} pending exit handler(s), none moved",
-            r.pending
-        ),
-        false => format!(
-            "exit order {order}{seed}: {} pending exit handler(s); moved, in their new order: {}",
-            r.pending,
-            moved.join(", ")
-        ),
     }
 }

@@ -113,7 +113,7 @@ pub(crate) enum Order {
     Linked,
     /// The static destructors of the program and its runtime libraries in the reverse order
     /// across objects (another link or load order); each object's own order kept.
-    LinkOrder,
+    Relinked,
     /// The runtime libraries' load-time handlers registered after `vkCreateInstance` (with
     /// `atexit` after the instance exists), so they run before the Vulkan stack's.
     TeardownBeforeDriver,
@@ -126,7 +126,7 @@ impl Order {
     pub(crate) const ALL: [Order; 5] = [
         Order::Module,
         Order::Linked,
-        Order::LinkOrder,
+        Order::Relinked,
         Order::TeardownBeforeDriver,
         Order::CleanupFirst,
     ];
@@ -135,7 +135,7 @@ impl Order {
         match self {
             Order::Module => "module",
             Order::Linked => "linked",
-            Order::LinkOrder => "link-order",
+            Order::Relinked => "link-order",
             Order::TeardownBeforeDriver => "teardown-before-driver",
             Order::CleanupFirst => "cleanup-first",
         }
@@ -170,7 +170,7 @@ impl Order {
                 entries.splice(at..at, moved);
                 ids
             }
-            Order::LinkOrder => reverse_groups(entries),
+            Order::Relinked => reverse_groups(entries),
             Order::TeardownBeforeDriver => {
                 let Some(last_vulkan) = entries.iter().rposition(|e| e.class == Class::Vulkan)
                 else {
@@ -354,7 +354,7 @@ fn run_newer(mut newest: u64, status: c_int) -> u64 {
         if newer.is_empty() {
             return newest;
         }
-        newer.sort_by(|a, b| b.entry.id.cmp(&a.entry.id));
+        newer.sort_by_key(|p| std::cmp::Reverse(p.entry.id));
         newest = newer[0].entry.id;
         for p in &newer {
             handlers::run_pending(p, status);
@@ -569,7 +569,7 @@ mod tests {
             e(5, Class::App, Phase::Running, 1),
             e(6, Class::Vulkan, Phase::InDlopen, 20),
         ];
-        let moved = Order::LinkOrder.apply(&mut entries);
+        let moved = Order::Relinked.apply(&mut entries);
         assert_eq!(ids(&entries), [1, 4, 2, 3, 5, 6]);
         assert_eq!(moved, [4, 2, 3]);
         // One object alone has no other order.
@@ -577,7 +577,7 @@ mod tests {
             e(1, Class::Runtime, Phase::BeforeMain, 10),
             e(2, Class::Runtime, Phase::BeforeMain, 10),
         ];
-        assert!(Order::LinkOrder.apply(&mut one).is_empty());
+        assert!(Order::Relinked.apply(&mut one).is_empty());
     }
 
     #[test]

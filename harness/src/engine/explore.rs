@@ -93,8 +93,13 @@ impl Kind {
     }
 }
 
-/// A cell's identity across phases that change its emulation.
-fn key(c: &CellResult) -> (String, String, String, Vec<String>) {
+/// A cell's identity across phases that change its emulation: case, runtime, driver, layers.
+type CellKey = (String, String, String, Vec<String>);
+
+/// A cell of one phase: its key and its emulation.
+type PhaseCell = (CellKey, String);
+
+fn key(c: &CellResult) -> CellKey {
     (
         c.case.clone(),
         c.runtime.clone(),
@@ -103,7 +108,7 @@ fn key(c: &CellResult) -> (String, String, String, Vec<String>) {
     )
 }
 
-fn plan_key(c: &Cell) -> (String, String, String, Vec<String>) {
+fn plan_key(c: &Cell) -> CellKey {
     (
         c.case.clone(),
         c.runtime.clone(),
@@ -216,7 +221,7 @@ fn phase(
     dir: &str,
     exit_order: Option<ExitOrder>,
     chaos_seed: Option<u64>,
-    only: Option<&[(String, String, String, Vec<String>, String)]>,
+    only: Option<&[PhaseCell]>,
     reporters: &mut [&mut dyn Reporter],
 ) -> Result<Results> {
     let natural = exit_order.is_none() && chaos_seed.is_none() && dir == "natural";
@@ -231,9 +236,9 @@ fn phase(
     let mut invocation = Invocation::new(matrix, request.baseline, settings)?;
     if let Some(only) = only {
         invocation.retain_cells(|c| {
-            let (a, b, d, l) = plan_key(c);
+            let key = plan_key(c);
             only.iter()
-                .any(|o| o.0 == a && o.1 == b && o.2 == d && o.3 == l && o.4 == c.emulation.name())
+                .any(|(k, emulation)| *k == key && emulation == c.emulation.name())
         });
     }
     let mut phase_line = PhaseLine {
@@ -427,12 +432,9 @@ fn search_fixes(
                 continue;
             }
             false => {
-                let only: Vec<_> = open
+                let only: Vec<PhaseCell> = open
                     .iter()
-                    .map(|&i| {
-                        let (a, b, d, l) = key(&cells[i].natural);
-                        (a, b, d, l, cells[i].natural.emulation.clone())
-                    })
+                    .map(|&i| (key(&cells[i].natural), cells[i].natural.emulation.clone()))
                     .collect();
                 let dir = format!("fix-{}", order.name());
                 Some(phase(

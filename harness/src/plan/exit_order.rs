@@ -11,7 +11,7 @@ use std::fmt;
 pub(crate) enum Order {
     Module,
     Linked,
-    LinkOrder,
+    Relinked,
     TeardownBeforeDriver,
     CleanupFirst,
 }
@@ -21,7 +21,7 @@ impl Order {
     pub(crate) const ALL: [Order; 5] = [
         Order::Module,
         Order::Linked,
-        Order::LinkOrder,
+        Order::Relinked,
         Order::TeardownBeforeDriver,
         Order::CleanupFirst,
     ];
@@ -29,7 +29,7 @@ impl Order {
     /// The orders that stand for another build of an unchanged program: what `explore`
     /// perturbs a passing exit with. The others are changes to the program's source, tried
     /// as fixes.
-    pub(crate) const DEPLOYMENTS: [Order; 3] = [Order::Module, Order::Linked, Order::LinkOrder];
+    pub(crate) const DEPLOYMENTS: [Order; 3] = [Order::Module, Order::Linked, Order::Relinked];
 
     /// The changes tried, smallest first, when the natural exit fails.
     pub(crate) const FIXES: [Order; 5] = [
@@ -37,14 +37,14 @@ impl Order {
         Order::CleanupFirst,
         Order::Linked,
         Order::Module,
-        Order::LinkOrder,
+        Order::Relinked,
     ];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
             Order::Module => "module",
             Order::Linked => "linked",
-            Order::LinkOrder => "link-order",
+            Order::Relinked => "link-order",
             Order::TeardownBeforeDriver => "teardown-before-driver",
             Order::CleanupFirst => "cleanup-first",
         }
@@ -61,7 +61,7 @@ impl Order {
                 "the runtime libraries linked into the program (loaded before main), their \
                  load-time exit handlers registered before the application's"
             }
-            Order::LinkOrder => {
+            Order::Relinked => {
                 "the static destructors of the program and its runtime libraries in the reverse \
                  order across objects (another link or load order)"
             }
@@ -96,7 +96,7 @@ impl Order {
                 "register the application's cleanup before loading the runtime, or load the \
                  runtime as a module after it"
             }
-            Order::LinkOrder => {
+            Order::Relinked => {
                 "make the static destructors independent of link order (or link the objects in \
                  the reverse order)"
             }
