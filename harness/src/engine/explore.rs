@@ -123,15 +123,9 @@ pub(crate) fn explore(
     reporters: &mut [&mut dyn Reporter],
 ) -> Result<Exploration> {
     let start = Instant::now();
-    let natural = phase(
-        request,
-        request.matrix,
-        "natural",
-        None,
-        None,
-        None,
-        reporters,
-    )?;
+    // Planned once: every phase runs the same cells (a driver probed once), each changed.
+    let base = Invocation::new(request.matrix, request.baseline, request.settings.clone())?;
+    let natural = phase(request, &base, "natural", None, None, None, reporters)?;
     let mut cells: Vec<ExploredCell> = natural
         .cells
         .iter()
@@ -162,7 +156,7 @@ pub(crate) fn explore(
         let results = match kind {
             Kind::Order(o) => phase(
                 request,
-                request.matrix,
+                &base,
                 &kind.dir(),
                 Some(ExitOrder(vec![o])),
                 None,
@@ -182,11 +176,19 @@ pub(crate) fn explore(
                         s
                     })
                     .collect();
-                phase(request, &matrix, &kind.dir(), None, None, None, reporters)?
+                phase(
+                    request,
+                    &Invocation::new(&matrix, request.baseline, request.settings.clone())?,
+                    &kind.dir(),
+                    None,
+                    None,
+                    None,
+                    reporters,
+                )?
             }
             Kind::Threads(seed) => phase(
                 request,
-                request.matrix,
+                &base,
                 &kind.dir(),
                 None,
                 Some(seed),
@@ -200,7 +202,7 @@ pub(crate) fn explore(
             }
         }
     }
-    search_fixes(request, &mut cells, &start, &mut left_out, reporters)?;
+    search_fixes(request, &base, &mut cells, &start, &mut left_out, reporters)?;
     for cell in &mut cells {
         cell.findings = findings(cell);
     }
@@ -214,26 +216,25 @@ pub(crate) fn explore(
     })
 }
 
-/// One gate over `matrix` with every run changed as asked; `only` keeps those cells alone.
+/// One gate over `base`'s cells with every run changed as asked, its evidence in its own
+/// directory; `only` keeps those cells alone.
 fn phase(
     request: &Request,
-    matrix: &Matrix,
+    base: &Invocation,
     dir: &str,
     exit_order: Option<ExitOrder>,
     chaos_seed: Option<u64>,
     only: Option<&[PhaseCell]>,
     reporters: &mut [&mut dyn Reporter],
 ) -> Result<Results> {
-    let natural = exit_order.is_none() && chaos_seed.is_none() && dir == "natural";
-    let settings = Settings {
+    let natural = dir == "natural";
+    let mut invocation = base.clone().perturbed(exit_order, chaos_seed);
+    invocation.settings = Settings {
         artifacts: request.settings.artifacts.join("explore").join(dir),
         keep_passing: true,
-        exit_order,
-        chaos_seed,
         rerun_without_layer: natural && request.settings.rerun_without_layer,
-        ..request.settings.clone()
+        ..invocation.settings
     };
-    let mut invocation = Invocation::new(matrix, request.baseline, settings)?;
     if let Some(only) = only {
         invocation.retain_cells(|c| {
             let key = plan_key(c);
@@ -301,10 +302,18 @@ fn perturbation(kind: Kind, natural: &CellResult, results: &Results) -> Option<P
     let cell = results.cells.iter().find(|c| match kind {
         Kind::Driver(_) => key(c) == key(natural),
         _ => key(c) == key(natural) && c.emulation == natural.emulation,
-    })?;
-    if cell.runs == 0 {
-        return None;
-    }
+    });
+    let Some(cell) = cell.filter(|c| c.runs > 0) else {
+        if natural.runs == 0 {
+            return None;
+        }
+        p.verdict = "error".into();
+        p.moved.push(match cell.and_then(|c| c.reason.clone()) {
+            Some(why) => format!("its runs did not start: {why}"),
+            None => "its runs did not start".into(),
+        });
+        return Some(p);
+    };
     let first = cell.artifacts.first().map(PathBuf::from);
     let applies = match kind {
         Kind::Order(_) => {
@@ -405,6 +414,7 @@ fn threads_ran_ahead(run_dir: &Path) -> bool {
 /// fixed; the first that moved something and made every run pass is the cell's fix.
 fn search_fixes(
     request: &Request,
+    base: &Invocation,
     cells: &mut [ExploredCell],
     start: &Instant,
     left_out: &mut Vec<String>,
@@ -414,6 +424,8 @@ fn search_fixes(
         let n = &c.natural;
         n.runs > 0 && n.counts.pass < n.runs && n.counts.error == 0
     };
+    // Cells where a change could not be tried (its runs did not start): no conclusion.
+    let mut undecided = vec![false; cells.len()];
     for order in Order::FIXES {
         let open: Vec<usize> = (0..cells.len())
             .filter(|&i| failing(&cells[i]) && cells[i].fix.is_none())
@@ -439,7 +451,7 @@ fn search_fixes(
                 let dir = format!("fix-{}", order.name());
                 Some(phase(
                     request,
-                    request.matrix,
+                    base,
                     &dir,
                     Some(ExitOrder(vec![order])),
                     None,
@@ -453,6 +465,9 @@ fn search_fixes(
                 Some(r) => perturbation(Kind::Order(order), &cells[i].natural, r),
                 None => ran(&cells[i], order).cloned(),
             };
+            if tried.as_ref().is_none_or(|p| p.verdict == "error") {
+                undecided[i] = true;
+            }
             if let Some(p) = tried.filter(|p| p.verdict == "pass") {
                 cells[i].fix = Some(Fix {
                     exit_order: order.name().into(),
@@ -464,8 +479,14 @@ fn search_fixes(
             }
         }
     }
-    for cell in cells.iter_mut().filter(|c| failing(c) && c.fix.is_none()) {
-        cell.no_fix = Some(no_fix_reason(&cell.natural));
+    for (cell, undecided) in cells.iter_mut().zip(undecided) {
+        if !failing(cell) || cell.fix.is_some() {
+            continue;
+        }
+        cell.no_fix = Some(match undecided || run::interrupt::interrupted() {
+            true => "not decided: a change of exit order could not be tried (its runs did not start or were cut short)".into(),
+            false => no_fix_reason(&cell.natural),
+        });
     }
     Ok(())
 }

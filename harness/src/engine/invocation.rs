@@ -11,6 +11,7 @@ use crate::host::layers::Chain;
 use crate::host::validation::{self, ValidationLayer};
 use crate::judge::run::Rules;
 use crate::judge::{self, Allow, Baseline, Expectation};
+use crate::plan::exit_order::ExitOrder;
 use crate::plan::matrix::{LayerSet, Matrix};
 use crate::plan::shard::Shard;
 use crate::plan::{self, Cell, ExternalCase, Plan};
@@ -36,7 +37,7 @@ pub(crate) struct Settings {
     /// A failing cell whose crashes are in a layer vkexit enabled is run again without it.
     pub(crate) rerun_without_layer: bool,
     /// Every run's exit in another order ([`crate::plan::exit_order`]).
-    pub(crate) exit_order: Option<crate::plan::exit_order::ExitOrder>,
+    pub(crate) exit_order: Option<ExitOrder>,
     /// Every run's other threads let run ahead at the exit handler boundaries this seed picks.
     pub(crate) chaos_seed: Option<u64>,
 }
@@ -60,6 +61,7 @@ impl Settings {
 }
 
 /// One layer set's runs: its chain, its plan, and each cell's expectation and allow-lists.
+#[derive(Clone)]
 pub(crate) struct Part<'a> {
     pub(crate) chain: Chain,
     pub(crate) plan: Plan,
@@ -68,6 +70,7 @@ pub(crate) struct Part<'a> {
 }
 
 /// Everything the runs of one command need, resolved.
+#[derive(Clone)]
 pub(crate) struct Invocation<'a> {
     pub(crate) parts: Vec<Part<'a>>,
     pub(crate) settings: Settings,
@@ -149,18 +152,7 @@ impl<'a> Invocation<'a> {
             for cell in &mut plan.cells {
                 cell.env = cell_env(matrix, cell);
             }
-            let mut expectations = judge::expectations(&plan.cells, baseline);
-            if settings.exit_order.is_some() || settings.chaos_seed.is_some() {
-                // The built-in baseline says what each built-in cell does in its own exit
-                // order; in another, only a baseline file can expect something.
-                for e in &mut expectations {
-                    if e.as_ref()
-                        .is_some_and(|e| e.source == judge::BUILTIN_SOURCE)
-                    {
-                        *e = None;
-                    }
-                }
-            }
+            let expectations = judge::expectations(&plan.cells, baseline);
             let allows = plan
                 .cells
                 .iter()
@@ -176,13 +168,8 @@ impl<'a> Invocation<'a> {
         if let Some(shard) = settings.shard {
             notes.push(format!("shard {shard}: {kept} of {all} cells"));
         }
-        if let Some(order) = &settings.exit_order {
-            notes.push(format!(
-                "every run exits in the order {order}; the built-in baseline (of each cell's own order) does not judge them"
-            ));
-        }
         check_evidence_dirs(&parts)?;
-        Ok(Invocation {
+        let invocation = Invocation {
             parts,
             runs: matrix.runs(),
             rerun_runs: matrix.runs(),
@@ -195,9 +182,41 @@ impl<'a> Invocation<'a> {
                 fail_on_leak: matrix.fail_on_leak,
                 children_may_crash: settings.children_may_crash,
             },
-            settings,
+            settings: Settings {
+                exit_order: None,
+                chaos_seed: None,
+                ..settings.clone()
+            },
             notes,
-        })
+        };
+        Ok(invocation.perturbed(settings.exit_order, settings.chaos_seed))
+    }
+
+    /// The same runs, each exiting in `exit_order` and with threads timed by `chaos_seed`.
+    /// The built-in baseline says what each built-in cell does in its own exit order: in
+    /// another, only a baseline file can expect something.
+    pub(crate) fn perturbed(
+        mut self,
+        exit_order: Option<ExitOrder>,
+        chaos_seed: Option<u64>,
+    ) -> Self {
+        if exit_order.is_some() || chaos_seed.is_some() {
+            for e in self.parts.iter_mut().flat_map(|p| &mut p.expectations) {
+                if e.as_ref()
+                    .is_some_and(|e| e.source == judge::BUILTIN_SOURCE)
+                {
+                    *e = None;
+                }
+            }
+        }
+        if let Some(order) = &exit_order {
+            self.notes.push(format!(
+                "every run exits in the order {order}; the built-in baseline (of each cell's own order) does not judge them"
+            ));
+        }
+        self.settings.exit_order = exit_order;
+        self.settings.chaos_seed = chaos_seed;
+        self
     }
 
     /// The same invocation making `runs` runs of each cell.

@@ -245,7 +245,7 @@ fn is_interpreter(program: &str) -> bool {
     )
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Plan {
     pub(crate) cells: Vec<Cell>,
     /// Facts a user should see before the table (drivers left out, …).
