@@ -38,6 +38,9 @@ pub(super) struct ExploreArgs {
     /// Write the exploration file (schema vkexit.explore/1).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write a Markdown summary: a row a cell, a column a perturbation, then what to act on.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
     /// An external program and its arguments, explored as one case.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -58,6 +61,22 @@ pub(super) fn explore_command(args: ExploreArgs) -> Result<Exit> {
         Some(path) => Some(Target::check(path, "the exploration file")?),
         None => None,
     };
+    let markdown = match &args.markdown {
+        Some(path) => Some(Target::check(path, "the Markdown summary")?),
+        None => None,
+    };
+    let outputs: Vec<(&str, &Target)> =
+        [("--json", json.as_ref()), ("--markdown", markdown.as_ref())]
+            .into_iter()
+            .filter_map(|(flag, t)| t.map(|t| (flag, t)))
+            .collect();
+    let mut inputs: Vec<(&str, &std::path::Path)> = args
+        .baselines
+        .iter()
+        .map(|b| ("--baseline", b.as_path()))
+        .collect();
+    inputs.extend(args.config.iter().map(|c| ("--config", c.as_path())));
+    crate::support::output::check_apart(&outputs, &inputs)?;
     let _owner = ArtifactsLock::take(&args.exec.artifacts)?;
     let mut settings = args.exec.settings(true, None)?;
     let orders = match settings.exit_order.take() {
@@ -74,18 +93,24 @@ pub(super) fn explore_command(args: ExploreArgs) -> Result<Exit> {
         budget: args.budget.map(std::time::Duration::from_secs_f64),
     };
     let exploration = explore::explore(&request, &mut [])?;
-    print!("{}", explore::table(&exploration));
-    if let Some(target) = json {
+    print!("{}", crate::report::explore::table(&exploration));
+    let json_text = || {
         let text = serde_json::to_string_pretty(&exploration).expect("an exploration is JSON");
-        write_atomically(&target.real, format!("{text}\n").as_bytes()).map_err(|e| {
-            Error::Output {
-                what: format!("cannot write {}", target.given.display()),
-                source: e,
-            }
+        format!("{text}\n")
+    };
+    let files = [
+        (json, json_text()),
+        (markdown, crate::report::explore::markdown(&exploration)),
+    ];
+    for (target, text) in files {
+        let Some(target) = target else { continue };
+        write_atomically(&target.real, text.as_bytes()).map_err(|e| Error::Output {
+            what: format!("cannot write {}", target.given.display()),
+            source: e,
         })?;
     }
     if exploration.interrupted {
         return Ok(Exit::Interrupted);
     }
-    Ok(Exit::from(explore::green(&exploration)))
+    Ok(Exit::from(crate::judge::explore::green(&exploration)))
 }

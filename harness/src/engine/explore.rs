@@ -12,11 +12,14 @@
 use super::gate;
 use super::invocation::{Invocation, Settings};
 use crate::host::layers::Emulation;
-use crate::judge::Baseline;
+use crate::judge::{self, Baseline};
 use crate::plan::exit_order::{ExitOrder, Order};
 use crate::plan::matrix::Matrix;
 use crate::plan::Cell;
-use crate::report::events::{GateEvent, Reporter};
+use crate::report::{
+    self,
+    events::{GateEvent, Reporter},
+};
 use crate::run;
 use crate::support::errors::Result;
 use std::collections::BTreeMap;
@@ -25,7 +28,6 @@ use std::time::{Duration, Instant};
 use vkexit_evidence::explore::{Exploration, ExploredCell, Fix, Perturbation};
 use vkexit_evidence::results::{CellResult, Counts, Results};
 use vkexit_evidence::timeline::{self, Event};
-use vkexit_evidence::verdict::RunVerdict;
 
 /// What `explore` is asked.
 pub(crate) struct Request<'a> {
@@ -125,6 +127,7 @@ pub(crate) fn explore(
     let start = Instant::now();
     // Planned once: every phase runs the same cells (a driver probed once), each changed.
     let base = Invocation::new(request.matrix, request.baseline, request.settings.clone())?;
+    let emulated = emulated_bases(request, &base)?;
     let natural = phase(request, &base, "natural", None, None, None, reporters)?;
     let mut cells: Vec<ExploredCell> = natural
         .cells
@@ -163,29 +166,18 @@ pub(crate) fn explore(
                 None,
                 reporters,
             )?,
-            Kind::Driver(e) => {
-                if cells.iter().all(|c| c.natural.emulation != "none") {
-                    continue;
-                }
-                let mut matrix = request.matrix.clone();
-                matrix.layer_sets = matrix
-                    .layer_sets()
-                    .into_iter()
-                    .map(|mut s| {
-                        s.emulation = e;
-                        s
-                    })
-                    .collect();
-                phase(
+            Kind::Driver(e) => match emulated.iter().find(|(m, _)| *m == e) {
+                Some((_, invocation)) => phase(
                     request,
-                    &Invocation::new(&matrix, request.baseline, request.settings.clone())?,
+                    invocation,
                     &kind.dir(),
                     None,
                     None,
                     None,
                     reporters,
-                )?
-            }
+                )?,
+                None => continue,
+            },
             Kind::Threads(seed) => phase(
                 request,
                 &base,
@@ -214,6 +206,34 @@ pub(crate) fn explore(
         interrupted: run::interrupt::interrupted(),
         cells,
     })
+}
+
+/// The cells under each emulated driver exit, planned now with the natural ones; none where
+/// every cell emulates one already.
+fn emulated_bases<'a>(
+    request: &Request<'a>,
+    base: &Invocation,
+) -> Result<Vec<(Emulation, Invocation<'a>)>> {
+    if base.cells().all(|c| c.emulation != Emulation::None) {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for e in [Emulation::Tegra, Emulation::TegraRacy] {
+        let mut matrix = request.matrix.clone();
+        matrix.layer_sets = matrix
+            .layer_sets()
+            .into_iter()
+            .map(|mut s| {
+                s.emulation = e;
+                s
+            })
+            .collect();
+        out.push((
+            e,
+            Invocation::new(&matrix, request.baseline, request.settings.clone())?,
+        ));
+    }
+    Ok(out)
 }
 
 /// One gate over `base`'s cells with every run changed as asked, its evidence in its own
@@ -329,27 +349,9 @@ fn perturbation(kind: Kind, natural: &CellResult, results: &Results) -> Option<P
     p.vuids = cell.vuids.clone();
     p.artifacts = cell.artifacts.iter().take(3).cloned().collect();
     if applies {
-        p.verdict = verdict_of(&cell.counts).into();
+        p.verdict = judge::explore::verdict_of(&cell.counts).into();
     }
     Some(p)
-}
-
-/// A perturbation's verdict from its runs alone.
-fn verdict_of(counts: &Counts) -> &'static str {
-    let total = counts.total();
-    if counts.error > 0 || total == 0 {
-        "error"
-    } else if counts.pass == total {
-        "pass"
-    } else if counts.pass == 0 {
-        "fail"
-    } else {
-        "flaky"
-    }
-}
-
-fn failed(verdict: &str) -> bool {
-    matches!(verdict, "fail" | "flaky" | "error")
 }
 
 /// The handlers an exit order moved, as the run directory's timeline names them.
@@ -509,8 +511,17 @@ fn findings(cell: &ExploredCell) -> Vec<String> {
     let natural = &cell.natural;
     let passes = natural.runs > 0 && natural.counts.pass == natural.runs;
     let mut out = Vec::new();
-    for p in cell.perturbations.iter().filter(|p| failed(&p.verdict)) {
-        let how = outcome(&p.counts, &p.signals, &p.vuids);
+    for p in cell.perturbations.iter().filter(|p| p.verdict == "error") {
+        let why = p
+            .moved
+            .first()
+            .map(String::as_str)
+            .unwrap_or("a run could not be judged");
+        out.push(format!("{} could not be judged: {why}", p.name));
+    }
+    let judged = |p: &&Perturbation| p.verdict != "error" && judge::explore::failed(&p.verdict);
+    for p in cell.perturbations.iter().filter(judged) {
+        let how = report::explore::outcome(&p.counts, &p.signals, &p.vuids);
         let moved = match p.moved.is_empty() {
             true => String::new(),
             false => format!("; moved: {}", p.moved.join(", ")),
@@ -535,123 +546,6 @@ fn findings(cell: &ExploredCell) -> Vec<String> {
     }
     if let Some(why) = &cell.no_fix {
         out.push(why.clone());
-    }
-    out
-}
-
-/// "crashes 5/5 (SIGSEGV)", "vuid 5/5 (VUID-…)", "flaky 2/5 pass".
-fn outcome(counts: &Counts, signals: &[String], vuids: &[String]) -> String {
-    let total = counts.total();
-    let mut parts = Vec::new();
-    for v in RunVerdict::ALL {
-        let n = counts.get(v);
-        if n == 0 || v == RunVerdict::Pass {
-            continue;
-        }
-        let detail = match v {
-            RunVerdict::Crash if !signals.is_empty() => format!(" ({})", signals.join(", ")),
-            RunVerdict::Vuid if !vuids.is_empty() => format!(" ({})", vuids.join(", ")),
-            _ => String::new(),
-        };
-        let word = match v {
-            RunVerdict::Crash => "crashes".to_string(),
-            other => other.name().to_string(),
-        };
-        parts.push(format!("{word} {n}/{total}{detail}"));
-    }
-    parts.join(", ")
-}
-
-/// Whether the exploration keeps the gate green: every natural cell as `run` judges it, and
-/// no perturbation failing.
-pub(crate) fn green(exploration: &Exploration) -> bool {
-    !exploration.interrupted
-        && exploration
-            .cells
-            .iter()
-            .all(|c| c.natural.is_green() && !c.perturbations.iter().any(|p| failed(&p.verdict)))
-}
-
-/// The terminal table: per cell, the natural exit and each perturbation, then what to act on.
-pub(crate) fn table(exploration: &Exploration) -> String {
-    let mut out = String::new();
-    for cell in &exploration.cells {
-        let n = &cell.natural;
-        let emulation = match n.emulation.as_str() {
-            "none" => String::new(),
-            e => format!(", emulate {e}"),
-        };
-        out.push_str(&format!(
-            "{} × {} × {} ({}{emulation})\n",
-            n.case,
-            n.runtime,
-            n.driver,
-            n.layers.join("+")
-        ));
-        let natural_outcome = match n.counts.pass == n.runs {
-            true => format!("pass {}/{}", n.runs, n.runs),
-            false => outcome(&n.counts, &n.signals, &n.vuids),
-        };
-        out.push_str(&format!(
-            "  {:<24} {:<15} {}\n",
-            "natural",
-            n.verdict.name(),
-            natural_outcome
-        ));
-        for p in &cell.perturbations {
-            let what = match (p.verdict.as_str(), p.counts.total()) {
-                ("not-applicable", _) => match (p.moved.first(), p.name.starts_with("threads")) {
-                    (Some(why), _) => why.clone(),
-                    (None, true) => "no other thread was running at the exit handlers".into(),
-                    (None, false) => "moves no exit handler in this program".into(),
-                },
-                ("pass", n) => format!("pass {n}/{n}"),
-                _ => outcome(&p.counts, &p.signals, &p.vuids),
-            };
-            out.push_str(&format!("  {:<24} {:<15} {what}\n", p.name, p.verdict));
-        }
-        if let Some(fix) = &cell.fix {
-            out.push_str(&format!(
-                "  {:<24} {:<15} pass {}/{} with --exit-order {}\n",
-                "fix",
-                fix.exit_order,
-                fix.counts.pass,
-                fix.counts.total(),
-                fix.exit_order
-            ));
-        }
-        for f in &cell.findings {
-            out.push_str(&format!("  → {f}\n"));
-        }
-    }
-    let order_proof = exploration
-        .cells
-        .iter()
-        .filter(|c| c.natural.is_green() && !c.perturbations.iter().any(|p| failed(&p.verdict)))
-        .count();
-    let latent = exploration
-        .cells
-        .iter()
-        .filter(|c| {
-            c.natural.counts.pass == c.natural.runs
-                && c.perturbations.iter().any(|p| failed(&p.verdict))
-        })
-        .count();
-    let fixed = exploration.cells.iter().filter(|c| c.fix.is_some()).count();
-    let unfixed = exploration
-        .cells
-        .iter()
-        .filter(|c| c.no_fix.is_some())
-        .count();
-    out.push_str(&format!(
-        "{} cells explored: {order_proof} order-proof, {latent} passing with a latent order bug, {fixed} failing with a fix found, {unfixed} failing with no order that helps\n",
-        exploration.cells.len()
-    ));
-    if !exploration.left_out.is_empty() {
-        out.push_str(&format!(
-            "left out by --budget: {}\n",
-            exploration.left_out.join(", ")
-        ));
     }
     out
 }

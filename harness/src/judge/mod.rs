@@ -14,6 +14,7 @@
 pub(crate) mod allow;
 pub(crate) mod builtin;
 pub(crate) mod cell;
+pub(crate) mod explore;
 pub(crate) mod file;
 mod results_file;
 pub mod run;

@@ -4,6 +4,7 @@
 
 pub mod events;
 pub(crate) mod explain_text;
+pub(crate) mod explore;
 pub(crate) mod first_run;
 pub(crate) mod html;
 pub(crate) mod junit;
