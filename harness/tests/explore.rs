@@ -455,3 +455,36 @@ fn the_static_destructor_after_the_tegra_exit_gets_the_seeds_fix() {
         "{never:#?}"
     );
 }
+
+/// The explorations committed with the docs (ci/explorations/, real runs on the NVIDIA H200)
+/// read as exploration files of this version's types, every perturbation with a verdict.
+#[test]
+fn the_committed_explorations_read_as_exploration_files() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/explorations");
+    let mut read = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let e: Exploration =
+            serde_json::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        assert_eq!(
+            e.schema,
+            vkexit_evidence::explore::SCHEMA,
+            "{}",
+            path.display()
+        );
+        assert!(!e.cells.is_empty());
+        for cell in &e.cells {
+            for p in &cell.perturbations {
+                let known = ["pass", "fail", "flaky", "error", "not-applicable"];
+                assert!(
+                    known.contains(&p.verdict.as_str()),
+                    "{}: {p:?}",
+                    path.display()
+                );
+            }
+        }
+        read += 1;
+    }
+    assert!(read >= 2, "only {read} explorations in {}", dir.display());
+}

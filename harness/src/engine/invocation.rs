@@ -189,7 +189,8 @@ impl<'a> Invocation<'a> {
             },
             notes,
         };
-        Ok(invocation.perturbed(settings.exit_order, settings.chaos_seed))
+        let exit_order = settings.exit_order.or_else(|| matrix.exit_order.clone());
+        Ok(invocation.perturbed(exit_order, settings.chaos_seed.or(matrix.chaos_seed)))
     }
 
     /// The same runs, each exiting in `exit_order` and with threads timed by `chaos_seed`.

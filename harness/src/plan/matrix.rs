@@ -12,6 +12,10 @@
 //! fail_on_leak = false                           # objects alive at exit fail a run
 //! allow_no_runs = false                          # true: a gate in which no run started
 //!                                                # (no driver shows a device) exits 0
+//! exit_order = "module"                          # every run exits in this order (as
+//!                                                # `--exit-order`; the flag comes first)
+//! chaos_seed = 7                                 # threads let run ahead at exit (as
+//!                                                # `--chaos-seed`; the flag comes first)
 //!
 //! [env]                                          # added to every run
 //! MESA_SHADER_CACHE_DISABLE = "true"
@@ -239,6 +243,10 @@ pub struct Matrix {
     pub(crate) env: Vec<(String, String)>,
     /// `fail_on_leak`: Vulkan objects alive at exit (seen by the trace layer) fail a run.
     pub(crate) fail_on_leak: bool,
+    /// `exit_order`: every run exits in this order (`--exit-order` comes first).
+    pub(crate) exit_order: Option<super::exit_order::ExitOrder>,
+    /// `chaos_seed`: every run's threads timed by this seed (`--chaos-seed` comes first).
+    pub(crate) chaos_seed: Option<u64>,
     /// `allow_no_runs`: a gate in which no run started (every driver absent, an empty
     /// shard) exits 0; without it, that is an error.
     pub(crate) allow_no_runs: bool,
@@ -514,6 +522,8 @@ struct RawMatrix {
     fail_on_leak: bool,
     #[serde(default)]
     allow_no_runs: bool,
+    exit_order: Option<Spanned<String>>,
+    chaos_seed: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -560,10 +570,21 @@ enum EmulationName {
 
 impl RawMatrix {
     fn check(self, file: &TomlFile) -> Result<Matrix> {
+        let exit_order = match self.exit_order {
+            Some(order) => {
+                let at = order.span().start;
+                let order = super::exit_order::ExitOrder::parse(order.get_ref())
+                    .map_err(|why| file.error_at(at, format!("exit_order: {why}")))?;
+                Some(order)
+            }
+            None => None,
+        };
         let mut m = Matrix {
             skip_absent_drivers: self.drivers.is_some(),
             fail_on_leak: self.fail_on_leak,
             allow_no_runs: self.allow_no_runs,
+            exit_order,
+            chaos_seed: self.chaos_seed,
             env: check_env(file, self.env)?,
             ..Matrix::default()
         };
@@ -889,6 +910,20 @@ fn check_suite(file: &TomlFile, at: usize, raw: RawSuite) -> Result<suites::Suit
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_matrix_names_an_exit_order_and_a_bad_one_is_placed() {
+        let m = parse("exit_order = \"module,linked\"\nchaos_seed = 7\n").unwrap();
+        assert_eq!(m.exit_order.unwrap().to_string(), "module,linked");
+        assert_eq!(m.chaos_seed, Some(7));
+        let err = parse("runs = 2\nexit_order = \"static\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(":2:") && err.contains("`static` is no exit order"),
+            "{err}"
+        );
+    }
 
     fn parse(text: &str) -> Result<Matrix, String> {
         let file = TomlFile {
