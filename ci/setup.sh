@@ -17,7 +17,8 @@ elif [ $# -gt 0 ]; then
     exit 2
 fi
 
-packages=(curl libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc cmake g++ libgtest-dev python3-pytest chromium python3-venv python3-pip)
+# gcc, clang and clang's sanitizer runtimes (libclang-rt-dev) build harness/tests/sanitizers.rs's programs.
+packages=(curl libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc clang libclang-rt-dev cmake g++ libgtest-dev python3-pytest chromium python3-venv python3-pip)
 
 missing=()
 for p in "${packages[@]}"; do

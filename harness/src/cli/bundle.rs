@@ -1,7 +1,7 @@
 //! `vkexit bundle`: vkexit packed for another machine.
 
 use super::Exit;
-use crate::engine::elf::GlibcVersion;
+use crate::support::elf::GlibcVersion;
 use crate::support::errors::Result;
 use std::path::PathBuf;
 

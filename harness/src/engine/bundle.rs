@@ -29,8 +29,8 @@ use std::process::Command;
 
 use serde::Serialize;
 
-use super::elf::{self, GlibcVersion};
 use crate::plan::{scenario_dir, BUILTIN_CASES, REFRT_LIBRARY};
+use crate::support::elf::{self, GlibcVersion};
 use crate::support::errors::{Error, Result};
 
 /// The Debian packages `--with-vulkan` downloads: the loader and the validation layer.

@@ -8,7 +8,6 @@
 pub mod bench;
 pub mod bundle;
 pub mod doctor;
-pub mod elf;
 pub mod explore;
 pub mod gate;
 pub mod invocation;

@@ -1,6 +1,6 @@
 //! Facts about this machine: the Vulkan drivers and their devices, the loader, the
 //! validation layer (its settings, its log and its check names), the layer chain a run
-//! gets, and the provenance a result records.
+//! gets, the provenance a result records, and the sanitizer runtime a run preloads first.
 
 pub mod drivers;
 pub mod layers;
@@ -8,5 +8,6 @@ pub mod loader;
 pub mod messages;
 pub mod probe;
 pub mod provenance;
+pub mod sanitizer;
 pub mod validation;
 pub mod vuid;

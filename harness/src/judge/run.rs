@@ -25,6 +25,11 @@ use vkexit_evidence::verdict::RunVerdict;
 /// validation layer cannot report once the parent is gone.
 pub(crate) const DEAD_HANDLE_ID: &str = "VKEXIT-trace-dead-handle";
 
+/// The id under which a sanitizer's report in a run that exited 0 (UBSan reports and goes on,
+/// by default) is counted among the VUIDs: it fails the run as a validation message does, and
+/// an allow-list may allow it.
+pub(crate) const SANITIZER_ID: &str = "VKEXIT-sanitizer-report";
+
 /// What one run came to, kept with its evidence and counted into its cell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Classification {
@@ -81,6 +86,7 @@ pub(crate) struct RunRecord {
 pub(crate) fn judge(finished: &Finished, cell: &Cell, chain: &Chain, rules: &Rules) -> RunRecord {
     let evidence = &finished.evidence;
     let mut c = classify(evidence, rules);
+    sanitizer_report(&mut c, evidence, finished.sanitizer_report.as_deref());
     for fault in &finished.faults {
         distrust(&mut c, fault);
     }
@@ -111,6 +117,25 @@ pub(crate) fn judge(finished: &Finished, cell: &Cell, chain: &Chain, rules: &Rul
         stderr_bytes: finished.stderr_bytes,
         kept: None,
         vulkan: finished.vulkan.clone(),
+    }
+}
+
+/// A sanitizer's report on the run's stderr comes first in its reason. A run whose processes
+/// all exited 0 is a `vuid` for it, as certain a failure as a crash whatever validation did:
+/// vkexit gates CI, and UBSan, unless the program sets `halt_on_error`, reports undefined
+/// behaviour and exits 0.
+fn sanitizer_report(c: &mut Classification, evidence: &RunEvidence, report: Option<&str>) {
+    let Some(report) = report else { return };
+    let exited_0 = matches!(evidence.termination, Termination::Exited { code: 0 })
+        && evidence.setup_failure.is_none()
+        && !matches!(c.verdict, RunVerdict::Crash | RunVerdict::Timeout);
+    c.reason = match c.verdict {
+        RunVerdict::Pass => format!("{report}; the program exited 0"),
+        _ => format!("{report}; {}", c.reason),
+    };
+    if exited_0 {
+        c.verdict = RunVerdict::Vuid;
+        c.vuids.push(SANITIZER_ID.to_string());
     }
 }
 
@@ -1026,6 +1051,50 @@ mod tests {
         );
         assert_eq!(c.reason, "killed by SIGABRT, in the validation layer");
         assert_eq!(c.crash_layer.as_deref(), Some("validation"));
+    }
+
+    #[test]
+    fn a_sanitizer_report_leads_the_reason_and_fails_a_run_that_exited_0() {
+        let judged = |termination: Termination, validation: Validation, report: Option<&str>| {
+            let evidence = RunEvidence {
+                termination,
+                validation,
+                trace: None,
+                tegra: None,
+                tree: ProcessTree::default(),
+                setup_failure: None,
+            };
+            let mut c = classify(&evidence, &Rules::default());
+            sanitizer_report(&mut c, &evidence, report);
+            c
+        };
+        let asan = "AddressSanitizer: heap-use-after-free at /src/a.c:2 in main";
+        let c = judged(
+            Termination::Exited { code: 1 },
+            Validation::NotRequested,
+            Some(asan),
+        );
+        assert_eq!(c.verdict, RunVerdict::Exit);
+        assert_eq!(c.reason, format!("{asan}; exited with code 1"));
+        let ub = "UndefinedBehaviorSanitizer: a.c:3:7: runtime error: shift exponent 40";
+        let c = judged(Termination::Exited { code: 0 }, clean_log(), Some(ub));
+        assert_eq!(c.verdict, RunVerdict::Vuid);
+        assert_eq!(c.reason, format!("{ub}; the program exited 0"));
+        assert_eq!(c.vuids, [SANITIZER_ID]);
+        // Certain whatever validation did, as a crash is.
+        let c = judged(
+            Termination::Exited { code: 0 },
+            Validation::NotActive,
+            Some(ub),
+        );
+        assert_eq!(c.verdict, RunVerdict::Vuid);
+        assert!(
+            c.reason.starts_with(&format!("{ub}; exited 0 but")),
+            "{}",
+            c.reason
+        );
+        let c = judged(Termination::Exited { code: 0 }, clean_log(), None);
+        assert_eq!(c.verdict, RunVerdict::Pass);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub(crate) mod unix;
 use crate::host::drivers::{self, DriverSelection};
 use crate::host::layers::{self, Chain};
 use crate::host::loader::{self, VulkanUse};
+use crate::host::sanitizer::{self, Runtimes};
 use crate::host::validation;
 use crate::plan::{CaseCommand, Cell, Plan, REFRT_LIBRARY};
 use crate::support::errors::{Error, Result};
@@ -77,6 +78,8 @@ pub(crate) struct Finished {
     pub(crate) unchosen_driver: Option<PathBuf>,
     /// The threads and stacks of a run that hung.
     pub(crate) hang: Option<HangReport>,
+    /// A sanitizer's report on the run's stderr, in one line (`host::sanitizer::report`).
+    pub(crate) sanitizer_report: Option<String>,
     /// Where the run's directory is while the caller looks at it.
     pub(crate) dir: PathBuf,
     pub(crate) duration: Duration,
@@ -150,6 +153,12 @@ pub(crate) fn execute(
     let mut chain = options.chain.clone();
     chain.write_manifests(&root.join(".layers"), &plan.scenario_dir)?;
     write_driver_manifests(plan, &root);
+    // Once per cell, before any run: the sanitizer runtimes its program must load first.
+    let sanitizers: Vec<Runtimes> = plan
+        .cells
+        .iter()
+        .map(|cell| sanitizer_runtimes(cell, options))
+        .collect();
     if options.diagnostics {
         let preload = plan.scenario_dir.join(PRELOAD_LIBRARY);
         if !preload.exists() {
@@ -175,7 +184,7 @@ pub(crate) fn execute(
     std::thread::scope(|scope| {
         for worker in 0..options.jobs.max(1).min(total.max(1)) {
             let tx = tx.clone();
-            let (job, next, judging) = (&job, &next, &judging);
+            let (job, next, judging, sanitizers) = (&job, &next, &judging, &sanitizers);
             scope.spawn(move || {
                 let mut slot = slot::Slot::new(&options.artifacts, worker);
                 // A slot frees: the next run starts as soon as every finished
@@ -184,7 +193,9 @@ pub(crate) fn execute(
                     let Some((cell, index)) = job(next.fetch_add(1, Ordering::Relaxed)) else {
                         break;
                     };
-                    let (finished, keeping) = run_one(plan, cell, index, options, &mut slot);
+                    let runtimes = &sanitizers[cell];
+                    let (finished, keeping) =
+                        run_one(plan, cell, index, options, runtimes, &mut slot);
                     let (answer, keep) = mpsc::sync_channel(1);
                     judging.sent();
                     if tx
@@ -365,6 +376,7 @@ fn run_one(
     cell_index: usize,
     index: u32,
     options: &Options,
+    runtimes: &Runtimes,
     slot: &mut slot::Slot,
 ) -> (Finished, Keeping) {
     let cell = &plan.cells[cell_index];
@@ -379,8 +391,9 @@ fn run_one(
     let mut started = false;
     let outcome = match slot.prepare(validation) {
         Ok(()) => {
-            let (made, prepared, cgroups) =
-                slot.command(cell_index, |dir| command_spec(plan, cell, dir, options));
+            let (made, prepared, cgroups) = slot.command(cell_index, |dir| {
+                command_spec(plan, cell, dir, options, runtimes)
+            });
             let mut on_hang = |pgid: libc::pid_t, stdout: &Capture| {
                 hang = Some(crate::run::hang::capture(pgid, &stdout.to_lossy_string()));
             };
@@ -442,6 +455,7 @@ fn run_one(
         unchosen_driver: (selection(cell) == DriverSelection::LoaderSelect && !copy.is_file())
             .then_some(copy),
         hang,
+        sanitizer_report: sanitizer::report(&outcome.stderr.to_lossy_string()),
         dir,
         duration: outcome.duration,
         stdout_bytes: outcome.stdout.total(),
@@ -525,7 +539,13 @@ fn prepare_run_dir(dir: &Path, validation: bool) -> std::io::Result<()> {
 
 /// The environment of one run: the caller's, less anything that would
 /// change what the layer reports, pointed into the run directory.
-fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix::CommandSpec {
+fn command_spec(
+    plan: &Plan,
+    cell: &Cell,
+    dir: &Path,
+    options: &Options,
+    runtimes: &Runtimes,
+) -> unix::CommandSpec {
     let chain = &options.chain;
     let dir_str = |p: &Path| dir.join(p).display().to_string();
     let mut env_set: Vec<(String, String)> = vec![
@@ -547,19 +567,17 @@ fn command_spec(plan: &Plan, cell: &Cell, dir: &Path, options: &Options) -> unix
     if options.diagnostics {
         // The cell's own preload (`[env] LD_PRELOAD`) is the one the run would
         // have had without vkexit, ahead of an inherited one; both stay.
-        let user = cell
-            .env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "LD_PRELOAD")
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var("LD_PRELOAD").ok());
+        let user = cell_var(cell, "LD_PRELOAD");
         env_set.extend(diagnostics_env(
             &plan.scenario_dir,
             dir,
             options.time_destructors,
             user.as_deref(),
+            runtimes,
         ));
+        if let Some(asan) = runtimes.asan_options(cell_var(cell, "ASAN_OPTIONS").as_deref()) {
+            env_set.push(("ASAN_OPTIONS".into(), asan));
+        }
         if let Some(order) = &options.exit_order {
             env_set.push((EXIT_ORDER_VAR.into(), order.clone()));
         }
@@ -611,26 +629,71 @@ pub(crate) fn command_in(
     if selection(cell) == DriverSelection::LoaderSelect {
         drivers::write_selected_manifest(&cell.driver, &options.artifacts.join(DRIVERS_DIR))?;
     }
-    Ok(command_spec(plan, cell, dir, options))
+    let runtimes = sanitizer_runtimes(cell, options);
+    Ok(command_spec(plan, cell, dir, options, &runtimes))
+}
+
+/// A variable as a run of `cell` gets it: the cell's own (`[env]`), else vkexit's.
+fn cell_var(cell: &Cell, name: &str) -> Option<String> {
+    cell.env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(name).ok())
+}
+
+/// The sanitizer runtimes an external program of `cell` names, resolved with the library path
+/// its runs get; none without the preload, which is what would come before them.
+fn sanitizer_runtimes(cell: &Cell, options: &Options) -> Runtimes {
+    let CaseCommand::External(argv) = &cell.command else {
+        return Runtimes::default();
+    };
+    if !options.diagnostics || cell.not_run.is_some() {
+        return Runtimes::default();
+    }
+    let program = Path::new(&argv[0]);
+    let program = match program.as_os_str().as_encoded_bytes().contains(&b'/') {
+        true if program.is_relative() => cell
+            .workdir
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default()
+            .join(program),
+        true => program.to_path_buf(),
+        false => {
+            let path =
+                cell_var(cell, "PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+            match std::env::split_paths(&path)
+                .map(|d| d.join(program))
+                .find(|p| p.is_file())
+            {
+                Some(found) => found,
+                None => return Runtimes::default(),
+            }
+        }
+    };
+    let library_path = cell_var(cell, "LD_LIBRARY_PATH").map(std::ffi::OsString::from);
+    sanitizer::runtimes(&program, library_path.as_ref())
 }
 
 pub(crate) const PRELOAD_LIBRARY: &str = "libvkexit_preload.so";
 
 /// The preloaded crash report and exit timeline, ahead of `user`, the
 /// preload the run would have had without vkexit (kept, in its own order):
-/// vkexit's must see the program's own interposers as the program.
+/// vkexit's must see the program's own interposers as the program. Only the
+/// sanitizer runtimes come before it, where the program would have them:
+/// first (`host::sanitizer`).
 fn diagnostics_env(
     library_dir: &Path,
     dir: &Path,
     time_destructors: bool,
     user: Option<&str>,
+    runtimes: &Runtimes,
 ) -> Vec<(String, String)> {
-    let mut preload = library_dir.join(PRELOAD_LIBRARY).display().to_string();
-    if let Some(user) = user.filter(|u| !u.trim().is_empty()) {
-        preload = format!("{preload}:{user}");
-    }
+    let preload = library_dir.join(PRELOAD_LIBRARY).display().to_string();
     let mut env: Vec<(String, String)> = vec![
-        ("LD_PRELOAD".into(), preload),
+        ("LD_PRELOAD".into(), runtimes.compose(&preload, user)),
         (
             vkexit_evidence::files::CRASH.var.into(),
             dir.join(CRASH_FILE).display().to_string(),

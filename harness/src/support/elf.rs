@@ -2,19 +2,24 @@
 //! from each library (`.gnu.version_r`, with the symbols bound to each version through
 //! `.gnu.version` and `.dynsym`). `vkexit bundle` holds every file it packs to a glibc floor
 //! with it, so that a bundle built here is known to start on an older system before it is
-//! copied there.
+//! copied there. And the program's interpreter and the libraries it names (`PT_INTERP`,
+//! `DT_NEEDED`, [`linking`]): a run of a sanitizer build preloads the sanitizer's runtime.
 //!
-//! Only what that check needs is read: 64-bit little-endian files (x86_64, aarch64), section
-//! headers, and the three GNU symbol-versioning sections. Anything else is an error naming the
-//! file, never a guess.
+//! Only what those need is read: 64-bit little-endian files (x86_64, aarch64), section
+//! headers, the three GNU symbol-versioning sections, the dynamic section and the program
+//! headers. Anything else is an error naming the file, never a guess.
 
 use std::fmt;
 
-/// `e_machine` values of the architectures vkexit is built for.
+/// The `e_machine` of x86_64, an architecture vkexit is built for.
 pub const EM_X86_64: u16 = 62;
+/// The `e_machine` of aarch64, an architecture vkexit is built for.
 pub const EM_AARCH64: u16 = 183;
 
+const SHT_DYNAMIC: u32 = 6;
 const SHT_DYNSYM: u32 = 11;
+const PT_INTERP: u32 = 3;
+const DT_NEEDED: u64 = 1;
 const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
 const SHT_GNU_VERSYM: u32 = 0x6fff_ffff;
 
@@ -32,8 +37,19 @@ pub struct Need {
 /// What [`read`] learned of one file.
 #[derive(Debug, Clone)]
 pub struct Needs {
+    /// Its `e_machine`.
     pub machine: u16,
+    /// Each version it needs, with the library that must define it.
     pub needs: Vec<Need>,
+}
+
+/// How a program is linked, as [`linking`] reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Linking {
+    /// The dynamic linker it names (`/lib64/ld-linux-x86-64.so.2`); `None` for a static one.
+    pub interpreter: Option<String>,
+    /// The libraries it names itself (`DT_NEEDED`), in its order: `libasan.so.8`.
+    pub needed: Vec<String>,
 }
 
 /// A file [`read`] could not make sense of.
@@ -89,8 +105,8 @@ pub fn machine_of(arch: &str) -> Option<u16> {
     }
 }
 
-/// Reads the machine and the version needs of an ELF file's bytes.
-pub fn read(bytes: &[u8]) -> Result<Needs, Malformed> {
+/// Checks the identification of a 64-bit little-endian ELF file.
+fn reader(bytes: &[u8]) -> Result<Reader<'_>, Malformed> {
     let r = Reader(bytes);
     if bytes.get(..4) != Some(b"\x7fELF") {
         return Err(Malformed("not an ELF file".into()));
@@ -100,24 +116,73 @@ pub fn read(bytes: &[u8]) -> Result<Needs, Malformed> {
             "not a 64-bit little-endian ELF file (the only kind vkexit is built as)".into(),
         ));
     }
-    let machine = r.u16(0x12)?;
+    Ok(r)
+}
+
+/// The section headers; none when the file has none.
+fn sections(r: &Reader) -> Result<Vec<Section>, Malformed> {
     let shoff = r.u64(0x28)?;
     let shentsize = u64::from(r.u16(0x3a)?);
     let shnum = u64::from(r.u16(0x3c)?);
     if shoff == 0 || shnum == 0 {
-        return Ok(Needs {
-            machine,
-            needs: Vec::new(),
-        });
+        return Ok(Vec::new());
     }
     if shentsize < 64 {
         return Err(Malformed(format!(
             "section headers of {shentsize} bytes (expected 64)"
         )));
     }
-    let sections: Vec<Section> = (0..shnum)
-        .map(|i| Section::at(&r, shoff + i * shentsize))
-        .collect::<Result<_, _>>()?;
+    (0..shnum)
+        .map(|i| Section::at(r, shoff + i * shentsize))
+        .collect()
+}
+
+/// Reads a program's interpreter and the libraries it names.
+pub fn linking(bytes: &[u8]) -> Result<Linking, Malformed> {
+    let r = reader(bytes)?;
+    let phoff = r.u64(0x20)?;
+    let phentsize = u64::from(r.u16(0x36)?);
+    let phnum = u64::from(r.u16(0x38)?);
+    let mut linking = Linking::default();
+    for i in 0..phnum {
+        let at = phoff + i * phentsize;
+        if r.u32(at)? == PT_INTERP {
+            let offset = r.u64(at + 8)?;
+            let size = r.u64(at + 32)?;
+            let table = Section {
+                kind: 0,
+                offset,
+                size,
+                link: 0,
+                info: 0,
+            };
+            linking.interpreter = Some(r.string(&table, 0)?);
+        }
+    }
+    let sections = sections(&r)?;
+    for dynamic in sections.iter().filter(|s| s.kind == SHT_DYNAMIC) {
+        let strings = section(&sections, dynamic.link)?;
+        for i in 0..dynamic.size / 16 {
+            let entry = dynamic.offset + i * 16;
+            match r.u64(entry)? {
+                0 => break,
+                DT_NEEDED => {
+                    let offset = u32::try_from(r.u64(entry + 8)?)
+                        .map_err(|_| Malformed(format!("DT_NEEDED at byte {entry} is too far")))?;
+                    linking.needed.push(r.string(strings, offset)?);
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(linking)
+}
+
+/// Reads the machine and the version needs of an ELF file's bytes.
+pub fn read(bytes: &[u8]) -> Result<Needs, Malformed> {
+    let r = reader(bytes)?;
+    let machine = r.u16(0x12)?;
+    let sections = sections(&r)?;
     let Some(verneed) = sections.iter().find(|s| s.kind == SHT_GNU_VERNEED) else {
         return Ok(Needs {
             machine,
@@ -291,7 +356,21 @@ mod tests {
     }
 
     #[test]
+    fn a_host_program_names_its_interpreter_and_libc() {
+        let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let linking = linking(&me).unwrap();
+        let interpreter = linking.interpreter.expect("a dynamic test program");
+        assert!(interpreter.contains("/ld-linux"), "{interpreter}");
+        assert!(
+            linking.needed.iter().any(|n| n == "libc.so.6"),
+            "{:?}",
+            linking.needed
+        );
+    }
+
+    #[test]
     fn anything_else_is_malformed_not_a_guess() {
+        assert!(linking(b"#!/bin/sh\n").is_err());
         assert!(read(b"#!/bin/sh\n").is_err());
         assert!(read(b"\x7fELF\x01\x01\x01").is_err());
         let mut truncated = std::fs::read(std::env::current_exe().unwrap()).unwrap();
