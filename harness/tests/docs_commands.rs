@@ -166,6 +166,42 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
         "ci/meta-suite.sh",
         "the script runs that file's ignored longer run; the gate runs the same suite at 20 runs a program",
     ),
+    (
+        "cmake -B build \"-DCMAKE_TEST_LAUNCHER=vkexit;exec;--\"",
+        "harness/tests/exec.rs",
+        "-DCMAKE_TEST_LAUNCHER=",
+        "ctest_runs_each_test_through_the_launcher, with --driver lavapipe and a CMake from PyPI",
+    ),
+    (
+        "cmake --build build",
+        "harness/tests/exec.rs",
+        "\"--build\"",
+        "ctest_runs_each_test_through_the_launcher",
+    ),
+    (
+        "ctest --test-dir build -j 8 --output-on-failure",
+        "harness/tests/exec.rs",
+        "\"--output-on-failure\"",
+        "ctest_runs_each_test_through_the_launcher, in the build directory, one test at a time",
+    ),
+    (
+        "meson setup build",
+        "harness/tests/exec.rs",
+        ".arg(\"setup\")",
+        "meson_test_runs_each_test_through_the_wrapper",
+    ),
+    (
+        "meson test -C build --wrapper \"vkexit exec --\"",
+        "harness/tests/exec.rs",
+        "\"--wrapper\"",
+        "meson_test_runs_each_test_through_the_wrapper, in the build directory, with --driver lavapipe",
+    ),
+    (
+        "vkexit exec -- python3 -m pytest tests/",
+        "harness/tests/exec.rs",
+        "[\"-m\", \"pytest\"",
+        "pytest_runs_under_exec, one test file",
+    ),
 ];
 
 /// Commands no test here can run, and why.

@@ -4,6 +4,7 @@
 mod baseline;
 mod bench;
 mod bundle;
+mod exec;
 mod explain;
 mod explore;
 mod list;
@@ -33,6 +34,9 @@ struct Cli {
 enum Command {
     /// Run cases under validation on each driver and judge them.
     Run(Box<run::RunArgs>),
+    /// Run one program once under vkexit, inside another test runner: its output passes
+    /// through, its exit code becomes the verdict's, one line on stderr says why.
+    Exec(Box<exec::ExecArgs>),
     /// Run each cell's natural exit, then each perturbation of it (module build, link order,
     /// the Tegra driver's exit, thread timing); where the natural exit fails, find the change of
     /// order that makes it clean.
@@ -88,6 +92,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => run::run_command(*args),
+        Command::Exec(args) => exec::exec_command(*args).map(Exit::Code),
         Command::Explore(args) => explore::explore_command(*args),
         Command::List => list::list().map(|()| Exit::Green),
         Command::Doctor => crate::engine::doctor::doctor(&mut std::io::stdout().lock())
@@ -132,6 +137,7 @@ pub fn main() -> ExitCode {
         Ok(Exit::Green) => ExitCode::SUCCESS,
         Ok(Exit::Red) => ExitCode::from(vkexit_evidence::exit_code::RED),
         Ok(Exit::Interrupted) => ExitCode::from(crate::run::interrupt::EXIT_CODE),
+        Ok(Exit::Code(code)) => ExitCode::from(code),
         Err(e) => {
             eprintln!("vkexit: {e}");
             ExitCode::from(e.exit_code())
@@ -139,11 +145,13 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// How `vkexit run` ended, for its exit code.
+/// How a command ended, for its exit code.
 enum Exit {
     Green,
     Red,
     Interrupted,
+    /// `vkexit exec`: the code its verdict gives.
+    Code(u8),
 }
 
 impl From<bool> for Exit {

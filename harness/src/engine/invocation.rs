@@ -84,6 +84,8 @@ pub(crate) struct Invocation<'a> {
     pub(crate) rules: Rules,
     /// Facts to show before the runs (drivers left out, the shard, pinned layers, …).
     pub(crate) notes: Vec<String>,
+    /// Every run's output passed through to vkexit's own as it comes (`vkexit exec`).
+    pub(crate) echo: bool,
 }
 
 impl<'a> Invocation<'a> {
@@ -188,6 +190,7 @@ impl<'a> Invocation<'a> {
                 ..settings.clone()
             },
             notes,
+            echo: false,
         };
         let exit_order = settings.exit_order.or_else(|| matrix.exit_order.clone());
         Ok(invocation.perturbed(exit_order, settings.chaos_seed.or(matrix.chaos_seed)))
@@ -237,6 +240,7 @@ impl<'a> Invocation<'a> {
             time_destructors: self.settings.time_destructors,
             exit_order: self.settings.exit_order.as_ref().map(|o| o.to_string()),
             chaos_seed: self.settings.chaos_seed,
+            echo: self.echo,
         }
     }
 

@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod bundle;
 pub mod doctor;
+pub(crate) mod exec;
 pub mod explore;
 pub mod gate;
 pub mod invocation;

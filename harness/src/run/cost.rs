@@ -73,6 +73,7 @@ fn measure(work: &Path, runs: u32) -> std::io::Result<Parts> {
         term_grace: Duration::from_secs(2),
         pipe_grace: Duration::from_millis(500),
         capture_keep: DEFAULT_KEEP,
+        echo: false,
     };
     let mut reuse = cgroup::Reuse::default();
     let mut failed = None;

@@ -51,6 +51,8 @@ pub(crate) struct Options {
     pub(crate) exit_order: Option<String>,
     /// The thread-timing seed of every run: the preload's `VKEXIT_CHAOS_SEED`.
     pub(crate) chaos_seed: Option<u64>,
+    /// Pass every run's stdout and stderr through to vkexit's own as they come (`vkexit exec`).
+    pub(crate) echo: bool,
 }
 
 /// The preload's variable for the exit order (diagnostics/preload, `exit_order.rs`).
@@ -516,6 +518,7 @@ fn limits(options: &Options, cell: &Cell) -> unix::Limits {
         term_grace: Duration::from_secs(2),
         pipe_grace: Duration::from_millis(500),
         capture_keep: crate::run::capture::DEFAULT_KEEP,
+        echo: options.echo,
     }
 }
 

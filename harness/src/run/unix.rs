@@ -28,6 +28,8 @@ pub struct Limits {
     /// output pipes open before they are killed.
     pub pipe_grace: Duration,
     pub capture_keep: usize,
+    /// Also write the program's stdout and stderr to vkexit's own, as they come (`vkexit exec`).
+    pub echo: bool,
 }
 
 /// How one run ended, as its supervisor saw it.
@@ -103,6 +105,7 @@ pub fn run_prepared(
             Capture::new(limits.capture_keep),
         ],
         status: None,
+        echo: limits.echo,
     };
     let termination = watch.supervise(start, limits, on_hang);
     kill_group(pid, libc::SIGKILL);
@@ -161,6 +164,7 @@ struct Watch {
     pipes: [Option<OwnedFd>; 2],
     captures: [Capture; 2],
     status: Option<libc::c_int>,
+    echo: bool,
 }
 
 impl Watch {
@@ -259,6 +263,9 @@ impl Watch {
                 let got =
                     unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n as usize) };
                 self.captures[i].push(got);
+                if self.echo {
+                    echo(i, got);
+                }
                 continue;
             }
             let err = std::io::Error::last_os_error();
@@ -303,6 +310,19 @@ impl Watch {
             self.drain(i);
         }
     }
+}
+
+/// Passes output through to vkexit's stdout (`i` 0) or stderr (1), unbuffered; a closed or
+/// failing stream loses the copy, never the capture or the run's supervision.
+fn echo(i: usize, bytes: &[u8]) {
+    use std::io::Write;
+    let _ = match i {
+        0 => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes).and_then(|()| out.flush())
+        }
+        _ => std::io::stderr().lock().write_all(bytes),
+    };
 }
 
 fn pollfd(fd: RawFd) -> libc::pollfd {
