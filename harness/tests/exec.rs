@@ -3,7 +3,7 @@
 //! a passing test green and a crashing or validation-failing one red with vkexit's one line.
 //! The programs create a Vulkan instance on lavapipe under the real validation layer. Then
 //! what a runner relies on: output passed through unchanged and as it comes, the exit codes,
-//! and many execs at once.
+//! many execs at once, and a driver probe kept between vkexits that a changed manifest undoes.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -523,4 +523,52 @@ fn many_execs_at_once_each_keep_their_own() {
         }
     }
     assert_eq!(kept.len(), 4, "{kept:?}");
+}
+
+/// A driver probe is kept in the user's cache; a changed manifest is probed again, so its
+/// answer is never stale.
+#[test]
+fn a_changed_manifest_is_probed_again() {
+    vulkan::require_vulkan();
+    let sb = Sandbox::new();
+    let vk = build_program(sb.path());
+    let manifest = sb.path().join("lvp_icd.json");
+    let library = vulkan::lavapipe_library();
+    let write = |library: &str| {
+        let text = format!(
+            r#"{{"file_format_version": "1.0.0", "ICD": {{"library_path": "{library}", "api_version": "1.3.0"}}}}"#
+        );
+        std::fs::write(&manifest, text).unwrap();
+    };
+    write(&library);
+    let exec = |args: &[&str]| {
+        sb.vkexit()
+            .env("XDG_CACHE_HOME", sb.path().join("cache"))
+            .args(["exec", "--no-validation", "--driver"])
+            .arg(&manifest)
+            .arg("--")
+            .arg(&vk)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = exec(&["pass"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let kept: Vec<_> = std::fs::read_dir(sb.path().join("cache/vkexit/probes"))
+        .expect("the probe is kept")
+        .collect();
+    assert_eq!(kept.len(), 1);
+    // Kept again: the same answer.
+    let out = exec(&["pass"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // A library that is not there: the driver shows no device now, and the kept probe, which
+    // said it did, must not be believed.
+    write("/nonexistent/libvulkan_lvp.so");
+    let out = exec(&["pass"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("shows no device") || stderr.contains("could not be probed"),
+        "{stderr}"
+    );
 }

@@ -3,6 +3,8 @@
 //! command) so that a broken driver cannot take vkexit down, and so that the
 //! driver is chosen exactly as for a run: by environment.
 
+mod cache;
+
 use crate::host::drivers::Driver;
 use crate::support::errors::ProbeError;
 use ash::vk;
@@ -41,6 +43,10 @@ pub struct ProbeReport {
     pub loader_version: String,
     /// The devices the driver shows.
     pub devices: Vec<DeviceInfo>,
+    /// The files the probe process had mapped with the instance alive (the loader, the
+    /// driver, what they load): a cached probe holds while each of them is unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub libraries: Vec<std::path::PathBuf>,
 }
 
 fn version_string(v: u32) -> String {
@@ -69,11 +75,13 @@ pub fn probe_here() -> Result<ProbeReport, ProbeError> {
     let instance = unsafe { entry.create_instance(&info, None) }
         .map_err(|e| ProbeError::vulkan("vkCreateInstance", e))?;
     let devices = describe_devices(&instance);
+    let libraries = cache::mapped_files();
     // SAFETY: no object of this instance is alive any more.
     unsafe { instance.destroy_instance(None) };
     Ok(ProbeReport {
         loader_version: version_string(loader),
         devices: devices?,
+        libraries,
     })
 }
 
@@ -125,12 +133,33 @@ fn describe_devices(instance: &ash::Instance) -> Result<Vec<DeviceInfo>, ProbeEr
 }
 
 /// Probes one driver in a child process. `extra_env` adds variables (the
-/// doctor uses it to enable validation).
+/// doctor uses it to enable validation). Without them, the report of an earlier
+/// probe of the same driver is used while nothing it depends on has changed
+/// ([`super::probe_cache`]), and a fresh report is kept for the next vkexit.
 ///
 /// The child writes its report to a file of its own, never to stdout: a layer
 /// may print there too (the validation layer 1.4 logs to stdout by default),
 /// and a report mixed with a layer's text would read as a broken probe.
 pub fn probe_driver(
+    driver: &Driver,
+    extra_env: &[(String, String)],
+    cwd: &Path,
+) -> Result<ProbeReport, ProbeError> {
+    if !extra_env.is_empty() {
+        return probe_in_child(driver, extra_env, cwd);
+    }
+    let cache = cache::Cache::for_driver(driver);
+    if let Some(report) = cache.as_ref().and_then(|c| c.load()) {
+        return Ok(report);
+    }
+    let report = probe_in_child(driver, extra_env, cwd)?;
+    if let Some(cache) = &cache {
+        cache.store(&report);
+    }
+    Ok(report)
+}
+
+fn probe_in_child(
     driver: &Driver,
     extra_env: &[(String, String)],
     cwd: &Path,
