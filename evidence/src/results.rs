@@ -60,6 +60,9 @@ pub struct Counts {
     /// absent from files older than it (0).
     #[serde(default)]
     pub leak: u64,
+    /// Runs that exited 0 without ever using Vulkan; absent from files older than it (0).
+    #[serde(default, rename = "no-vulkan")]
+    pub no_vulkan: u64,
 }
 
 impl Counts {
@@ -78,6 +81,7 @@ impl Counts {
             RunVerdict::Timeout => self.timeout,
             RunVerdict::Error => self.error,
             RunVerdict::Leak => self.leak,
+            RunVerdict::NoVulkan => self.no_vulkan,
         }
     }
 
@@ -90,6 +94,7 @@ impl Counts {
             RunVerdict::Timeout => &mut self.timeout,
             RunVerdict::Error => &mut self.error,
             RunVerdict::Leak => &mut self.leak,
+            RunVerdict::NoVulkan => &mut self.no_vulkan,
         }
     }
 
@@ -100,9 +105,14 @@ impl Counts {
             .fold(0u64, |sum, &v| sum.saturating_add(self.get(v)))
     }
 
+    /// The runs that passed: `pass`, and `no-vulkan` (exited 0 with nothing to check).
+    pub fn passed(&self) -> u64 {
+        self.pass.saturating_add(self.no_vulkan)
+    }
+
     /// The runs that did not pass, whatever their verdict (saturating, as `total`).
     pub fn failures(&self) -> u64 {
-        self.total().saturating_sub(self.pass)
+        self.total().saturating_sub(self.passed())
     }
 }
 

@@ -65,6 +65,10 @@ crate::wire_names! {
         /// `libVkLayer_khronos_validation.so`: the validation layer's library, as the dynamic
         /// loader found it.
         ValidationLayer = "validation-layer",
+        /// A Vulkan driver's manifest the loader opened to read (the first one a process
+        /// opens): the process asked the loader for drivers (`vkCreateInstance`,
+        /// `vkEnumerateInstanceExtensionProperties`), even where no driver then loaded.
+        DriverManifest = "driver-manifest",
     }
 }
 

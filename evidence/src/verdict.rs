@@ -25,11 +25,15 @@ pub enum RunVerdict {
     /// Objects alive when the driver's exit handlers would run (only with
     /// `--fail-on-leak`): the root cause of the Jetson crash.
     Leak,
+    /// Exited 0, and no process of the run ever asked the Vulkan loader for a driver: a test
+    /// that does not use Vulkan (the layers had nothing to check). Green, like a pass, unless
+    /// the case requires Vulkan (`--require-vulkan`, every built-in case): then `error`.
+    NoVulkan,
 }
 
 impl RunVerdict {
     /// Every run verdict, in declaration order (the order of a cell's `counts`).
-    pub const ALL: [RunVerdict; 7] = [
+    pub const ALL: [RunVerdict; 8] = [
         RunVerdict::Pass,
         RunVerdict::Crash,
         RunVerdict::Exit,
@@ -37,11 +41,12 @@ impl RunVerdict {
         RunVerdict::Timeout,
         RunVerdict::Error,
         RunVerdict::Leak,
+        RunVerdict::NoVulkan,
     ];
 
-    /// Whether the run passed: only `pass` does.
+    /// Whether the run passed: `pass`, or `no-vulkan` (it exited 0 and had nothing to check).
     pub fn is_success(self) -> bool {
-        self == RunVerdict::Pass
+        matches!(self, RunVerdict::Pass | RunVerdict::NoVulkan)
     }
 
     /// Its name in results, baselines and reports, `vuid`.
@@ -54,6 +59,7 @@ impl RunVerdict {
             RunVerdict::Timeout => "timeout",
             RunVerdict::Error => "error",
             RunVerdict::Leak => "leak",
+            RunVerdict::NoVulkan => "no-vulkan",
         }
     }
 }
@@ -85,14 +91,20 @@ pub enum CellVerdict {
     /// Not run, as `reason` says: its driver or real runtime is not installed here, the
     /// driver shows no device, or the runtime lacks an operation the case needs.
     Skipped,
+    /// Every run exited 0 without ever using Vulkan (run verdict `no-vulkan`): a test of the
+    /// suite that runs on the CPU, or compiles a shader. Green, and shown like `skipped`.
+    NoVulkan,
 }
 
 impl CellVerdict {
-    /// Whether the cell met its expectation: `pass`, `expected-fail` or `skipped`.
+    /// Whether the cell met its expectation: `pass`, `expected-fail`, `skipped` or `no-vulkan`.
     pub fn is_success(self) -> bool {
         matches!(
             self,
-            CellVerdict::Pass | CellVerdict::ExpectedFail | CellVerdict::Skipped
+            CellVerdict::Pass
+                | CellVerdict::ExpectedFail
+                | CellVerdict::Skipped
+                | CellVerdict::NoVulkan
         )
     }
 
@@ -113,6 +125,7 @@ impl CellVerdict {
             CellVerdict::UnexpectedPass => "unexpected-pass",
             CellVerdict::Error => "error",
             CellVerdict::Skipped => "skipped",
+            CellVerdict::NoVulkan => "no-vulkan",
         }
     }
 }

@@ -14,7 +14,8 @@ fn a_script_given_by_a_relative_path_runs_in_the_callers_directory() {
     let (code, r) = sb.run(&["--runs", "2", "--no-validation", "--", "bash", "check.sh"]);
     let c = only_cell(&r);
     assert_eq!((code, c["case"].as_str()), (0, Some("check.sh")), "{r:#}");
-    assert_eq!(count(c, "pass"), 2, "{c:#}");
+    // bash never asks the Vulkan loader for a driver: green, and said so.
+    assert_eq!(count(c, "no-vulkan"), 2, "{c:#}");
 
     // In a private directory the relative path names nothing: bash exits 127.
     let (code, r) = sb.run(&[

@@ -67,6 +67,7 @@ unsafe fn open_stream(
         if let Some(stream) = redirected(path, mode) {
             return stream;
         }
+        crate::vulkan::manifest_opened(path, mode);
     }
     // SAFETY: the C library's own function of this signature, with the caller's arguments.
     unsafe {

@@ -9,11 +9,12 @@
 //! - a **loader** is a `libvulkan.so*` (its soname on every platform that has one);
 //! - a **driver** exports `vk_icdGetInstanceProcAddr` or
 //!   `vk_icdNegotiateLoaderICDInterfaceVersion` itself, as every ICD must and nothing else does;
-//! - the **validation layer** is a `libVkLayer_khronos_validation.so`.
+//! - the **validation layer** is a `libVkLayer_khronos_validation.so`;
+//! - a **driver manifest** is the first manifest the loader opens ([`manifest_opened`]).
 
 use std::ffi::{c_int, c_void, CStr};
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use vkexit_evidence::timeline::{field, Event, Role};
 use vkexit_evidence::Record;
@@ -214,4 +215,60 @@ fn defined_in(address: *mut c_void, name: &[u8]) -> bool {
     }
     // SAFETY: dladdr's file name is NUL-terminated and lives as long as the object.
     unsafe { CStr::from_ptr(info.dli_fname) }.to_bytes() == name
+}
+
+/// Whether a process recorded the driver manifest it opened: once is the witness.
+static MANIFEST_RECORDED: AtomicBool = AtomicBool::new(false);
+
+/// The variables that name driver manifests (files, or directories of them), `:`-separated.
+const DRIVER_FILE_VARS: [&CStr; 3] = [
+    c"VK_ICD_FILENAMES",
+    c"VK_DRIVER_FILES",
+    c"VK_ADD_DRIVER_FILES",
+];
+
+/// Called for every `fopen` the program's libraries make: the first open for reading of a
+/// Vulkan driver manifest (a `.json` file in an `icd.d` directory, or one that the driver
+/// variables name, itself or by its directory) is recorded as a `driver-manifest` object. The
+/// loader reads them when asked for drivers, whether or not a driver then loads.
+pub(crate) fn manifest_opened(path: &CStr, mode: &CStr) {
+    if MANIFEST_RECORDED.load(Ordering::Relaxed) || !mode.to_bytes().starts_with(b"r") {
+        return;
+    }
+    let path = path.to_bytes();
+    if !path.ends_with(b".json") || !is_driver_manifest(path) {
+        return;
+    }
+    if MANIFEST_RECORDED.swap(true, Ordering::AcqRel) || timeline::get().is_none() {
+        return;
+    }
+    let mut record = Record::new(Event::VulkanObject.as_str());
+    record
+        .str(field::ROLE, Role::DriverManifest.as_str())
+        .bytes_str(field::PATH, path);
+    timeline::write(record);
+}
+
+fn is_driver_manifest(path: &[u8]) -> bool {
+    let dir = match path.iter().rposition(|&b| b == b'/') {
+        Some(slash) => &path[..slash],
+        None => &path[..0],
+    };
+    if dir.ends_with(b"/icd.d") || dir == b"icd.d" {
+        return true;
+    }
+    DRIVER_FILE_VARS.iter().any(|var| {
+        // SAFETY: getenv with a NUL-terminated name; the value is read before anything can
+        // change the environment on this thread.
+        let value = unsafe { libc::getenv(var.as_ptr()) };
+        if value.is_null() {
+            return false;
+        }
+        // SAFETY: the environment's value, NUL-terminated.
+        let value = unsafe { CStr::from_ptr(value) }.to_bytes();
+        value.split(|&b| b == b':').any(|entry| {
+            let entry = entry.strip_suffix(b"/").unwrap_or(entry);
+            !entry.is_empty() && (entry == path || entry == dir)
+        })
+    })
 }

@@ -208,6 +208,10 @@ pub(super) struct Execution {
     /// Do not run a cell again without the layer its crashes were in (validation, trace).
     #[arg(long)]
     pub(super) no_rerun_without_layer: bool,
+    /// A run that exits 0 without ever using Vulkan is an error, not `no-vulkan` (green).
+    /// Built-in scenarios always require it.
+    #[arg(long)]
+    pub(super) require_vulkan: bool,
     /// Run every exit in another order, as another build would: module, linked, link-order,
     /// teardown-before-driver, cleanup-first (comma-separated, applied in turn).
     #[arg(long, value_name = "ORDER")]
@@ -374,6 +378,7 @@ impl Execution {
             rerun_without_layer: !self.no_rerun_without_layer,
             exit_order: self.exit_order.clone(),
             chaos_seed: self.chaos_seed,
+            require_vulkan: self.require_vulkan,
         };
         Ok(settings)
     }

@@ -424,7 +424,7 @@ fn search_fixes(
 ) -> Result<()> {
     let failing = |c: &ExploredCell| {
         let n = &c.natural;
-        n.runs > 0 && n.counts.pass < n.runs && n.counts.error == 0
+        n.runs > 0 && n.counts.passed() < n.runs && n.counts.error == 0
     };
     // Cells where a change could not be tried (its runs did not start): no conclusion.
     let mut undecided = vec![false; cells.len()];
@@ -509,7 +509,7 @@ fn no_fix_reason(natural: &CellResult) -> String {
 /// What a developer acts on: latent bugs in a passing exit, and the fix of a failing one.
 fn findings(cell: &ExploredCell) -> Vec<String> {
     let natural = &cell.natural;
-    let passes = natural.runs > 0 && natural.counts.pass == natural.runs;
+    let passes = natural.runs > 0 && natural.counts.passed() == natural.runs;
     let mut out = Vec::new();
     for p in cell.perturbations.iter().filter(|p| p.verdict == "error") {
         let why = p
@@ -539,7 +539,7 @@ fn findings(cell: &ExploredCell) -> Vec<String> {
             "fix: {} (moved {}: pass {}/{}) — replay: vkexit run --exit-order {}",
             fix.change,
             fix.moved.join(", "),
-            fix.counts.pass,
+            fix.counts.passed(),
             fix.counts.total(),
             fix.exit_order
         ));

@@ -40,6 +40,8 @@ pub(crate) struct Settings {
     pub(crate) exit_order: Option<ExitOrder>,
     /// Every run's other threads let run ahead at the exit handler boundaries this seed picks.
     pub(crate) chaos_seed: Option<u64>,
+    /// A run that never used Vulkan is an error (`--require-vulkan`).
+    pub(crate) require_vulkan: bool,
 }
 
 impl Settings {
@@ -56,6 +58,7 @@ impl Settings {
             rerun_without_layer: true,
             exit_order: None,
             chaos_seed: None,
+            require_vulkan: false,
         }
     }
 }
@@ -183,6 +186,7 @@ impl<'a> Invocation<'a> {
             rules: Rules {
                 fail_on_leak: matrix.fail_on_leak,
                 children_may_crash: settings.children_may_crash,
+                require_vulkan: settings.require_vulkan || matrix.require_vulkan,
             },
             settings: Settings {
                 exit_order: None,

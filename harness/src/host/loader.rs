@@ -20,6 +20,9 @@ pub struct VulkanUse {
     /// Every validation layer library, as the dynamic loader found it (not in result files).
     #[serde(skip)]
     pub validation_layers: Vec<String>,
+    /// The first driver manifest each process that asked the loader for drivers opened.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub driver_manifests: Vec<String>,
 }
 
 /// A Vulkan loader a run loaded.
@@ -84,13 +87,31 @@ pub fn read(timeline: &Path) -> Option<VulkanUse> {
                 seen.validation_layers.push(r.path);
             }
             Some(Role::ValidationLayer) => {}
-            None => {}
+            Some(Role::DriverManifest) if !seen.driver_manifests.contains(&r.path) => {
+                seen.driver_manifests.push(r.path);
+            }
+            Some(Role::DriverManifest) | None => {}
         }
     }
     Some(seen)
 }
 
 impl VulkanUse {
+    /// What shows that the run used Vulkan: a driver manifest read, a driver or the
+    /// validation layer loaded (in any of its processes); `None` when nothing does. A loader
+    /// linked in but never asked for a driver is not use.
+    pub fn witness(&self) -> Option<String> {
+        if let Some(d) = self.drivers.first() {
+            return Some(format!("it loaded the driver {}", d.path));
+        }
+        if let Some(m) = self.driver_manifests.first() {
+            return Some(format!("it read the driver manifest {}", m));
+        }
+        self.validation_layers
+            .first()
+            .map(|l| format!("it loaded the validation layer {l}"))
+    }
+
     /// Why no layer could see the program's Vulkan calls: it opened a driver itself, one the
     /// loader did not open or the very one the loader opened, or loaded one with no loader in
     /// the process at all. A different driver library that a library other than the loader

@@ -168,8 +168,7 @@ mod tests {
                 path: path.into(),
                 version: Some("1.4.313".into()),
             }],
-            drivers: Vec::new(),
-            validation_layers: Vec::new(),
+            ..Default::default()
         };
         let (a, b) = (used("/c/ggml/libvulkan.so.1"), VulkanUse::default());
         let p = Provenance::of(None, Some("1.3.239"), None).with_runs(
@@ -193,8 +192,7 @@ mod tests {
                 path: format!("/l{k}/libvulkan.so.1"),
                 version: None,
             }],
-            drivers: Vec::new(),
-            validation_layers: Vec::new(),
+            ..Default::default()
         };
         let named = |ks: std::ops::RangeInclusive<u32>| -> Vec<String> {
             ks.map(|k| format!("version unknown (/l{k}/libvulkan.so.1): 10 runs"))

@@ -234,12 +234,12 @@ fn explain_errors(
 
 /// The share of a cell's runs that passed.
 pub fn pass_rate(counts: Counts) -> f64 {
-    crate::support::stats::pass_rate(counts.pass, counts.total())
+    crate::support::stats::pass_rate(counts.passed(), counts.total())
 }
 
 /// The 95 % Wilson interval of the pass rate, rounded as in the results file.
 pub fn pass_rate_95(counts: Counts) -> [f64; 2] {
-    crate::support::stats::pass_rate_95(counts.pass, counts.total())
+    crate::support::stats::pass_rate_95(counts.passed(), counts.total())
 }
 
 #[cfg(test)]
@@ -261,8 +261,7 @@ mod tests {
                 path: path.into(),
                 version: Some("1.4.313".into()),
             }],
-            drivers: Vec::new(),
-            validation_layers: Vec::new(),
+            ..Default::default()
         };
         let vulkan = match (i % 5, i % 13) {
             (0, _) => Some(loader("/c/ggml/libvulkan.so.1")),

@@ -9,9 +9,9 @@ pub(crate) fn verdict_of(counts: &Counts) -> &'static str {
     let total = counts.total();
     if counts.error > 0 || total == 0 {
         "error"
-    } else if counts.pass == total {
+    } else if counts.passed() == total {
         "pass"
-    } else if counts.pass == 0 {
+    } else if counts.passed() == 0 {
         "fail"
     } else {
         "flaky"

@@ -86,9 +86,14 @@ pub(crate) fn evaluate(
             format!("{} of {total} runs could not be judged", c.error),
         );
     }
-    let passes = c.pass;
+    let passes = c.passed();
     let mixed = passes > 0 && passes < total;
+    let none_used_vulkan = c.no_vulkan == total;
     match expectation.map(|e| (&e.outcome, e.reason.as_str())) {
+        None | Some((Expected::Pass | Expected::Flaky, _)) if none_used_vulkan => (
+            CellVerdict::NoVulkan,
+            format!("none of {total} runs used Vulkan, and each exited 0"),
+        ),
         None | Some((Expected::Pass, _)) => {
             let verdict = match (passes == total, mixed) {
                 (true, _) => CellVerdict::Pass,
@@ -141,7 +146,7 @@ fn mismatch(
 ) -> Option<String> {
     let mut diffs = Vec::new();
     for v in RunVerdict::ALL {
-        if v != RunVerdict::Pass && seen.counts.get(v) > 0 && !verdicts.contains(&v) {
+        if !v.is_success() && seen.counts.get(v) > 0 && !verdicts.contains(&v) {
             diffs.push(format!("{} {v} runs", seen.counts.get(v)));
         }
     }

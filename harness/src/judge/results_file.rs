@@ -66,8 +66,8 @@ pub fn rejudge(results: &mut Results, baseline: &Baseline) {
         c.counts = seen.counts;
         c.vuid_names = crate::host::vuid::renamed_ids(&seen.vuids);
         c.vuids = seen.vuids;
-        c.pass_rate = stats::pass_rate(c.counts.pass, c.counts.total());
-        c.pass_rate_95 = stats::pass_rate_95(c.counts.pass, c.counts.total());
+        c.pass_rate = stats::pass_rate(c.counts.passed(), c.counts.total());
+        c.pass_rate_95 = stats::pass_rate_95(c.counts.passed(), c.counts.total());
         c.verdict = verdict;
         c.reason = Some(reason);
         c.flaky_expected = expectation

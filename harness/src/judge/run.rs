@@ -12,7 +12,7 @@ use crate::host::layers::{self, layer_of, layer_phrase, Chain};
 use crate::host::loader::VulkanUse;
 use crate::host::validation::ValidationLogs;
 use crate::host::vuid::VuidReport;
-use crate::plan::Cell;
+use crate::plan::{CaseCommand, Cell};
 use crate::run::summaries::ProcessCrash;
 use crate::run::Finished;
 use crate::support::util::signal_name;
@@ -60,6 +60,9 @@ pub struct Rules {
     /// Crashes of processes other than the one started are recorded, not judged (programs
     /// that crash children on purpose: death tests).
     pub children_may_crash: bool,
+    /// A run that never used Vulkan is an `error`, not `no-vulkan` (`--require-vulkan`; every
+    /// built-in scenario requires it whatever this says).
+    pub require_vulkan: bool,
 }
 
 /// What one run came to, and where its evidence is.
@@ -87,6 +90,8 @@ pub(crate) fn judge(finished: &Finished, cell: &Cell, chain: &Chain, rules: &Rul
     let evidence = &finished.evidence;
     let mut c = classify(evidence, rules);
     sanitizer_report(&mut c, evidence, finished.sanitizer_report.as_deref());
+    let required = rules.require_vulkan || matches!(cell.command, CaseCommand::Scenario(_));
+    never_used_vulkan(&mut c, evidence, finished.vulkan.as_ref(), required);
     for fault in &finished.faults {
         distrust(&mut c, fault);
     }
@@ -118,6 +123,50 @@ pub(crate) fn judge(finished: &Finished, cell: &Cell, chain: &Chain, rules: &Rul
         kept: None,
         vulkan: finished.vulkan.clone(),
     }
+}
+
+/// A run that exited 0 with nothing for the layers to check because no process of it ever
+/// asked the Vulkan loader for a driver: `no-vulkan` (green), or an `error` where the case
+/// must use Vulkan. What shows the use is the preload's (`VulkanUse::witness`): without the
+/// preload nothing is known, and the verdict stays what it was. A run that used Vulkan keeps
+/// its verdict: a pass, or an error when a layer it asked for was not active.
+fn never_used_vulkan(
+    c: &mut Classification,
+    evidence: &RunEvidence,
+    vulkan: Option<&VulkanUse>,
+    required: bool,
+) {
+    let clean_exit = matches!(evidence.termination, Termination::Exited { code: 0 })
+        && evidence.setup_failure.is_none()
+        && c.vuids.is_empty();
+    // Every layer asked for is absent: an active one means an instance was made.
+    let layers_absent = matches!(
+        evidence.validation,
+        Validation::NotRequested | Validation::NotActive
+    ) && evidence.trace.as_ref().is_none_or(|t| !t.loaded)
+        && evidence.tegra.as_ref().is_none_or(|t| !t.loaded);
+    if !clean_exit || !layers_absent || !matches!(c.verdict, RunVerdict::Pass | RunVerdict::Error) {
+        return;
+    }
+    let Some(used) = vulkan else { return };
+    if let Some(witness) = used.witness() {
+        if c.verdict == RunVerdict::Error {
+            c.reason.push_str(&format!(" ({witness}: it used Vulkan)"));
+        }
+        return;
+    }
+    (c.verdict, c.reason) = match required {
+        false => (
+            RunVerdict::NoVulkan,
+            "exited 0 without using Vulkan: no process asked the loader for a driver".into(),
+        ),
+        true => (
+            RunVerdict::Error,
+            "exited 0 without using Vulkan (no process asked the loader for a driver), but this \
+             case must use it (--require-vulkan, or a built-in scenario)"
+                .into(),
+        ),
+    };
 }
 
 /// A sanitizer's report on the run's stderr comes first in its reason. A run whose processes
@@ -590,6 +639,65 @@ mod tests {
                 ..Rules::default()
             },
         )
+    }
+
+    /// A run that exited 0 with validation asked for and no log, judged with what the preload
+    /// saw (`vulkan`) and whether its case must use Vulkan.
+    fn without_log(vulkan: Option<&VulkanUse>, required: bool) -> Classification {
+        let evidence = RunEvidence {
+            termination: Termination::Exited { code: 0 },
+            validation: Validation::NotActive,
+            trace: None,
+            tegra: None,
+            tree: ProcessTree::default(),
+            setup_failure: None,
+        };
+        let mut c = classify(&evidence, &Rules::default());
+        never_used_vulkan(&mut c, &evidence, vulkan, required);
+        c
+    }
+
+    #[test]
+    fn no_vulkan_only_where_the_preload_saw_no_use_and_the_case_allows_it() {
+        let nothing = VulkanUse::default();
+        assert_eq!(
+            without_log(Some(&nothing), false).verdict,
+            RunVerdict::NoVulkan
+        );
+        let c = without_log(Some(&nothing), true);
+        assert_eq!(c.verdict, RunVerdict::Error);
+        assert!(c.reason.contains("must use it"), "{}", c.reason);
+        // Without the preload nothing is known: the missing log stays an error.
+        let c = without_log(None, false);
+        assert_eq!(c.verdict, RunVerdict::Error);
+        assert!(c.reason.contains("never created its log"), "{}", c.reason);
+        // A manifest read is use, even where no driver loaded.
+        let read = VulkanUse {
+            driver_manifests: vec!["/x/icd.d/a.json".into()],
+            ..VulkanUse::default()
+        };
+        let c = without_log(Some(&read), false);
+        assert_eq!(c.verdict, RunVerdict::Error);
+        assert!(
+            c.reason.contains("driver manifest /x/icd.d/a.json"),
+            "{}",
+            c.reason
+        );
+    }
+
+    #[test]
+    fn a_failing_run_is_never_no_vulkan() {
+        let evidence = RunEvidence {
+            termination: Termination::Exited { code: 3 },
+            validation: Validation::NotActive,
+            trace: None,
+            tegra: None,
+            tree: ProcessTree::default(),
+            setup_failure: None,
+        };
+        let mut c = classify(&evidence, &Rules::default());
+        never_used_vulkan(&mut c, &evidence, Some(&VulkanUse::default()), false);
+        assert_eq!(c.verdict, RunVerdict::Exit);
     }
 
     const LOADED: &str = "{\"ev\":\"loaded\"}\n";

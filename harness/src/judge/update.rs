@@ -76,7 +76,7 @@ pub fn update(old: &BaselineFile, results: &Results, prune: bool) -> (BaselineFi
             .map(|(e, _)| e.expectation())
             .or_else(|| builtin.clone());
         let fitting = fits(fallback.as_ref(), &seen);
-        let failed = cell.counts.pass < cell.counts.total();
+        let failed = cell.counts.passed() < cell.counts.total();
         let from_builtin = fallback
             .as_ref()
             .is_some_and(|e| e.source == BUILTIN_SOURCE);
@@ -144,14 +144,14 @@ fn observed(cell: &CellResult, subject: &Subject, file: &BaselineFile) -> Observ
 /// An entry about one cell saying what it did.
 fn observed_entry(cell: &CellResult, seen: &Observed, reason: String) -> Entry {
     let c = &seen.counts;
-    let expect = if c.pass == c.total() {
+    let expect = if c.passed() == c.total() {
         Expect::Pass
-    } else if c.pass > 0 {
+    } else if c.passed() > 0 {
         Expect::Flaky
     } else {
         let verdicts = RunVerdict::ALL
             .into_iter()
-            .filter(|&v| v != RunVerdict::Pass && c.get(v) > 0)
+            .filter(|&v| !v.is_success() && c.get(v) > 0)
             .collect();
         Expect::Fail {
             run_verdicts: Some(verdicts),

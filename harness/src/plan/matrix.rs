@@ -16,6 +16,8 @@
 //!                                                # `--exit-order`; the flag comes first)
 //! chaos_seed = 7                                 # threads let run ahead at exit (as
 //!                                                # `--chaos-seed`; the flag comes first)
+//! require_vulkan = false                         # true: a run that exits 0 without using
+//!                                                # Vulkan is an error (not `no-vulkan`)
 //!
 //! [env]                                          # added to every run
 //! MESA_SHADER_CACHE_DISABLE = "true"
@@ -247,6 +249,8 @@ pub struct Matrix {
     pub(crate) exit_order: Option<super::exit_order::ExitOrder>,
     /// `chaos_seed`: every run's threads timed by this seed (`--chaos-seed` comes first).
     pub(crate) chaos_seed: Option<u64>,
+    /// `require_vulkan`: a run that exits 0 without using Vulkan is an error.
+    pub(crate) require_vulkan: bool,
     /// `allow_no_runs`: a gate in which no run started (every driver absent, an empty
     /// shard) exits 0; without it, that is an error.
     pub(crate) allow_no_runs: bool,
@@ -524,6 +528,8 @@ struct RawMatrix {
     allow_no_runs: bool,
     exit_order: Option<Spanned<String>>,
     chaos_seed: Option<u64>,
+    #[serde(default)]
+    require_vulkan: bool,
 }
 
 #[derive(Deserialize)]
@@ -585,6 +591,7 @@ impl RawMatrix {
             allow_no_runs: self.allow_no_runs,
             exit_order,
             chaos_seed: self.chaos_seed,
+            require_vulkan: self.require_vulkan,
             env: check_env(file, self.env)?,
             ..Matrix::default()
         };

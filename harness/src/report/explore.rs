@@ -45,7 +45,7 @@ pub(crate) fn table(exploration: &Exploration) -> String {
             n.driver,
             n.layers.join("+")
         ));
-        let natural_outcome = match n.counts.pass == n.runs {
+        let natural_outcome = match n.counts.passed() == n.runs {
             true => format!("pass {}/{}", n.runs, n.runs),
             false => outcome(&n.counts, &n.signals, &n.vuids),
         };
@@ -72,7 +72,7 @@ pub(crate) fn table(exploration: &Exploration) -> String {
                 "  {:<24} {:<15} pass {}/{} with --exit-order {}\n",
                 "fix",
                 fix.exit_order,
-                fix.counts.pass,
+                fix.counts.passed(),
                 fix.counts.total(),
                 fix.exit_order
             ));
@@ -90,7 +90,7 @@ pub(crate) fn table(exploration: &Exploration) -> String {
         .cells
         .iter()
         .filter(|c| {
-            c.natural.counts.pass == c.natural.runs
+            c.natural.counts.passed() == c.natural.runs
                 && c.perturbations.iter().any(|p| failed(&p.verdict))
         })
         .count();
@@ -131,7 +131,7 @@ pub(crate) fn markdown(exploration: &Exploration) -> String {
     out.push('\n');
     for cell in &exploration.cells {
         let n = &cell.natural;
-        let natural = match n.counts.pass == n.runs {
+        let natural = match n.counts.passed() == n.runs {
             true => format!("pass {}/{}", n.runs, n.runs),
             false => outcome(&n.counts, &n.signals, &n.vuids),
         };
@@ -152,7 +152,7 @@ pub(crate) fn markdown(exploration: &Exploration) -> String {
             (Some(f), _) => format!(
                 "`{}`: pass {}/{}",
                 f.exit_order,
-                f.counts.pass,
+                f.counts.passed(),
                 f.counts.total()
             ),
             (None, Some(_)) => "none helps".into(),

@@ -15,13 +15,14 @@ use vkexit_evidence::verdict::CellVerdict;
 
 pub const INDEX: &str = "index.html";
 
-const VERDICTS: [CellVerdict; 7] = [
+const VERDICTS: [CellVerdict; 8] = [
     CellVerdict::Fail,
     CellVerdict::Flaky,
     CellVerdict::UnexpectedPass,
     CellVerdict::Error,
     CellVerdict::ExpectedFail,
     CellVerdict::Skipped,
+    CellVerdict::NoVulkan,
     CellVerdict::Pass,
 ];
 
@@ -54,6 +55,7 @@ code { font-family: ui-monospace, monospace; font-size: 1em; }
 .v-unexpected-pass { background: #ce93d8; }
 .v-error { background: #b71c1c; color: #fff; }
 .v-skipped { background: #eeeeee; color: #616161; }
+.v-no-vulkan { background: #eeeeee; color: #616161; }
 .empty { color: #9e9e9e; }
 .evidence h3 span { padding: 0 0.3em; }
 pre.story { background: #fafafa; border: 1px solid #e0e0e0; padding: 0.5em; overflow-x: auto; max-width: 100%; font-size: 0.85em; overflow-wrap: normal; }
@@ -82,12 +84,13 @@ pub fn render(results: &Results, base: Option<&Path>) -> String {
         all.timeout = all.timeout.saturating_add(c.counts.timeout);
         all.error = all.error.saturating_add(c.counts.error);
         all.leak = all.leak.saturating_add(c.counts.leak);
+        all.no_vulkan = all.no_vulkan.saturating_add(c.counts.no_vulkan);
     }
     let [lo, hi] = crate::judge::cell::pass_rate_95(all);
     let _ = writeln!(
         out,
         "<p>All runs: {} of {} passed ({:.1} %, 95 % interval {:.1} %–{:.1} %). vkexit {}.</p>",
-        all.pass,
+        all.passed(),
         all.total(),
         crate::judge::cell::pass_rate(all) * 100.0,
         lo * 100.0,
@@ -188,7 +191,7 @@ fn runs_seen(c: &CellResult) -> String {
 
 /// What each colour means.
 fn legend(out: &mut String) {
-    const MEANING: [(CellVerdict, &str); 7] = [
+    const MEANING: [(CellVerdict, &str); 8] = [
         (CellVerdict::Pass, "every run passed"),
         (
             CellVerdict::ExpectedFail,
@@ -202,6 +205,10 @@ fn legend(out: &mut String) {
         ),
         (CellVerdict::Error, "vkexit could not judge the runs"),
         (CellVerdict::Skipped, "not run here"),
+        (
+            CellVerdict::NoVulkan,
+            "exited 0 without using Vulkan: gate green",
+        ),
     ];
     out.push_str("<p class=\"legend\">");
     for (v, meaning) in MEANING {
@@ -303,7 +310,7 @@ const RUN_FILES: [&str; 8] = [
 fn evidence_sections(out: &mut String, results: &Results, base: Option<&Path>) {
     let failing: Vec<&CellResult> = red_first(&results.cells)
         .into_iter()
-        .filter(|c| c.counts.total() > c.counts.pass && !c.artifacts.is_empty())
+        .filter(|c| c.counts.total() > c.counts.passed() && !c.artifacts.is_empty())
         .collect();
     if failing.is_empty() {
         return;

@@ -165,7 +165,7 @@ impl Tally {
             t.duration_ms += c.duration_ms;
             match c.verdict {
                 CellVerdict::Error => t.errors += 1,
-                CellVerdict::Skipped => t.skipped += 1,
+                CellVerdict::Skipped | CellVerdict::NoVulkan => t.skipped += 1,
                 _ if c.is_green() => {}
                 CellVerdict::Fail | CellVerdict::Flaky | CellVerdict::UnexpectedPass => {
                     t.failures += 1
@@ -204,8 +204,8 @@ fn testcase(out: &mut String, c: &CellResult, classname: &str, with_layers: bool
     }
     match c.verdict {
         CellVerdict::Error => element(out, "error", &message(c), "error", &details(c)),
-        CellVerdict::Skipped => {
-            let reason = c.reason.as_deref().unwrap_or("skipped");
+        CellVerdict::Skipped | CellVerdict::NoVulkan => {
+            let reason = c.reason.as_deref().unwrap_or(c.verdict.name());
             let _ = writeln!(out, "      <skipped message=\"{}\"/>", attr(reason));
         }
         // Known to be flaky: failing runs keep the gate green, so the test
@@ -251,7 +251,7 @@ fn flaky_failures(out: &mut String, c: &CellResult) {
     let said = format!(
         "{}: {} of {} runs passed, {}; known to be flaky, so it keeps the vkexit gate green\n\n{}",
         c.verdict,
-        c.counts.pass,
+        c.counts.passed(),
         c.runs,
         pass_rate_line(c),
         details(c)

@@ -51,8 +51,9 @@ pub(crate) fn read(path: &Path) -> Result<Results> {
 
 /// What a cell's verdict says that its counts deny, whatever expectation judged it: a
 /// cell is `pass` or `unexpected-pass` only when every run passed, `flaky` only when some
-/// did, `fail` or `expected-fail` only when none did, anything but `error` only without
-/// erroring runs, and `skipped` only without runs; its `runs` are its counts' sum.
+/// did, `fail` or `expected-fail` only when none did, `no-vulkan` only when no run used
+/// Vulkan, anything but `error` only without erroring runs, and `skipped` only without runs;
+/// its `runs` are its counts' sum.
 pub(crate) fn contradiction(c: &CellResult) -> Option<String> {
     let k = &c.counts;
     let total = k.total();
@@ -68,14 +69,18 @@ pub(crate) fn contradiction(c: &CellResult) -> Option<String> {
         CellVerdict::Skipped => None,
         _ if total == 0 => Some("no run was made".to_string()),
         _ if k.error > 0 => Some(format!("{} of {total} runs are errors", k.error)),
-        CellVerdict::Pass | CellVerdict::UnexpectedPass if k.pass < total => {
-            Some(format!("{} of {total} runs passed", k.pass))
+        CellVerdict::NoVulkan if k.no_vulkan < total => Some(format!(
+            "{} of {total} runs did not use Vulkan",
+            k.no_vulkan
+        )),
+        CellVerdict::Pass | CellVerdict::UnexpectedPass if k.passed() < total => {
+            Some(format!("{} of {total} runs passed", k.passed()))
         }
-        CellVerdict::Flaky if k.pass == 0 || k.pass == total => {
-            Some(format!("{} of {total} runs passed", k.pass))
+        CellVerdict::Flaky if k.passed() == 0 || k.passed() == total => {
+            Some(format!("{} of {total} runs passed", k.passed()))
         }
-        CellVerdict::Fail | CellVerdict::ExpectedFail if k.pass > 0 => {
-            Some(format!("{} of {total} runs passed", k.pass))
+        CellVerdict::Fail | CellVerdict::ExpectedFail if k.passed() > 0 => {
+            Some(format!("{} of {total} runs passed", k.passed()))
         }
         _ => None,
     }
@@ -253,6 +258,7 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
         add(&mut c.counts.timeout, p.counts.timeout);
         add(&mut c.counts.error, p.counts.error);
         add(&mut c.counts.leak, p.counts.leak);
+        add(&mut c.counts.no_vulkan, p.counts.no_vulkan);
         for (id, n) in p.vuid_counts {
             add(c.vuid_counts.entry(id).or_insert(0), n);
         }

@@ -360,7 +360,7 @@ pub fn print_table(out: &mut impl Write, cells: &[CellResult]) -> std::io::Resul
             c.driver,
             c.emulation,
             c.runs,
-            k.pass,
+            k.passed(),
             k.crash,
             k.exit,
             k.vuid,
@@ -417,6 +417,7 @@ pub fn summary_line(cells: &[CellResult]) -> String {
         CellVerdict::UnexpectedPass,
         CellVerdict::Error,
         CellVerdict::Skipped,
+        CellVerdict::NoVulkan,
     ] {
         let n = cells.iter().filter(|c| c.verdict == v).count();
         if n > 0 {
