@@ -57,12 +57,18 @@ fn run_part(
     let mut folds: Vec<CellFold> = plan.cells.iter().map(|_| CellFold::default()).collect();
     // The allowed ids taken out of each cell's runs, sorted.
     let mut removed: Vec<BTreeSet<String>> = vec![BTreeSet::new(); plan.cells.len()];
-    judged_runs(invocation, part, &options, true, tell, |_, judged| {
+    let written = judged_runs(invocation, part, &options, true, &mut *tell, |_, judged| {
         let Judged { record, allowed } = judged;
         removed[record.cell].extend(allowed);
         folds[record.cell].add(&record);
         Flow::Go
     })?;
+    let mut wrote: Vec<Option<String>> = vec![None; plan.cells.len()];
+    for w in written {
+        let note = shared_dir_note(&plan.cells[w.cell], &w);
+        tell(&GateEvent::Notes(std::slice::from_ref(&note)));
+        wrote[w.cell] = Some(note);
+    }
     let judged = plan
         .cells
         .iter()
@@ -85,9 +91,27 @@ fn run_part(
         for (i, note) in cell.props.notes.iter().enumerate() {
             result.findings.insert(i, note.clone());
         }
+        if let Some(note) = wrote[results.len()].take() {
+            result.findings.push(note);
+        }
         results.push(result);
     }
     Ok(results)
+}
+
+/// What a cell whose runs wrote into their shared directory is told, once.
+fn shared_dir_note(cell: &crate::plan::Cell, written: &crate::run::shared_dir::Written) -> String {
+    const SHOWN: usize = 5;
+    let mut names = written.names[..written.names.len().min(SHOWN)].join(", ");
+    if written.names.len() > SHOWN {
+        names.push_str(&format!(" and {} more", written.names.len() - SHOWN));
+    }
+    format!(
+        "{}: its runs write into the shared directory {} ({names}); they were run one at a \
+         time there — `--private-cwd` gives each run its own",
+        cell.case,
+        written.dir.display()
+    )
 }
 
 /// A failing cell whose `crashed` crashing runs all had their pc in `layer`'s library: which

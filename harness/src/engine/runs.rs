@@ -19,7 +19,8 @@ pub(crate) struct Judged {
 
 /// Makes the runs of `part` with `options` and judges each. `on_run` sees every run once it
 /// is complete (judged, stored when kept, allow-listed) and says whether more runs should
-/// start; `on_event` sees each complete run first, for the reporters.
+/// start; `on_event` sees each complete run first, for the reporters. Gives the cells whose
+/// runs wrote into the directory they share.
 pub(crate) fn judged_runs(
     invocation: &Invocation,
     part: &Part,
@@ -27,7 +28,7 @@ pub(crate) fn judged_runs(
     allow_lists: bool,
     mut on_event: impl FnMut(&GateEvent),
     mut on_run: impl FnMut(&Cell, Judged) -> Flow,
-) -> Result<()> {
+) -> Result<Vec<run::shared_dir::Written>> {
     let rules = &invocation.rules;
     let keep_passing = invocation.settings.keep_passing;
     // Kept runs between their verdict and their directory's place, with whether their trace

@@ -198,6 +198,8 @@ impl External {
                 env_remove: props.env_remove,
                 timeout: props.timeout,
                 will_fail: props.will_fail,
+                run_serial: props.run_serial,
+                resource_locks: props.resource_locks,
                 notes: props.notes,
             },
             from_suite: true,

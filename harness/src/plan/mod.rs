@@ -73,6 +73,10 @@ pub(crate) struct CellProps {
     /// A nonzero exit is its pass (CTest's `WILL_FAIL`): judged so unless a baseline
     /// entry says otherwise.
     pub(crate) will_fail: bool,
+    /// Its runs run with nothing else at the same time (CTest's `RUN_SERIAL`).
+    pub(crate) run_serial: bool,
+    /// No two runs naming one of these run at the same time (CTest's `RESOURCE_LOCK`).
+    pub(crate) resource_locks: Vec<String>,
     /// What vkexit does not honour of it, one line each; its cell's findings start with them.
     pub(crate) notes: Vec<String>,
 }
@@ -126,6 +130,13 @@ impl Cell {
             cut -= 1;
         }
         format!("{}{hash}", &safe[..cut.min(safe.len())])
+    }
+
+    /// Whether its runs start in a directory they share (an external case or a suite's test
+    /// run where the caller or the suite says): two of them at once could write the same
+    /// file there, so they run one at a time (`run::schedule`).
+    pub(crate) fn shares_workdir(&self) -> bool {
+        self.workdir.is_some()
     }
 
     pub(crate) fn label(&self) -> String {

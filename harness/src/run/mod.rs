@@ -12,6 +12,8 @@ pub(crate) mod interrupt;
 pub(crate) mod observed;
 pub(crate) mod reaper;
 mod replay;
+pub(crate) mod schedule;
+pub(crate) mod shared_dir;
 mod slot;
 pub(crate) mod spawn;
 pub mod summaries;
@@ -28,7 +30,6 @@ use capture::Capture;
 use hang::HangReport;
 use observed::{ProcessTree, RunEvidence, Termination, Validation, CRASH_FILE, TIMELINE_FILE};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 use summaries::{TegraSummary, TraceSummary};
@@ -143,12 +144,13 @@ pub(crate) fn prepare_process() -> Result<()> {
 
 /// Runs the plan. `on_event` sees each run finish and be stored, as it happens (nothing
 /// per run is held here), and says whether more runs should start; a run starts only once
-/// every run that finished before it has been answered, and a kept one stored.
+/// every run that finished before it has been answered, and a kept one stored. Gives the
+/// cells whose runs wrote into the directory they share.
 pub(crate) fn execute(
     plan: &Plan,
     options: &Options,
     mut on_event: impl FnMut(&Cell, Event) -> Reply,
-) -> Result<()> {
+) -> Result<Vec<shared_dir::Written>> {
     let _ = reaper::become_subreaper();
     let root = prepare_artifacts(plan, &options.artifacts)?;
     // Runs work in their own directory: every path they get is absolute.
@@ -172,32 +174,36 @@ pub(crate) fn execute(
         chain,
         ..options.clone()
     };
-    // Run k is run k % runs of the (k / runs)th runnable cell: nothing per run is
-    // held but its record.
+    // The runnable cells, each with what holds its runs apart; nothing per run is held
+    // but its record.
     let runnable: Vec<usize> = (0..plan.cells.len())
         .filter(|&i| plan.cells[i].not_run.is_none())
         .collect();
-    let runs = options.runs as usize;
-    let total = runnable.len() * runs;
-    let job = |k: usize| (k < total).then(|| (runnable[k / runs], (k % runs) as u32));
-    let next = AtomicUsize::new(0);
-    let judging = Judging::default();
+    let total = runnable.len() * options.runs as usize;
+    let rules = runnable
+        .iter()
+        .map(|&i| schedule::Rule::of(&plan.cells[i]))
+        .collect();
+    let judging = Judging::new(schedule::Schedule::new(rules, options.runs));
+    let watch = shared_dir::Watch::default();
     let (tx, rx) = mpsc::channel::<Message>();
     std::thread::scope(|scope| {
         for worker in 0..options.jobs.max(1).min(total.max(1)) {
             let tx = tx.clone();
-            let (job, next, judging, sanitizers) = (&job, &next, &judging, &sanitizers);
+            let (runnable, judging, sanitizers, watch) = (&runnable, &judging, &sanitizers, &watch);
             scope.spawn(move || {
                 let mut slot = slot::Slot::new(&options.artifacts, worker);
-                // A slot frees: the next run starts as soon as every finished
-                // run is answered, with no timer.
-                while judging.may_start() {
-                    let Some((cell, index)) = job(next.fetch_add(1, Ordering::Relaxed)) else {
-                        break;
-                    };
+                // A slot frees: the next run starts as soon as every finished run is
+                // answered and the schedule lets one start, with no timer.
+                while let Some(taken) = judging.next() {
+                    let cell = runnable[taken.cell];
+                    let index = taken.index;
                     let runtimes = &sanitizers[cell];
+                    let artifacts = &options.artifacts;
+                    watch.before(&plan.cells[cell], cell, index, artifacts);
                     let (finished, keeping) =
                         run_one(plan, cell, index, options, runtimes, &mut slot);
+                    watch.after(&plan.cells[cell], cell, index, options.runs, artifacts);
                     let (answer, keep) = mpsc::sync_channel(1);
                     judging.sent();
                     if tx
@@ -248,43 +254,86 @@ pub(crate) fn execute(
     reaper::sweep();
     slot::remove_all(&options.artifacts);
     cgroup::release();
-    Ok(())
+    Ok(watch.written())
 }
 
-/// The runs sent by the workers that are not done yet (answered, and stored when kept), and
-/// whether the caller said to stop. A run starts only once every finished run is done:
-/// without that, a worker could start its next run while the record of its last, failing
-/// one was still on its way, and "no run starts after the first failure" would hold only by
-/// luck, at any `-j`.
-#[derive(Default)]
+/// The runs sent by the workers that are not done yet (answered, and stored when kept),
+/// whether the caller said to stop, and the schedule of the runs left. A run starts only once
+/// every finished run is done: without that, a worker could start its next run while the
+/// record of its last, failing one was still on its way, and "no run starts after the first
+/// failure" would hold only by luck, at any `-j`.
 struct Judging {
-    state: std::sync::Mutex<(usize, bool)>,
+    state: std::sync::Mutex<State>,
     judged: std::sync::Condvar,
 }
 
+struct State {
+    undone: usize,
+    stop: bool,
+    schedule: schedule::Schedule,
+}
+
+/// A run a worker took; the schedule hears of its end when this drops.
+struct Taken<'a> {
+    judging: &'a Judging,
+    /// The cell's place among the runnable cells.
+    cell: usize,
+    index: u32,
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        self.judging.lock().schedule.release(self.cell);
+        self.judging.judged.notify_all();
+    }
+}
+
 impl Judging {
-    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, bool)> {
+    fn new(schedule: schedule::Schedule) -> Judging {
+        Judging {
+            state: std::sync::Mutex::new(State {
+                undone: 0,
+                stop: false,
+                schedule,
+            }),
+            judged: std::sync::Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until no run is undone; whether a run may start.
-    fn may_start(&self) -> bool {
+    /// Waits until no run is undone and the schedule lets one start; that run, or `None`
+    /// when no more runs start.
+    fn next(&self) -> Option<Taken<'_>> {
         let mut state = self.lock();
-        while state.0 > 0 && !state.1 {
+        loop {
+            if state.stop || interrupt::interrupted() || state.schedule.exhausted() {
+                return None;
+            }
+            if state.undone == 0 {
+                if let Some((cell, index)) = state.schedule.take() {
+                    return Some(Taken {
+                        judging: self,
+                        cell,
+                        index,
+                    });
+                }
+            }
             state = self.judged.wait(state).unwrap_or_else(|e| e.into_inner());
         }
-        !state.1 && !interrupt::interrupted()
     }
 
     /// A finished run is on its way.
     fn sent(&self) {
-        self.lock().0 += 1;
+        self.lock().undone += 1;
     }
 
     /// The caller said to stop, or to go on, of a run not done yet.
     fn stop_if(&self, flow: Flow) {
         if flow == Flow::Stop {
-            self.lock().1 = true;
+            self.lock().stop = true;
             self.judged.notify_all();
         }
     }
@@ -292,8 +341,8 @@ impl Judging {
     /// A run is done, or will never be.
     fn judged(&self, flow: Flow) {
         let mut state = self.lock();
-        state.0 = state.0.saturating_sub(1);
-        state.1 |= flow == Flow::Stop;
+        state.undone = state.undone.saturating_sub(1);
+        state.stop |= flow == Flow::Stop;
         self.judged.notify_all();
     }
 
@@ -301,7 +350,7 @@ impl Judging {
         struct Stop<'a>(&'a Judging);
         impl Drop for Stop<'_> {
             fn drop(&mut self) {
-                self.0.lock().1 = true;
+                self.0.lock().stop = true;
                 self.0.judged.notify_all();
             }
         }

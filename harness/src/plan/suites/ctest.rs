@@ -111,6 +111,8 @@ fn test(t: &Value, build_dir: &Path, dirs: &HashMap<String, PathBuf>) -> Result<
                     .map(Duration::from_secs_f64)
             }
             "WILL_FAIL" => props.will_fail = value.as_bool().unwrap_or(false),
+            "RUN_SERIAL" => props.run_serial = value.as_bool().unwrap_or(false),
+            "RESOURCE_LOCK" => props.resource_locks = strings(value),
             "DISABLED" if value.as_bool() == Some(true) => {
                 props.not_run = Some(NotRun::Skipped("DISABLED in CTest".into()))
             }
@@ -157,9 +159,7 @@ fn not_honoured(key: &str, value: &Value) -> String {
         "FIXTURES_SETUP" | "FIXTURES_CLEANUP" => {
             "vkexit runs it as a test of its own, not around the tests that need it"
         }
-        "RESOURCE_LOCK" | "RUN_SERIAL" | "RESOURCE_GROUPS" => {
-            "its runs may overlap other runs (-j); give -j 1 where that matters"
-        }
+        "RESOURCE_GROUPS" => "its runs may overlap other runs (-j); give -j 1 where that matters",
         "DEPENDS" => "vkexit runs tests in no particular order",
         "PASS_REGULAR_EXPRESSION" | "FAIL_REGULAR_EXPRESSION" => {
             "vkexit judges the exit status and the validation log, not the output"
@@ -330,7 +330,7 @@ mod tests {
           {"name":"WILL_FAIL","value":true},
           {"name":"WORKING_DIRECTORY","value":"/w"}]},
         {"name":"off","command":["/bin/prog"],"properties":[{"name":"DISABLED","value":true}]},
-        {"name":"fixture","command":["/bin/prog"],"properties":[{"name":"FIXTURES_REQUIRED","value":["db"]},{"name":"RESOURCE_LOCK","value":["gpu"]}]},
+        {"name":"fixture","command":["/bin/prog"],"properties":[{"name":"FIXTURES_REQUIRED","value":["db"]},{"name":"RESOURCE_LOCK","value":["gpu","db"]},{"name":"RUN_SERIAL","value":true}]},
         {"name":"unbuilt","properties":[]}
       ]}"#;
 
@@ -374,12 +374,10 @@ mod tests {
             notes[0].starts_with("not honoured: FIXTURES_REQUIRED db: vkexit runs no setup"),
             "{notes:?}"
         );
+        assert_eq!(tests[2].props.resource_locks, ["gpu", "db"]);
+        assert!(tests[2].props.run_serial && !a.props.run_serial);
         assert!(
-            notes[1].starts_with("not honoured: RESOURCE_LOCK gpu:"),
-            "{notes:?}"
-        );
-        assert!(
-            notes[2].contains("no CTestTestfile.cmake under /b adds it"),
+            notes[1].contains("no CTestTestfile.cmake under /b adds it"),
             "{notes:?}"
         );
         assert!(

@@ -103,6 +103,10 @@ pub(crate) struct Props {
     pub(crate) will_fail: bool,
     /// It is not run: disabled by the suite (skipped), or it cannot start (error).
     pub(crate) not_run: Option<NotRun>,
+    /// It runs with nothing else (CTest's `RUN_SERIAL`).
+    pub(crate) run_serial: bool,
+    /// Tests naming one of these never run at the same time (CTest's `RESOURCE_LOCK`).
+    pub(crate) resource_locks: Vec<String>,
     /// What vkexit does not honour of it, one line each.
     pub(crate) notes: Vec<String>,
 }
