@@ -56,6 +56,7 @@ fn a_tiny_bench_writes_every_figure() {
         "ctest_ms_spread",
         "vkexit_ms_spread",
         "startup_ms",
+        "startup",
         "fixed_ms_per_run",
         "fixed_cpu_ms_per_run",
         "fixed_breakdown_cpu_ms",
@@ -68,6 +69,13 @@ fn a_tiny_bench_writes_every_figure() {
     ];
     expected.sort();
     assert_eq!(keys, expected);
+    // The start-up of one exec and one run, each timed against the bare program.
+    let starts = figures["startup"].as_array().expect("startup figures");
+    assert!(starts.len() >= 2, "{figures}");
+    for f in starts {
+        assert!(f["wall_ms"].as_f64().unwrap() > 0.0, "{f}");
+        assert!(!f["command"].as_str().unwrap().is_empty(), "{f}");
+    }
     for key in ["bare_ms_per_run", "vkexit_ms_per_run", "overhead_vs_bare"] {
         for j in ["j1", "j2"] {
             assert!(

@@ -148,17 +148,23 @@ fn a_grandchild_holding_the_pipes_does_not_hang_the_run() {
 }
 
 #[test]
-fn a_program_that_never_creates_an_instance_is_an_error_not_a_pass() {
+fn a_program_that_never_uses_vulkan_is_no_vulkan_and_an_error_where_it_must() {
     let sb = Sandbox::new();
     let (code, r) = sb.run_mock(2, &[], &["--no-vulkan"]);
     let cell = only_cell(&r);
-    assert_eq!(count(cell, "error"), 2, "{cell:#}");
+    assert_eq!(count(cell, "no-vulkan"), 2, "{cell:#}");
     assert_eq!(count(cell, "pass"), 0);
+    assert_eq!(cell["verdict"], "no-vulkan");
+    assert_eq!(code, 0);
+    // Where the case must use Vulkan, the missing validation is an error, never a pass.
+    let (code, r) = sb.run_mock(2, &["--require-vulkan"], &["--no-vulkan"]);
+    let cell = only_cell(&r);
+    assert_eq!(count(cell, "error"), 2, "{cell:#}");
     assert_eq!(cell["verdict"], "error");
     assert!(cell["reason"]
         .as_str()
         .unwrap()
-        .contains("validation layer was not active"));
+        .contains("must use it (--require-vulkan"));
     assert_eq!(code, 1);
 }
 

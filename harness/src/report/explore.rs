@@ -45,9 +45,10 @@ pub(crate) fn table(exploration: &Exploration) -> String {
             n.driver,
             n.layers.join("+")
         ));
-        let natural_outcome = match n.counts.passed() == n.runs {
-            true => format!("pass {}/{}", n.runs, n.runs),
-            false => outcome(&n.counts, &n.signals, &n.vuids),
+        let natural_outcome = match (n.runs, n.counts.passed() == n.runs) {
+            (0, _) => n.reason.clone().unwrap_or_else(|| "no run".into()),
+            (_, true) => format!("pass {}/{}", n.runs, n.runs),
+            (_, false) => outcome(&n.counts, &n.signals, &n.vuids),
         };
         out.push_str(&format!(
             "  {:<24} {:<15} {}\n",
@@ -84,13 +85,23 @@ pub(crate) fn table(exploration: &Exploration) -> String {
     let order_proof = exploration
         .cells
         .iter()
-        .filter(|c| c.natural.is_green() && !c.perturbations.iter().any(|p| failed(&p.verdict)))
+        .filter(|c| {
+            c.natural.runs > 0
+                && c.natural.is_green()
+                && !c.perturbations.iter().any(|p| failed(&p.verdict))
+        })
+        .count();
+    let not_run = exploration
+        .cells
+        .iter()
+        .filter(|c| c.natural.runs == 0)
         .count();
     let latent = exploration
         .cells
         .iter()
         .filter(|c| {
-            c.natural.counts.passed() == c.natural.runs
+            c.natural.runs > 0
+                && c.natural.counts.passed() == c.natural.runs
                 && c.perturbations.iter().any(|p| failed(&p.verdict))
         })
         .count();
@@ -104,6 +115,11 @@ pub(crate) fn table(exploration: &Exploration) -> String {
         "{} cells explored: {order_proof} order-proof, {latent} passing with a latent order bug, {fixed} failing with a fix found, {unfixed} failing with no order that helps\n",
         exploration.cells.len()
     ));
+    if not_run > 0 {
+        out.push_str(&format!(
+            "{not_run} cell(s) not explored: their natural exit could not run here (skipped or error)\n"
+        ));
+    }
     if !exploration.left_out.is_empty() {
         out.push_str(&format!(
             "left out by --budget: {}\n",
@@ -131,9 +147,10 @@ pub(crate) fn markdown(exploration: &Exploration) -> String {
     out.push('\n');
     for cell in &exploration.cells {
         let n = &cell.natural;
-        let natural = match n.counts.passed() == n.runs {
-            true => format!("pass {}/{}", n.runs, n.runs),
-            false => outcome(&n.counts, &n.signals, &n.vuids),
+        let natural = match (n.runs, n.counts.passed() == n.runs) {
+            (0, _) => n.verdict.name().to_string(),
+            (_, true) => format!("pass {}/{}", n.runs, n.runs),
+            (_, false) => outcome(&n.counts, &n.signals, &n.vuids),
         };
         out.push_str(&format!(
             "| `{}` | `{}` | {} | {} | {natural} |",
@@ -180,4 +197,44 @@ pub(crate) fn markdown(exploration: &Exploration) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An exploration of one cell whose natural exit did not run here (its runtime lacks an
+    /// operation the case needs): nothing was explored, so nothing is order-proof.
+    fn skipped_cell() -> Exploration {
+        serde_json::from_value(serde_json::json!({
+            "schema": vkexit_evidence::explore::SCHEMA,
+            "vkexit_version": "0",
+            "chaos_seed": 1,
+            "cells": [{
+                "natural": {
+                    "case": "events-freed-after-teardown", "runtime": "halide",
+                    "driver": "lavapipe", "layers": ["validation"], "emulation": "none",
+                    "runs": 0,
+                    "counts": {"pass": 0, "crash": 0, "exit": 0, "vuid": 0, "timeout": 0, "error": 0},
+                    "verdict": "skipped", "reason": "halide has no events",
+                    "vuids": [], "signals": [], "artifacts": [],
+                    "pass_rate": 0.0, "pass_rate_95": [0.0, 1.0]
+                },
+                "perturbations": [],
+                "findings": []
+            }]
+        }))
+        .expect("an exploration")
+    }
+
+    #[test]
+    fn a_cell_that_did_not_run_is_not_explored_nor_order_proof() {
+        let e = skipped_cell();
+        let text = table(&e);
+        assert!(text.contains("halide has no events"), "{text}");
+        assert!(text.contains(" 0 order-proof,"), "{text}");
+        assert!(text.contains("1 cell(s) not explored"), "{text}");
+        let md = markdown(&e);
+        assert!(md.contains("| skipped |"), "{md}");
+    }
 }
