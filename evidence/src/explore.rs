@@ -19,6 +19,10 @@ pub struct Exploration {
     pub vkexit_version: String,
     /// The thread-timing seed of the `threads` perturbation.
     pub chaos_seed: u64,
+    /// The shard explored, `K/N`, when the exploration was split (`--shard`); absent in a
+    /// whole exploration and in one merged from every shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
     /// Perturbations not run because `--budget` ran out, by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,

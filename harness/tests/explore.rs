@@ -489,3 +489,193 @@ fn the_committed_explorations_read_as_exploration_files() {
     }
     assert!(read >= 2, "only {read} explorations in {}", dir.display());
 }
+
+/// `vkexit explore` over the built-in cells of `runtimes` on lavapipe, one run a perturbation,
+/// the link-order perturbation alone, with `extra` flags: its exit code and stdout.
+fn explore_built_in(sb: &Sandbox, runtimes: &[&str], extra: &[&str]) -> (i32, String) {
+    let mut cmd = sb.vkexit();
+    cmd.args([
+        "explore",
+        "--driver",
+        "lavapipe",
+        "--case",
+        "clean-exit",
+        "--runs",
+        "1",
+        "--exit-order",
+        "link-order",
+    ]);
+    for r in runtimes {
+        cmd.args(["--runtime", r]);
+    }
+    let out = cmd.args(extra).output().expect("vkexit starts");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let code = out.status.code().expect("vkexit exits");
+    assert!(
+        matches!(code, 0 | 1 | 2),
+        "exit {code}\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (code, stdout + &String::from_utf8_lossy(&out.stderr))
+}
+
+/// An exploration split with `--shard K/N` explores each natural cell in one shard only, with
+/// all its perturbations (the emulated driver exits too, whose cells' own identity falls in
+/// another shard), and `vkexit merge` joins the shards into the whole: its table, its gate,
+/// its reports. A shard left out, a shard given twice, an empty shard: each refused, named.
+#[test]
+fn an_exploration_split_in_shards_merges_into_the_whole() {
+    let sb = Sandbox::new();
+    let runtimes = [
+        "refrt:never",
+        "refrt:static-destructor",
+        "refrt:atexit-after-init",
+        "refrt:release-children",
+    ];
+    let mut files = Vec::new();
+    let mut explored = Vec::new();
+    for k in 1..=2 {
+        let json = sb.path().join(format!("shard-{k}.json"));
+        let shard = format!("{k}/2");
+        let (code, out) = explore_built_in(
+            &sb,
+            &runtimes,
+            &[
+                "--shard",
+                &shard,
+                "--allow-no-runs",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        let e: Exploration = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
+            .unwrap_or_else(|err| panic!("{err}\n{out}"));
+        assert_eq!(e.shard.as_deref(), Some(shard.as_str()));
+        for cell in &e.cells {
+            // Every cell carries every perturbation, the emulated driver exits among them.
+            let names: Vec<&str> = cell.perturbations.iter().map(|p| p.name.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "link-order",
+                    "driver-exit:tegra",
+                    "driver-exit:tegra-racy",
+                    "threads:seed=1"
+                ],
+                "{out}"
+            );
+            assert!(
+                cell.perturbations.iter().all(|p| p.verdict != "error"),
+                "{cell:#?}"
+            );
+        }
+        assert_eq!(code, i32::from(!green(&e)), "{out}");
+        explored.extend(e.cells.iter().map(|c| c.natural.runtime.clone()));
+        files.push(json);
+    }
+    explored.sort();
+    let mut all: Vec<String> = runtimes.iter().map(|r| r.to_string()).collect();
+    all.sort();
+    assert_eq!(explored, all, "each cell explored in exactly one shard");
+
+    // The shards joined: every cell, the whole's gate (the static destructor crashes under the
+    // Tegra driver's exit: red), and the reports of an exploration.
+    let merged = sb.path().join("merged.json");
+    let html = sb.path().join("html");
+    let junit = sb.path().join("junit.xml");
+    let out = sb
+        .vkexit()
+        .arg("merge")
+        .args(&files)
+        .arg("--json")
+        .arg(&merged)
+        .arg("--html")
+        .arg(&html)
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("4 cells explored: "),
+        "the merged table: {stdout}"
+    );
+    let whole: Exploration =
+        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!((whole.cells.len(), whole.shard.as_deref()), (4, None));
+    let static_destructor = whole
+        .cells
+        .iter()
+        .find(|c| c.natural.runtime == "refrt:static-destructor")
+        .unwrap();
+    assert_eq!(verdict(static_destructor, "driver-exit:tegra"), "fail");
+    let page = std::fs::read_to_string(html.join("index.html")).unwrap();
+    assert!(
+        page.contains("<td class=\"fail\">") || page.contains("class=\"fail\"><a"),
+        "{page}"
+    );
+    assert!(page.contains("driver-exit:tegra"), "{page}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("clean-exit × refrt:static-destructor × lavapipe")
+            && xml.contains("<failure message=\"fail: crashes 1/1"),
+        "{xml}"
+    );
+
+    // One shard of two: the other is named as missing. One file twice: refused.
+    let alone = sb
+        .vkexit()
+        .arg("merge")
+        .arg(&files[0])
+        .arg("--json")
+        .arg(sb.path().join("alone.json"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&alone.stderr);
+    assert_eq!(alone.status.code(), Some(2), "{said}");
+    assert!(said.contains("2/2"), "{said}");
+    let twice = sb
+        .vkexit()
+        .arg("merge")
+        .args([&files[0], &files[0], &files[1]])
+        .arg("--json")
+        .arg(sb.path().join("twice.json"))
+        .output()
+        .unwrap();
+    assert_eq!(twice.status.code(), Some(2));
+}
+
+/// An exploration in which no run started (here: a shard that holds no cell) is not green:
+/// exit 2 with the reason, unless `--allow-no-runs`.
+#[test]
+fn an_exploration_that_ran_nothing_is_not_green() {
+    let sb = Sandbox::new();
+    // One cell in 64 shards: all but one shard are empty; find one that is.
+    let runtimes = ["refrt:never"];
+    let empty = (1..=64)
+        .map(|k| format!("{k}/64"))
+        .find(|shard| {
+            let (_, out) = explore_built_in(&sb, &runtimes, &["--shard", shard, "--allow-no-runs"]);
+            out.contains("0 cells explored")
+        })
+        .expect("an empty shard among 64");
+    let (code, out) = explore_built_in(&sb, &runtimes, &["--shard", &empty]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("no cell in shard"), "{out}");
+}
+
+fn green(e: &Exploration) -> bool {
+    e.cells.iter().all(|c| {
+        c.natural.is_green()
+            && !c
+                .perturbations
+                .iter()
+                .any(|p| matches!(p.verdict.as_str(), "fail" | "flaky" | "error"))
+    })
+}

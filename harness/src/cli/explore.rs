@@ -1,15 +1,15 @@
 //! `vkexit explore`: the natural exit of every selected cell, each perturbation of it, and the
 //! fix where it fails.
 
-use super::run::{matrix_of, CellArgs, Execution, SuiteArgs};
+use super::run::{matrix_of, CellArgs, Execution, ReportArgs, SuiteArgs};
 use super::Exit;
 use crate::engine::explore::{self, Request};
 use crate::judge::Baseline;
 use crate::plan::exit_order::Order;
+use crate::report::Document;
 use crate::run;
 use crate::support::errors::{Error, Result};
 use crate::support::lock::ArtifactsLock;
-use crate::support::output::{write_atomically, Target};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -38,9 +38,18 @@ pub(super) struct ExploreArgs {
     /// Write the exploration file (schema vkexit.explore/1).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Write a Markdown summary: a row a cell, a column a perturbation, then what to act on.
-    #[arg(long, value_name = "FILE")]
-    markdown: Option<PathBuf>,
+    /// The Markdown summary and the HTML report: a row a cell, a column a perturbation, then
+    /// what to act on; JUnit: a test suite a cell, a test case a perturbation.
+    #[command(flatten)]
+    reports: ReportArgs,
+    /// Explore only shard K of N (1 ≤ K ≤ N) of the natural cells, each with all its
+    /// perturbations; `vkexit merge` joins the shards' exploration files.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<crate::plan::shard::Shard>,
+    /// Exit 0 when no run started (every cell skipped, an empty shard); without it, that
+    /// is an error (exit 2).
+    #[arg(long)]
+    allow_no_runs: bool,
     /// An external program and its arguments, explored as one case.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -57,28 +66,12 @@ pub(super) fn explore_command(args: ExploreArgs) -> Result<Exit> {
         args.command,
     )?;
     let baseline = Baseline::read(&args.baselines)?;
-    let json = match &args.json {
-        Some(path) => Some(Target::check(path, "the exploration file")?),
-        None => None,
-    };
-    let markdown = match &args.markdown {
-        Some(path) => Some(Target::check(path, "the Markdown summary")?),
-        None => None,
-    };
-    let outputs: Vec<(&str, &Target)> =
-        [("--json", json.as_ref()), ("--markdown", markdown.as_ref())]
-            .into_iter()
-            .filter_map(|(flag, t)| t.map(|t| (flag, t)))
-            .collect();
-    let mut inputs: Vec<(&str, &std::path::Path)> = args
-        .baselines
-        .iter()
-        .map(|b| ("--baseline", b.as_path()))
-        .collect();
-    inputs.extend(args.config.iter().map(|c| ("--config", c.as_path())));
-    crate::support::output::check_apart(&outputs, &inputs)?;
+    let outputs = args
+        .reports
+        .checked(args.json, &args.baselines, args.config.as_deref())?;
+    let allow_no_runs = args.allow_no_runs || matrix.allow_no_runs;
     let _owner = ArtifactsLock::take(&args.exec.artifacts)?;
-    let mut settings = args.exec.settings(true, None)?;
+    let mut settings = args.exec.settings(true, args.shard)?;
     let orders = match settings.exit_order.take() {
         Some(asked) => asked.0,
         None => Order::DEPLOYMENTS.to_vec(),
@@ -92,25 +85,20 @@ pub(super) fn explore_command(args: ExploreArgs) -> Result<Exit> {
         chaos_seed,
         budget: args.budget.map(std::time::Duration::from_secs_f64),
     };
-    let exploration = explore::explore(&request, &mut [])?;
+    let explore::Explored {
+        exploration,
+        no_runs,
+    } = explore::explore(&request, &mut [])?;
     print!("{}", crate::report::explore::table(&exploration));
-    let json_text = || {
-        let text = serde_json::to_string_pretty(&exploration).expect("an exploration is JSON");
-        format!("{text}\n")
-    };
-    let files = [
-        (json, json_text()),
-        (markdown, crate::report::explore::markdown(&exploration)),
-    ];
-    for (target, text) in files {
-        let Some(target) = target else { continue };
-        write_atomically(&target.real, text.as_bytes()).map_err(|e| Error::Output {
-            what: format!("cannot write {}", target.given.display()),
-            source: e,
-        })?;
-    }
+    outputs.write_document(
+        Document::Exploration(&exploration),
+        Some(&request.settings.artifacts),
+    )?;
     if exploration.interrupted {
         return Ok(Exit::Interrupted);
+    }
+    if let (Some(why), false) = (no_runs, allow_no_runs) {
+        return Err(Error::NoRuns { why });
     }
     Ok(Exit::from(crate::judge::explore::green(&exploration)))
 }

@@ -1,4 +1,5 @@
-//! `vkexit merge`: results files joined, judged again and reported.
+//! `vkexit merge`: results files joined, judged again and reported; or the shards of one
+//! exploration joined and reported.
 
 use super::run::ReportArgs;
 use super::Exit;
@@ -10,10 +11,11 @@ use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub(super) struct MergeArgs {
-    /// Results files (schema vkexit.results/1).
+    /// Results files (schema vkexit.results/1), or the exploration files of one exploration's
+    /// shards (schema vkexit.explore/1).
     #[arg(required = true, value_name = "FILES")]
     pub(super) files: Vec<PathBuf>,
-    /// Write the merged results file.
+    /// Write the merged results file (or exploration file).
     #[arg(long, value_name = "FILE")]
     pub(super) json: PathBuf,
     /// Judge the merged cells against a baseline file (repeatable), as `run --baseline` does;
@@ -29,6 +31,10 @@ pub(super) struct MergeArgs {
 }
 
 pub(super) fn merge(args: MergeArgs) -> Result<Exit> {
+    let schema = crate::report::merge::schema_of(&args.files[0])?;
+    if schema.as_deref() == Some(vkexit_evidence::explore::SCHEMA) {
+        return merge_explorations(args);
+    }
     let inputs = crate::report::merge::read_all(&args.files)?;
     let baseline = Baseline::read(&args.baselines)?;
     let mut read: Vec<(&str, &Path)> = args.files.iter().map(|f| ("FILES", f.as_path())).collect();
@@ -59,4 +65,34 @@ pub(super) fn merge(args: MergeArgs) -> Result<Exit> {
         });
     }
     Ok(Exit::from(results.is_green()))
+}
+
+/// The shards of one exploration joined: the table and the reports of the whole, its gate.
+fn merge_explorations(args: MergeArgs) -> Result<Exit> {
+    if let Some(b) = args.baselines.first() {
+        return Err(Error::bad_input(
+            b,
+            "--baseline: an exploration's natural cells were judged when explored; its shards are joined as they are",
+        ));
+    }
+    let exploration = crate::report::merge::explorations(&args.files)?;
+    let read: Vec<(&str, &Path)> = args.files.iter().map(|f| ("FILES", f.as_path())).collect();
+    let outputs = args.reports.outputs(Some(args.json)).check(&read)?;
+    print!("{}", report::explore::table(&exploration));
+    outputs.write_document(report::Document::Exploration(&exploration), None)?;
+    if exploration.interrupted {
+        eprintln!(
+            "vkexit: an input was interrupted: its exploration is incomplete, so the gate is red"
+        );
+    }
+    let runs = exploration
+        .cells
+        .iter()
+        .fold(0u64, |n, c| n.saturating_add(c.natural.runs));
+    if runs == 0 && !exploration.interrupted && !args.allow_no_runs {
+        return Err(Error::NoRuns {
+            why: "no natural cell of the explorations given holds a run".to_string(),
+        });
+    }
+    Ok(Exit::from(crate::judge::explore::green(&exploration)))
 }

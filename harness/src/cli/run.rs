@@ -270,6 +270,22 @@ impl ReportArgs {
             html: self.html,
         }
     }
+
+    /// The reports asked for, checked against the files the command reads: its baselines and
+    /// its matrix file.
+    pub(super) fn checked(
+        self,
+        json: Option<PathBuf>,
+        baselines: &[PathBuf],
+        config: Option<&std::path::Path>,
+    ) -> Result<report::Checked> {
+        let mut inputs: Vec<(&str, &std::path::Path)> = baselines
+            .iter()
+            .map(|b| ("--baseline", b.as_path()))
+            .collect();
+        inputs.extend(config.map(|c| ("--config", c)));
+        self.outputs(json).check(&inputs)
+    }
 }
 
 /// The matrix the selection flags ask for (a matrix file, suites, cells, `-- CMD`), checked,
@@ -304,13 +320,9 @@ pub(super) fn run_command(args: RunArgs) -> Result<Exit> {
         args.command,
     )?;
     let baseline = Baseline::read(&args.baselines)?;
-    let mut inputs: Vec<(&str, &std::path::Path)> = args
-        .baselines
-        .iter()
-        .map(|b| ("--baseline", b.as_path()))
-        .collect();
-    inputs.extend(args.config.iter().map(|c| ("--config", c.as_path())));
-    let outputs = args.reports.outputs(args.json).check(&inputs)?;
+    let outputs = args
+        .reports
+        .checked(args.json, &args.baselines, args.config.as_deref())?;
     let allow_no_runs = args.allow_no_runs || matrix.allow_no_runs;
     // Held until vkexit exits: the runs' slots and evidence are this gate's alone.
     let _owner = ArtifactsLock::take(&args.exec.artifacts)?;

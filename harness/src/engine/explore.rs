@@ -119,14 +119,19 @@ fn plan_key(c: &Cell) -> CellKey {
     )
 }
 
+/// An exploration made, and why it ran nothing when it ran nothing (every cell skipped, an
+/// empty shard): as for `run`, no runs is not green unless the user allows it.
+pub(crate) struct Explored {
+    pub(crate) exploration: Exploration,
+    pub(crate) no_runs: Option<String>,
+}
+
 /// Runs the exploration; `reporters` hear every phase's gate.
-pub(crate) fn explore(
-    request: &Request,
-    reporters: &mut [&mut dyn Reporter],
-) -> Result<Exploration> {
+pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) -> Result<Explored> {
     let start = Instant::now();
     // Planned once: every phase runs the same cells (a driver probed once), each changed.
     let base = Invocation::new(request.matrix, request.baseline, request.settings.clone())?;
+    let no_runs = base.why_no_runs();
     let emulated = emulated_bases(request, &base)?;
     let natural = phase(request, &base, "natural", None, None, None, reporters)?;
     let mut cells: Vec<ExploredCell> = natural
@@ -198,18 +203,24 @@ pub(crate) fn explore(
     for cell in &mut cells {
         cell.findings = findings(cell);
     }
-    Ok(Exploration {
+    let exploration = Exploration {
         schema: vkexit_evidence::explore::SCHEMA.into(),
         vkexit_version: env!("CARGO_PKG_VERSION").into(),
         chaos_seed: request.chaos_seed,
+        shard: request.settings.shard.map(|s| s.to_string()),
         left_out,
         interrupted: run::interrupt::interrupted(),
         cells,
+    };
+    Ok(Explored {
+        exploration,
+        no_runs,
     })
 }
 
 /// The cells under each emulated driver exit, planned now with the natural ones; none where
-/// every cell emulates one already.
+/// every cell emulates one already. A shard is of the natural cells: each keeps its emulated
+/// twins, whichever shard their own identity would fall in.
 fn emulated_bases<'a>(
     request: &Request<'a>,
     base: &Invocation,
@@ -228,10 +239,16 @@ fn emulated_bases<'a>(
                 s
             })
             .collect();
-        out.push((
-            e,
-            Invocation::new(&matrix, request.baseline, request.settings.clone())?,
-        ));
+        let settings = Settings {
+            shard: None,
+            ..request.settings.clone()
+        };
+        let mut invocation = Invocation::new(&matrix, request.baseline, settings)?;
+        if request.settings.shard.is_some() {
+            let natural: Vec<CellKey> = base.cells().map(plan_key).collect();
+            invocation.retain_cells(|c| natural.contains(&plan_key(c)));
+        }
+        out.push((e, invocation));
     }
     Ok(out)
 }

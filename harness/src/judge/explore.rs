@@ -22,6 +22,44 @@ pub(crate) fn failed(verdict: &str) -> bool {
     matches!(verdict, "fail" | "flaky" | "error")
 }
 
+/// How the cells of an exploration stand, counted: what its table's last line says.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tally {
+    /// Every cell.
+    pub(crate) cells: usize,
+    /// Natural exit green as `run` judges it, and no perturbation failing.
+    pub(crate) order_proof: usize,
+    /// Every natural run passed, and a perturbation fails: a latent order bug.
+    pub(crate) latent: usize,
+    /// The natural exit fails and a change of order made it clean.
+    pub(crate) fixed: usize,
+    /// The natural exit fails and no change of order helped.
+    pub(crate) unfixed: usize,
+    /// The natural exit could not run here (skipped or error before any run): not explored.
+    pub(crate) not_run: usize,
+}
+
+/// The cells of `exploration`, counted by how they stand.
+pub(crate) fn tally(exploration: &Exploration) -> Tally {
+    let mut t = Tally {
+        cells: exploration.cells.len(),
+        ..Tally::default()
+    };
+    for c in &exploration.cells {
+        let n = &c.natural;
+        let perturbed_fails = c.perturbations.iter().any(|p| failed(&p.verdict));
+        if n.runs == 0 {
+            t.not_run += 1;
+            continue;
+        }
+        t.order_proof += usize::from(n.is_green() && !perturbed_fails);
+        t.latent += usize::from(n.counts.passed() == n.runs && perturbed_fails);
+        t.fixed += usize::from(c.fix.is_some());
+        t.unfixed += usize::from(c.no_fix.is_some());
+    }
+    t
+}
+
 /// Whether the exploration keeps the gate green: every natural cell as `run` judges it, and
 /// no perturbation failing.
 pub(crate) fn green(exploration: &Exploration) -> bool {

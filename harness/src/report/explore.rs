@@ -1,8 +1,11 @@
 //! An exploration shown: the terminal table (per cell, its natural exit, each perturbation,
-//! the fix and what to act on) and the Markdown summary.
+//! the fix and what to act on), the Markdown summary and the HTML report.
 
-use crate::judge::explore::failed;
-use vkexit_evidence::explore::Exploration;
+use super::markup::{attr, text};
+use crate::judge::explore::{failed, tally};
+use std::fmt::Write as _;
+use std::path::Path;
+use vkexit_evidence::explore::{Exploration, ExploredCell};
 use vkexit_evidence::results::Counts;
 use vkexit_evidence::verdict::RunVerdict;
 
@@ -82,44 +85,7 @@ pub(crate) fn table(exploration: &Exploration) -> String {
             out.push_str(&format!("  → {f}\n"));
         }
     }
-    let order_proof = exploration
-        .cells
-        .iter()
-        .filter(|c| {
-            c.natural.runs > 0
-                && c.natural.is_green()
-                && !c.perturbations.iter().any(|p| failed(&p.verdict))
-        })
-        .count();
-    let not_run = exploration
-        .cells
-        .iter()
-        .filter(|c| c.natural.runs == 0)
-        .count();
-    let latent = exploration
-        .cells
-        .iter()
-        .filter(|c| {
-            c.natural.runs > 0
-                && c.natural.counts.passed() == c.natural.runs
-                && c.perturbations.iter().any(|p| failed(&p.verdict))
-        })
-        .count();
-    let fixed = exploration.cells.iter().filter(|c| c.fix.is_some()).count();
-    let unfixed = exploration
-        .cells
-        .iter()
-        .filter(|c| c.no_fix.is_some())
-        .count();
-    out.push_str(&format!(
-        "{} cells explored: {order_proof} order-proof, {latent} passing with a latent order bug, {fixed} failing with a fix found, {unfixed} failing with no order that helps\n",
-        exploration.cells.len()
-    ));
-    if not_run > 0 {
-        out.push_str(&format!(
-            "{not_run} cell(s) not explored: their natural exit could not run here (skipped or error)\n"
-        ));
-    }
+    out.push_str(&tally_lines(exploration));
     if !exploration.left_out.is_empty() {
         out.push_str(&format!(
             "left out by --budget: {}\n",
@@ -129,14 +95,41 @@ pub(crate) fn table(exploration: &Exploration) -> String {
     out
 }
 
-/// The Markdown summary: one row a cell, one column a perturbation, then what to act on.
-pub(crate) fn markdown(exploration: &Exploration) -> String {
+/// The tally of the cells, and the cells not explored.
+fn tally_lines(exploration: &Exploration) -> String {
+    let t = tally(exploration);
+    let mut out = format!(
+        "{} cells explored: {} order-proof, {} passing with a latent order bug, {} failing with a fix found, {} failing with no order that helps\n",
+        t.cells, t.order_proof, t.latent, t.fixed, t.unfixed
+    );
+    if t.not_run > 0 {
+        out.push_str(&format!(
+            "{} cell(s) not explored: their natural exit could not run here (skipped or error)\n",
+            t.not_run
+        ));
+    }
+    if let Some(shard) = &exploration.shard {
+        out.push_str(&format!(
+            "shard {shard}: `vkexit merge` joins the shards' exploration files\n"
+        ));
+    }
+    out
+}
+
+/// The perturbations' names, in the order they first appear: the columns.
+fn columns(exploration: &Exploration) -> Vec<&str> {
     let mut names: Vec<&str> = Vec::new();
     for p in exploration.cells.iter().flat_map(|c| &c.perturbations) {
         if !names.contains(&p.name.as_str()) {
             names.push(&p.name);
         }
     }
+    names
+}
+
+/// The Markdown summary: one row a cell, one column a perturbation, then what to act on.
+pub(crate) fn markdown(exploration: &Exploration) -> String {
+    let names = columns(exploration);
     let mut out = String::from("# vkexit explore\n\n");
     out.push_str("| case | runtime | driver | emulate | natural |");
     for name in &names {
@@ -177,6 +170,8 @@ pub(crate) fn markdown(exploration: &Exploration) -> String {
         };
         out.push_str(&format!(" {fix} |\n"));
     }
+    out.push('\n');
+    out.push_str(&tally_lines(exploration));
     let to_act: Vec<String> = exploration
         .cells
         .iter()
@@ -197,6 +192,236 @@ pub(crate) fn markdown(exploration: &Exploration) -> String {
         ));
     }
     out
+}
+
+/// JUnit XML for a CI's test view: a test suite a cell, a test case its natural exit and each
+/// perturbation (`not-applicable` ones skipped), failing where the exploration's gate fails.
+pub(crate) fn junit(exploration: &Exploration) -> String {
+    let mut out = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"vkexit explore\">\n",
+    );
+    for cell in &exploration.cells {
+        let n = &cell.natural;
+        let suite = format!(
+            "{} × {} × {} ({})",
+            n.case, n.runtime, n.driver, n.emulation
+        );
+        let mut cases: Vec<(String, Option<String>, bool)> = Vec::new();
+        let natural_failure = (!n.is_green()).then(|| match n.reason.clone() {
+            Some(why) => format!("{}: {why}", n.verdict.name()),
+            None => n.verdict.name().to_string(),
+        });
+        cases.push(("natural".into(), natural_failure, n.runs == 0));
+        for p in &cell.perturbations {
+            let failure = failed(&p.verdict).then(|| {
+                let what = outcome(&p.counts, &p.signals, &p.vuids);
+                format!(
+                    "{}: {what} ({}); replay: vkexit run {}",
+                    p.verdict, p.condition, p.replay
+                )
+            });
+            cases.push((p.name.clone(), failure, p.verdict == "not-applicable"));
+        }
+        let failures = cases.iter().filter(|c| c.1.is_some()).count();
+        let skipped = cases.iter().filter(|c| c.1.is_none() && c.2).count();
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
+            attr(&suite),
+            cases.len()
+        );
+        for (name, failure, skip) in cases {
+            let _ = write!(
+                out,
+                "    <testcase classname=\"{}\" name=\"{}\"",
+                attr(&suite),
+                attr(&name)
+            );
+            match (failure, skip) {
+                (Some(why), _) => {
+                    let _ = writeln!(
+                        out,
+                        ">\n      <failure message=\"{}\"/>\n    </testcase>",
+                        attr(&why)
+                    );
+                }
+                (None, true) => out.push_str(">\n      <skipped/>\n    </testcase>\n"),
+                (None, false) => out.push_str("/>\n"),
+            }
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+const STYLE: &str = "
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #1b1b1b; overflow-wrap: anywhere; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #9e9e9e; padding: 0.3em 0.5em; vertical-align: top; text-align: left; font-size: 0.9em; }
+th { background: #f5f5f5; }
+td a { color: inherit; }
+.pass { background: #c8e6c9; }
+.fail { background: #ef9a9a; font-weight: bold; }
+.flaky { background: #ffcc80; font-weight: bold; }
+.error { background: #b71c1c; color: #fff; font-weight: bold; }
+.na { color: #9e9e9e; }
+h1 .green { color: #1b5e20; } h1 .red { color: #b71c1c; }
+";
+
+/// The HTML report (`--html DIR` writes `DIR/index.html`): self-contained, no script. A row a
+/// cell, a column a perturbation, each coloured by its verdict and linked to its first kept
+/// run; then what to act on, per cell. `base` is the report's directory, for relative links.
+pub(crate) fn html(exploration: &Exploration, base: Option<&Path>) -> String {
+    let names = columns(exploration);
+    let green = crate::judge::explore::green(exploration);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>vkexit explore</title><style>{STYLE}</style></head><body>\n<h1>vkexit explore: <span class=\"{}\">{}</span></h1>\n",
+        if green { "green" } else { "red" },
+        if green { "order-proof" } else { "a perturbation fails" }
+    );
+    for line in tally_lines(exploration).lines() {
+        let _ = writeln!(out, "<p>{}</p>", text(line));
+    }
+    out.push_str(
+        "<table>\n<tr><th>case</th><th>runtime</th><th>driver</th><th>emulate</th><th>natural</th>",
+    );
+    for name in &names {
+        let _ = write!(out, "<th><code>{}</code></th>", text(name));
+    }
+    out.push_str("<th>fix</th></tr>\n");
+    for cell in &exploration.cells {
+        html_row(&mut out, cell, &names, base);
+    }
+    out.push_str("</table>\n");
+    let acted: Vec<&ExploredCell> = exploration
+        .cells
+        .iter()
+        .filter(|c| !c.findings.is_empty())
+        .collect();
+    if !acted.is_empty() {
+        out.push_str("<h2>To act on</h2>\n<ul>\n");
+        for c in acted {
+            for f in &c.findings {
+                let _ = writeln!(
+                    out,
+                    "<li><code>{} × {}</code>: {}</li>",
+                    text(&c.natural.case),
+                    text(&c.natural.runtime),
+                    text(f)
+                );
+            }
+        }
+        out.push_str("</ul>\n");
+    }
+    if !exploration.left_out.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p>Left out by <code>--budget</code>: {}</p>",
+            text(&exploration.left_out.join(", "))
+        );
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// One cell's row: its natural exit, each perturbation, the fix.
+fn html_row(out: &mut String, cell: &ExploredCell, names: &[&str], base: Option<&Path>) {
+    let n = &cell.natural;
+    let (class, natural) = match (n.runs, n.counts.passed() == n.runs) {
+        (0, _) => (
+            "na",
+            n.reason.clone().unwrap_or_else(|| n.verdict.name().into()),
+        ),
+        (_, true) => ("pass", format!("pass {0}/{0}", n.runs)),
+        (_, false) => (
+            if n.is_green() { "pass" } else { "fail" },
+            format!(
+                "{}: {}",
+                n.verdict.name(),
+                outcome(&n.counts, &n.signals, &n.vuids)
+            ),
+        ),
+    };
+    let _ = write!(
+        out,
+        "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{}</td>",
+        text(&n.case),
+        text(&n.runtime),
+        text(&n.driver),
+        text(&n.emulation)
+    );
+    cell_td(
+        out,
+        class,
+        &natural,
+        n.artifacts.first().map(String::as_str),
+        base,
+    );
+    for name in names {
+        match cell.perturbations.iter().find(|p| p.name == *name) {
+            None => out.push_str("<td class=\"na\">–</td>"),
+            Some(p) if p.verdict == "not-applicable" => {
+                let why = p
+                    .moved
+                    .first()
+                    .map(String::as_str)
+                    .unwrap_or("moves nothing here");
+                let _ = write!(out, "<td class=\"na\" title=\"{}\">n/a</td>", attr(why));
+            }
+            Some(p) => {
+                let shown = match p.verdict.as_str() {
+                    "pass" => format!("pass {0}/{0}", p.counts.total()),
+                    _ => outcome(&p.counts, &p.signals, &p.vuids),
+                };
+                let class = match p.verdict.as_str() {
+                    "pass" => "pass",
+                    "flaky" => "flaky",
+                    "error" => "error",
+                    _ => "fail",
+                };
+                cell_td(
+                    out,
+                    class,
+                    &shown,
+                    p.artifacts.first().map(String::as_str),
+                    base,
+                );
+            }
+        }
+    }
+    let fix = match (&cell.fix, &cell.no_fix) {
+        (Some(f), _) => format!(
+            "{}: pass {}/{} (--exit-order {})",
+            f.change,
+            f.counts.passed(),
+            f.counts.total(),
+            f.exit_order
+        ),
+        (None, Some(why)) => format!("none helps: {why}"),
+        (None, None) => "–".into(),
+    };
+    let _ = writeln!(out, "<td>{}</td></tr>", text(&fix));
+}
+
+/// A coloured cell, linked to a kept run's directory when there is one.
+fn cell_td(out: &mut String, class: &str, shown: &str, run: Option<&str>, base: Option<&Path>) {
+    match run {
+        Some(dir) => {
+            let href = super::html::link(Path::new(dir), base, true);
+            let _ = write!(
+                out,
+                "<td class=\"{class}\"><a href=\"{}\">{}</a></td>",
+                attr(&href),
+                text(shown)
+            );
+        }
+        None => {
+            let _ = write!(out, "<td class=\"{class}\">{}</td>", text(shown));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -443,7 +443,7 @@ pub fn cell_dir(c: &CellResult) -> Option<PathBuf> {
 
 /// A link from the report's directory to `target`: relative when both are
 /// known absolute paths, else the absolute path; percent-encoded.
-fn link(target: &Path, base: Option<&Path>, dir: bool) -> String {
+pub(crate) fn link(target: &Path, base: Option<&Path>, dir: bool) -> String {
     let absolute = std::path::absolute(target).unwrap_or_else(|_| target.to_path_buf());
     let resolved = absolute.canonicalize().unwrap_or(absolute);
     let path = match base.and_then(|b| relative(b, &resolved)) {

@@ -17,6 +17,7 @@ use crate::support::util::union_sorted;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use vkexit_evidence::explore::{Exploration, SCHEMA as EXPLORE_SCHEMA};
 use vkexit_evidence::results::{CellId, CellResult, Results, SCHEMA};
 use vkexit_evidence::verdict::CellVerdict;
 
@@ -100,15 +101,20 @@ pub(crate) fn read_all(paths: &[PathBuf]) -> Result<Vec<Results>> {
         seen.push(real);
         inputs.push((path.as_path(), read(path)?));
     }
-    check_shards(&inputs)?;
+    let shards: Vec<(&Path, Option<&str>)> = inputs
+        .iter()
+        .map(|(p, r)| (*p, r.shard.as_deref()))
+        .collect();
+    check_shards(&shards)?;
     Ok(inputs.into_iter().map(|(_, r)| r).collect())
 }
 
-/// Every shard K/N for K = 1..N, for each N among the inputs.
-fn check_shards(inputs: &[(&Path, Results)]) -> Result<()> {
+/// Every shard K/N for K = 1..N, for each N among the inputs (each file with the shard it
+/// holds, if any).
+fn check_shards(inputs: &[(&Path, Option<&str>)]) -> Result<()> {
     let mut given: Vec<(Shard, &Path)> = Vec::new();
-    for (path, results) in inputs {
-        if let Some(text) = &results.shard {
+    for &(path, shard) in inputs {
+        if let Some(text) = shard {
             let shard: Shard = text
                 .parse()
                 .map_err(|why| Error::bad_input(path, format!("bad \"shard\": {why}")))?;
@@ -136,6 +142,104 @@ fn check_shards(inputs: &[(&Path, Results)]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The schema a JSON file names, if it names one: which kind of file `merge` was given.
+pub(crate) fn schema_of(path: &Path) -> Result<Option<String>> {
+    #[derive(Deserialize)]
+    struct Header {
+        schema: Option<serde_json::Value>,
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io("cannot read the file to merge", path, e))?;
+    let header: Header = serde_json::from_str(&text)
+        .map_err(|why| Error::bad_input(path, format!("not a JSON file: {why}")))?;
+    Ok(header.schema.and_then(|s| s.as_str().map(str::to_string)))
+}
+
+/// Reads exploration files (`vkexit.explore/1`) and joins the shards of one exploration: every
+/// shard given, one chaos seed, each cell in one file only (explorations join shards, not
+/// repeats: a cell's perturbations and fix are decided by its own runs).
+pub(crate) fn explorations(paths: &[PathBuf]) -> Result<Exploration> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut inputs: Vec<(&Path, Exploration)> = Vec::new();
+    for path in paths {
+        let real = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if seen.contains(&real) {
+            return Err(Error::GivenTwice { path: path.clone() });
+        }
+        seen.push(real);
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::io("cannot read the exploration file", path, e))?;
+        let e: Exploration = serde_json::from_str(&text).map_err(|why| {
+            Error::bad_input(
+                path,
+                format!("not a {EXPLORE_SCHEMA} exploration file: {why}"),
+            )
+        })?;
+        if e.schema != EXPLORE_SCHEMA {
+            return Err(Error::bad_input(
+                path,
+                format!(
+                    "its schema is \"{}\", expected \"{EXPLORE_SCHEMA}\": results and exploration files are merged apart",
+                    e.schema
+                ),
+            ));
+        }
+        inputs.push((path.as_path(), e));
+    }
+    let shards: Vec<(&Path, Option<&str>)> = inputs
+        .iter()
+        .map(|(p, e)| (*p, e.shard.as_deref()))
+        .collect();
+    check_shards(&shards)?;
+    let (first_path, first) = &inputs[0];
+    let mut merged = Exploration {
+        shard: None,
+        left_out: Vec::new(),
+        interrupted: false,
+        cells: Vec::new(),
+        ..first.clone()
+    };
+    let mut from: HashMap<CellId, &Path> = HashMap::new();
+    for (path, e) in &inputs {
+        if e.chaos_seed != first.chaos_seed {
+            return Err(Error::bad_input(
+                path,
+                format!(
+                    "explored with --chaos-seed {}, but {} with {}: shards of one exploration share one seed",
+                    e.chaos_seed,
+                    first_path.display(),
+                    first.chaos_seed
+                ),
+            ));
+        }
+        merged.interrupted |= e.interrupted;
+        for name in &e.left_out {
+            if !merged.left_out.contains(name) {
+                merged.left_out.push(name.clone());
+            }
+        }
+        for cell in &e.cells {
+            if let Some(other) = from.insert(cell.natural.id(), path) {
+                let n = &cell.natural;
+                return Err(Error::bad_input(
+                    path,
+                    format!(
+                        "cell {} × {} × {} (emulation {}) was explored in {} too: explorations join shards, not repeats",
+                        n.case,
+                        n.runtime,
+                        n.driver,
+                        n.emulation,
+                        other.display()
+                    ),
+                ));
+            }
+            merged.cells.push(cell.clone());
+        }
+    }
+    merged.cells = in_plan_order(merged.cells, |c| &c.natural);
+    Ok(merged)
 }
 
 /// Why a text is not a results file.
@@ -189,28 +293,34 @@ pub fn merge(inputs: Vec<Results>) -> Results {
             }
         }
     }
+    let cells = in_plan_order(parts.into_iter().map(combine).collect(), |c| c);
+    report::results(cells, interrupted)
+}
+
+/// `items` in the order of a plan, each placed by its cell (`cell_of`): grouped by driver,
+/// emulation and layers as they first appear; within a group the external cases as they
+/// come, then the built-in cases and runtimes in their order.
+fn in_plan_order<T>(items: Vec<T>, cell_of: impl Fn(&T) -> &CellResult) -> Vec<T> {
     let mut groups: Vec<(String, String, Vec<String>)> = Vec::new();
-    let mut keyed: Vec<(PlanKey, CellResult)> = parts
+    let mut keyed: Vec<(PlanKey, T)> = items
         .into_iter()
-        .map(combine)
         .enumerate()
-        .map(|(order, c)| {
+        .map(|(order, item)| {
+            let c = cell_of(&item);
             let group = (c.driver.clone(), c.emulation.clone(), c.layers.clone());
             let g = groups.iter().position(|x| *x == group).unwrap_or_else(|| {
                 groups.push(group);
                 groups.len() - 1
             });
-            // As a plan has them: each group's external cases first, in the order they
-            // come, then the built-in cases and runtimes in their order.
             let case = match c.runtime == "external" {
                 true => (0, 0),
                 false => (1, case_rank(&c.case)),
             };
-            ((g, case, runtime_rank(&c.runtime), order), c)
+            ((g, case, runtime_rank(&c.runtime), order), item)
         })
         .collect();
     keyed.sort_by_key(|(key, _)| *key);
-    report::results(keyed.into_iter().map(|(_, c)| c).collect(), interrupted)
+    keyed.into_iter().map(|(_, item)| item).collect()
 }
 
 /// The results of one cell from several files as one cell: runs, counts

@@ -131,21 +131,40 @@ impl Outputs {
     }
 }
 
+/// What the reports show: a gate's results, or an exploration (`vkexit explore`, or the
+/// shards of one joined by `merge`).
+#[derive(Debug, Clone, Copy)]
+pub enum Document<'a> {
+    /// A results file's contents (`run`, `merge`).
+    Results(&'a Results),
+    /// An exploration file's contents.
+    Exploration(&'a vkexit_evidence::explore::Exploration),
+}
+
 impl Checked {
     /// Writes every report. One whose path fails now (its directory gone, the disk full)
     /// is kept in `keep_in` (the artifacts directory; else the system's temporary
     /// directory) under its own name, and stderr says where: results are never lost. The
     /// first failure is then the error.
     pub fn write(&self, results: &Results, keep_in: Option<&Path>) -> Result<()> {
+        self.write_document(Document::Results(results), keep_in)
+    }
+
+    /// Writes every report of `document`, as [`Checked::write`] does.
+    pub fn write_document(&self, document: Document, keep_in: Option<&Path>) -> Result<()> {
         let mut failed: Vec<String> = Vec::new();
         for report in &self.reports {
-            let text = render(report.kind, results, &report.target);
+            let text = render(report.kind, document, &report.target);
             let Err(e) = report.target.write(text.as_bytes()) else {
                 continue;
             };
             let what = report.kind.what();
             let given = report.target.given.display();
-            failed.push(match keep(report.kind, &text, keep_in) {
+            let name = match document {
+                Document::Results(_) => report.kind.fallback_name().to_string(),
+                Document::Exploration(_) => format!("explore-{}", report.kind.fallback_name()),
+            };
+            failed.push(match keep(&name, &text, keep_in) {
                 Ok(path) => format!(
                     "cannot write {what} {given}: {e}; kept it in {}",
                     path.display()
@@ -161,25 +180,28 @@ impl Checked {
     }
 }
 
-fn render(kind: ReportKind, results: &Results, target: &Target) -> String {
-    match kind {
-        ReportKind::Json => json_text(results),
-        ReportKind::Junit => junit::render(results),
-        ReportKind::Markdown => markdown::render(results),
-        ReportKind::Html => {
-            // Links to the evidence are relative to the report's directory.
-            let base = target.real.parent().and_then(|d| d.canonicalize().ok());
-            html::render(results, base.as_deref())
+fn render(kind: ReportKind, document: Document, target: &Target) -> String {
+    // Links to the evidence are relative to the report's directory.
+    let base = || target.real.parent().and_then(|d| d.canonicalize().ok());
+    match (document, kind) {
+        (Document::Results(results), ReportKind::Json) => json_text(results),
+        (Document::Results(results), ReportKind::Junit) => junit::render(results),
+        (Document::Results(results), ReportKind::Markdown) => markdown::render(results),
+        (Document::Results(results), ReportKind::Html) => html::render(results, base().as_deref()),
+        (Document::Exploration(e), ReportKind::Json) => {
+            serde_json::to_string_pretty(e).expect("an exploration is JSON") + "\n"
         }
+        (Document::Exploration(e), ReportKind::Junit) => explore::junit(e),
+        (Document::Exploration(e), ReportKind::Markdown) => explore::markdown(e),
+        (Document::Exploration(e), ReportKind::Html) => explore::html(e, base().as_deref()),
     }
 }
 
 /// A report kept where it can be: `keep_in` (made again if it went), else the temporary
 /// directory, under a name of its own.
-fn keep(kind: ReportKind, text: &str, keep_in: Option<&Path>) -> std::io::Result<PathBuf> {
+fn keep(name: &str, text: &str, keep_in: Option<&Path>) -> std::io::Result<PathBuf> {
     let mut last = std::io::Error::other("no directory to keep it in");
     let temp = std::env::temp_dir();
-    let name = kind.fallback_name();
     let places = [
         keep_in.map(|d| d.join(name)),
         Some(temp.join(format!("vkexit-{}-{name}", std::process::id()))),
