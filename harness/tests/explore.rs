@@ -242,8 +242,8 @@ fn a_module_whose_teardown_crashes_only_when_moved_is_found_and_replays() {
     assert_eq!(replayed(&[]), 0);
 }
 
-/// A worker thread that writes to a page an exit handler unmaps, 100 ms after it was told: the
-/// natural exit ends long before; when the thread timing lets running threads run ahead at the
+/// A worker thread that writes to a page an exit handler unmaps, after 50 ms of its own CPU
+/// time from when it was told: the natural exit ends long before, however loaded the machine; when the thread timing lets running threads run ahead at the
 /// next handler boundary, it writes into the hole, every time, for this seed.
 #[test]
 fn a_thread_race_that_the_chaos_schedule_loses_is_found_and_replays() {
@@ -257,14 +257,17 @@ fn a_thread_race_that_the_chaos_schedule_loses_is_found_and_replays() {
         #include <time.h>
         static volatile char *page;
         static atomic_int unmapped;
-        static double now(void) {
-            struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9;
+        /* The worker's own CPU time, not the clock: on a loaded machine it runs less, and
+           the natural exit (which gives it no time of its own) stays clean, while a pause
+           that lets it run gives it all it needs. */
+        static double cpu(void) {
+            struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9;
         }
         static void *worker(void *arg) {
             (void)arg;
             while (!atomic_load(&unmapped)) {}
-            double start = now();
-            while (now() - start < 0.1) {}
+            double start = cpu();
+            while (cpu() - start < 0.05) {}
             page[0] = 1;
             return 0;
         }
