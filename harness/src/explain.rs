@@ -892,7 +892,9 @@ not json at all
         );
         let text = story.render();
         assert!(
-            text.contains("no backtrace of the crashing thread: the backtrace child died of a signal: "),
+            text.contains(
+                "no backtrace of the crashing thread: the backtrace child died of a signal: "
+            ),
             "{text}"
         );
         // Two processes wrote: each line says which.

@@ -544,7 +544,11 @@ fn vkexit_columns(sb: &Sandbox, columns: &str, args: &[&str]) -> (i32, String, S
         .output()
         .expect("vkexit starts");
     let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
-    (out.status.code().unwrap(), text(out.stdout), text(out.stderr))
+    (
+        out.status.code().unwrap(),
+        text(out.stdout),
+        text(out.stderr),
+    )
 }
 
 #[test]
@@ -572,9 +576,11 @@ fn a_suite_reads_as_one_short_line_a_test_then_its_failures_then_the_summary() {
         .find(|l| l.contains("Teardown.DestroysItsBuffer"))
         .unwrap_or_else(|| panic!("{stderr}"));
     assert!(
-        regex::Regex::new(r"^\[\d+/\d+\] pass  \d+\.\d\d s  Teardown\.DestroysItsBuffer × external")
-            .unwrap()
-            .is_match(progress),
+        regex::Regex::new(
+            r"^\[\d+/\d+\] pass  \d+\.\d\d s  Teardown\.DestroysItsBuffer × external"
+        )
+        .unwrap()
+        .is_match(progress),
         "{progress}"
     );
     // Then on stdout: one line a test, the failure with its reason and evidence, the summary.
@@ -584,19 +590,38 @@ fn a_suite_reads_as_one_short_line_a_test_then_its_failures_then_the_summary() {
             .find(|l| l.ends_with(name))
             .unwrap_or_else(|| panic!("no line for {name}:\n{stdout}"))
     };
-    assert!(line(" Teardown.DestroysItsBuffer").starts_with("pass "), "{stdout}");
-    assert!(line(" Teardown.KeepsItsBufferAtExit").starts_with("fail "), "{stdout}");
+    assert!(
+        line(" Teardown.DestroysItsBuffer").starts_with("pass "),
+        "{stdout}"
+    );
+    assert!(
+        line(" Teardown.KeepsItsBufferAtExit").starts_with("fail "),
+        "{stdout}"
+    );
     let failures = stdout
         .split_once("\nfailures:\n")
         .unwrap_or_else(|| panic!("{stdout}"))
         .1;
     let mut lines = failures.lines();
     assert_eq!(lines.next(), Some("fail Teardown.KeepsItsBufferAtExit"));
-    let why: Vec<&str> = lines.by_ref().take_while(|l| l.starts_with("    ")).collect();
-    assert!(why.join(" ").contains("VUID-vkDestroyDevice-device-00378"), "{failures}");
-    assert!(why.last().unwrap().starts_with("    evidence: "), "{failures}");
+    let why: Vec<&str> = lines
+        .by_ref()
+        .take_while(|l| l.starts_with("    "))
+        .collect();
     assert!(
-        stdout.lines().last().unwrap().starts_with("7 cells, 6 runs: "),
+        why.join(" ").contains("VUID-vkDestroyDevice-device-00378"),
+        "{failures}"
+    );
+    assert!(
+        why.last().unwrap().starts_with("    evidence: "),
+        "{failures}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("7 cells, 6 runs: "),
         "{stdout}"
     );
 
@@ -605,7 +630,10 @@ fn a_suite_reads_as_one_short_line_a_test_then_its_failures_then_the_summary() {
     assert!(!page.contains("ordering ↓ / runtime →"), "{page}");
     let list = &page[page.find("<table class=\"tests\">").unwrap()..];
     let fail = list.find("Teardown.KeepsItsBufferAtExit").unwrap();
-    assert!(fail < list.find("Teardown.DestroysItsBuffer").unwrap(), "{list}");
+    assert!(
+        fail < list.find("Teardown.DestroysItsBuffer").unwrap(),
+        "{list}"
+    );
     assert!(list.contains("00378 ×1 per run"), "{list}");
 }
 

@@ -74,8 +74,7 @@ fn a_leaked_buffer_is_reported_in_the_layers_words_everywhere() {
     assert!(said.is_match(line), "{line}");
     assert!(!line.contains(&dir), "{line}");
     assert!(
-        stdout.contains("\nfail mock\n")
-            && stdout.contains(&format!("\n    evidence: {dir}\n")),
+        stdout.contains("\nfail mock\n") && stdout.contains(&format!("\n    evidence: {dir}\n")),
         "{stdout}"
     );
 
@@ -133,7 +132,10 @@ fn a_program_that_exits_nonzero_shows_its_code_and_the_end_of_stderr() {
         ),
         "{line}"
     );
-    assert!(stdout.contains(&format!("\n    evidence: {dir}\n")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("\n    evidence: {dir}\n")),
+        "{stdout}"
+    );
     let text = explain(&sb, &dir, None);
     assert!(
         text.contains("exit code 127 (command not found)\n"),
@@ -267,7 +269,19 @@ fn explain_shows_stdout_when_stderr_is_silent_with_a_column_for_each_process() {
     // process started on the way.
     let script = "/bin/true; echo '[ RUN      ] Suite.Fails'; echo 'x.cc:9: Failure'; \
                   echo '[  FAILED  ] Suite.Fails (0 ms)'; exit 1";
-    let (code, stdout, r) = run(&sb, &["--runs", "1", "--name", "gtest-like", "--", "sh", "-c", script]);
+    let (code, stdout, r) = run(
+        &sb,
+        &[
+            "--runs",
+            "1",
+            "--name",
+            "gtest-like",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
     assert_eq!(code, 1, "{stdout}");
     let dir = strings(&only_cell(&r)["artifacts"])[0].clone();
     assert!(
@@ -303,7 +317,16 @@ fn a_worker_threads_abort_in_the_c_library_is_the_headline_with_the_librarys_mes
                   t = threading.Thread(target=corrupt)\nt.start()\nt.join()\n";
     let (code, stdout, r) = run(
         &sb,
-        &["--runs", "1", "--name", "bad-free", "--", "/usr/bin/python3", "-c", script],
+        &[
+            "--runs",
+            "1",
+            "--name",
+            "bad-free",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            script,
+        ],
     );
     assert_eq!(code, 1, "{stdout}");
     let cell = only_cell(&r);
@@ -324,8 +347,7 @@ fn a_worker_threads_abort_in_the_c_library_is_the_headline_with_the_librarys_mes
     );
     // The backtrace of the aborting thread, or why there is none.
     assert!(
-        text.contains("\nbacktrace of the crashing thread:\n")
-            || text.contains("no backtrace: "),
+        text.contains("\nbacktrace of the crashing thread:\n") || text.contains("no backtrace: "),
         "{text}"
     );
 }

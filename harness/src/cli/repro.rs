@@ -30,8 +30,14 @@ pub(super) struct ReproArgs {
 
 pub(super) fn repro(args: ReproArgs) -> Result<Exit> {
     crate::run::prepare_process()?;
-    let (matrix, suite_notes) =
-        matrix_of(None, args.suites, args.select, &args.exec, None, args.command)?;
+    let (matrix, suite_notes) = matrix_of(
+        None,
+        args.suites,
+        args.select,
+        &args.exec,
+        None,
+        args.command,
+    )?;
     for note in suite_notes {
         eprintln!("vkexit: {note}");
     }

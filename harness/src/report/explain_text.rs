@@ -105,7 +105,11 @@ pub(crate) fn text(run_dir: &Path) -> Result<(String, String)> {
         }
     }
     if let Some(said) = &run.c_library {
-        let indent = if story.first_crash().is_some() { "  " } else { "" };
+        let indent = if story.first_crash().is_some() {
+            "  "
+        } else {
+            ""
+        };
         let _ = writeln!(out, "{indent}the C library said: {said}");
     }
     if let Some(why) = story.backtrace_why_not() {

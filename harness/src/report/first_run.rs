@@ -81,7 +81,10 @@ impl FirstRun {
         let c_library = stderr.iter().rev().find_map(|l| c_library_message(l));
         let (stderr_tail, stdout_tail) = match (exit_code, stderr.is_empty()) {
             (Some(_), false) => (stderr, Vec::new()),
-            (Some(_), true) => (Vec::new(), tail_lines(&dir.join("stdout.txt"), STDERR_LINES)),
+            (Some(_), true) => (
+                Vec::new(),
+                tail_lines(&dir.join("stdout.txt"), STDERR_LINES),
+            ),
             (None, _) => (Vec::new(), Vec::new()),
         };
         FirstRun {

@@ -535,14 +535,26 @@ mod tests {
 
     #[test]
     fn a_suite_is_a_list_of_its_tests_failures_first_with_why() {
-        let pass = cell("Suite.Passes", "external", CellVerdict::Pass, counts(2, 0, 0));
-        let mut fail = cell("Suite.Leaks", "external", CellVerdict::Fail, counts(0, 0, 2));
+        let pass = cell(
+            "Suite.Passes",
+            "external",
+            CellVerdict::Pass,
+            counts(2, 0, 0),
+        );
+        let mut fail = cell(
+            "Suite.Leaks",
+            "external",
+            CellVerdict::Fail,
+            counts(0, 0, 2),
+        );
         fail.reason = Some("0 of 2 runs passed".into());
         fail.vuids = vec!["VUID-vkDestroyDevice-device-00378".into()];
         fail.vuid_counts = [("VUID-vkDestroyDevice-device-00378".to_string(), 3)].into();
         let page = render(&results(vec![pass, fail]), None);
         assert!(!page.contains("ordering ↓ / runtime →"), "{page}");
-        let list = &page[page.find("<table class=\"tests\">").expect("a list of tests")..];
+        let list = &page[page
+            .find("<table class=\"tests\">")
+            .expect("a list of tests")..];
         let leaks = list.find("Suite.Leaks").unwrap();
         let passes = list.find("Suite.Passes").unwrap();
         assert!(leaks < passes, "{list}");

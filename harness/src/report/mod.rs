@@ -221,10 +221,11 @@ pub fn observation(c: &CellResult) -> String {
     for id in &c.vuids {
         let short = short_vuid(id);
         match c.vuid_counts.get(id) {
-            Some(&n) if n % c.runs == 0 => {
-                parts.push(format!("{short} ×{} per run", n / c.runs))
-            }
-            Some(&n) => parts.push(format!("{short} ×{n} in {}", counted(c.runs, "run", "runs"))),
+            Some(&n) if n % c.runs == 0 => parts.push(format!("{short} ×{} per run", n / c.runs)),
+            Some(&n) => parts.push(format!(
+                "{short} ×{n} in {}",
+                counted(c.runs, "run", "runs")
+            )),
             None => parts.push(short.to_string()),
         }
     }

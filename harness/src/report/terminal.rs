@@ -10,7 +10,11 @@ use vkexit_evidence::results::CellResult;
 use vkexit_evidence::verdict::CellVerdict;
 
 /// The report of `cells` in lines of at most `width` characters.
-pub(crate) fn write(out: &mut impl Write, cells: &[CellResult], width: usize) -> std::io::Result<()> {
+pub(crate) fn write(
+    out: &mut impl Write,
+    cells: &[CellResult],
+    width: usize,
+) -> std::io::Result<()> {
     let table = table(cells);
     let fits = table.iter().all(|(row, _)| row.chars().count() <= width);
     let lines: Vec<String> = match fits {
@@ -209,14 +213,22 @@ mod tests {
             for line in text.lines().filter(|l| !l.starts_with("    evidence: ")) {
                 assert!(line.chars().count() <= width, "{width}: {line:?}\n{text}");
             }
-            assert!(text.contains("failures:\nfail Teardown.KeepsItsBuffer\n"), "{text}");
+            assert!(
+                text.contains("failures:\nfail Teardown.KeepsItsBuffer\n"),
+                "{text}"
+            );
             assert!(text.contains("\n    evidence: /tmp/deep/"), "{text}");
         }
     }
 
     #[test]
     fn a_narrow_matrix_keeps_its_table_and_a_wide_one_becomes_a_list() {
-        let cells = vec![cell("clean-exit", "refrt:guarded", CellVerdict::Pass, counts(4, 0, 0))];
+        let cells = vec![cell(
+            "clean-exit",
+            "refrt:guarded",
+            CellVerdict::Pass,
+            counts(4, 0, 0),
+        )];
         let wide = report(&cells, 200);
         assert!(wide.starts_with("case "), "{wide}");
         let narrow = report(&cells, 60);

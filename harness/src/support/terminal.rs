@@ -62,10 +62,7 @@ pub(crate) fn wrap(text: &str, indent: &str, width: usize) -> Vec<String> {
     if !line.is_empty() {
         lines.push(line);
     }
-    lines
-        .into_iter()
-        .map(|l| format!("{indent}{l}"))
-        .collect()
+    lines.into_iter().map(|l| format!("{indent}{l}")).collect()
 }
 
 #[cfg(test)]
