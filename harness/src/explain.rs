@@ -165,8 +165,14 @@ pub struct Story {
     last_started: BTreeMap<i64, u64>,
     /// The process vkexit started: the first whose preloaded library loaded.
     main_pid: Option<(u64, i64)>,
+    /// The first crash signal, in time: the headline, whatever came after it.
     crash: Option<(Stamp, crash::Crash)>,
+    /// The crash signals after the first, in time (an abort in the C library once a worker
+    /// thread's fault corrupted the heap, a child's crash).
+    later_crashes: Vec<(Stamp, crash::Crash)>,
     backtrace: Vec<String>,
+    /// Why the crash report holds no frames, as its writer said.
+    backtrace_error: Option<String>,
     main_returned: bool,
     /// Handlers taken from ranges so far, against `MAX_RANGED_HANDLERS`.
     ranged_handlers: u64,
@@ -465,9 +471,25 @@ impl Story {
             crash::Entry::Crash(crash) => {
                 let text = format!("CRASH {}", crash_line(&stamp, &crash));
                 self.push(&stamp, "crash", Kind::Crash, text);
-                self.crash = Some((stamp, *crash));
+                let this = (stamp, *crash);
+                match self.crash.take() {
+                    None => self.crash = Some(this),
+                    Some(first) if first.0.t_ns <= this.0.t_ns => {
+                        self.crash = Some(first);
+                        self.later_crashes.push(this);
+                    }
+                    Some(first) => {
+                        self.crash = Some(this);
+                        self.later_crashes.push(first);
+                    }
+                }
+                self.later_crashes.sort_by_key(|(stamp, _)| stamp.t_ns);
             }
-            crash::Entry::Backtrace(backtrace) => self.backtrace = frames(&backtrace),
+            crash::Entry::Backtrace(backtrace) if self.backtrace.is_empty() => {
+                self.backtrace = frames(&backtrace);
+                self.backtrace_error = backtrace.error.filter(|_| self.backtrace.is_empty());
+            }
+            crash::Entry::Backtrace(_) => {}
             crash::Entry::Fatal(_) => {}
         }
     }
@@ -487,7 +509,32 @@ impl Story {
             let h = &self.handlers[&(pid, id)];
             text.push_str(&format!("; last exit handler to run: {}", h.describe(id)));
         }
+        if !self.later_crashes.is_empty() {
+            text.push_str(&format!("; then {}", self.later().join(", ")));
+        }
         Some(text)
+    }
+
+    /// The crash signals after the first, in short: "SIGABRT on thread main in libc.so.6"
+    /// (with its process when it is another).
+    pub(crate) fn later(&self) -> Vec<String> {
+        let first_pid = self.crash.as_ref().and_then(|(stamp, _)| stamp.pid);
+        self.later_crashes
+            .iter()
+            .map(|(stamp, crash)| {
+                let mut text = short_crash_line(stamp, crash);
+                if stamp.pid != first_pid {
+                    text.push_str(&format!(" (process {})", stamp.pid.unwrap_or(0)));
+                }
+                text
+            })
+            .collect()
+    }
+
+    /// The first crash's headline, when the run crashed.
+    pub(crate) fn first_crash(&self) -> Option<String> {
+        let (stamp, crash) = self.crash.as_ref()?;
+        Some(crash_line(stamp, crash))
     }
 
     /// Handlers registered that never ran: what the crash cut off. C++
@@ -586,10 +633,25 @@ impl Story {
             return out
                 + "no other timeline, trace, driver or crash evidence in this run directory\n";
         };
+        // With more than one process, which one each line is of.
+        let mut pids: Vec<i64> = self.events.iter().map(|e| e.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let processes = pids.len() > 1;
+        if processes {
+            out.push_str(&format!(
+                "{:>13}  {:>7}  {:<5}  what\n",
+                "time", "process", "from"
+            ));
+        }
         for line in self.lines() {
             let ms = (line.t_ns.saturating_sub(first.t_ns)) as f64 / 1e6;
+            let pid = match processes {
+                true => format!("{:>7}  ", line.pid),
+                false => String::new(),
+            };
             out.push_str(&format!(
-                "{ms:>10.3} ms  {:<5}  {}\n",
+                "{ms:>10.3} ms  {pid}{:<5}  {}\n",
                 line.source, line.text
             ));
         }
@@ -607,8 +669,31 @@ impl Story {
                     out.push_str(&format!("  #{i:<2} {f}\n"));
                 }
             }
+            if let Some(why) = self.backtrace_why_not() {
+                out.push_str(&format!("\nno backtrace of the crashing thread: {why}\n"));
+            }
         }
         out
+    }
+}
+
+impl Story {
+    /// Why the crash has no backtrace, when it has none: what its writer said, and what that
+    /// means for a reader.
+    pub(crate) fn backtrace_why_not(&self) -> Option<String> {
+        if self.crash.is_none() || !self.backtrace.is_empty() {
+            return None;
+        }
+        let why = match self.backtrace_error.as_deref() {
+            Some(e @ "the backtrace child died of a signal") => format!(
+                "{e}: the stack is walked and symbolized in a copy of the crashed process, and \
+                 that copy crashed too, as it does when the fault left the heap or the stack \
+                 unusable; the crash line above (thread, pc, library) is what is known"
+            ),
+            Some(e) => e.to_string(),
+            None => "the process ended before its crash handler wrote one".to_string(),
+        };
+        Some(why)
     }
 }
 
@@ -660,6 +745,20 @@ fn crash_line(stamp: &Stamp, crash: &crash::Crash) -> String {
         or_unknown(&stamp.thread),
         or_unknown(&crash.pc),
         crash.addr.as_deref().unwrap_or("-"),
+    )
+}
+
+/// "SIGABRT on thread main in libc.so.6".
+fn short_crash_line(stamp: &Stamp, crash: &crash::Crash) -> String {
+    let region = match crash.pc_mapping.as_deref() {
+        Some(crash::UNMAPPED) => "an unmapped region",
+        Some(mapping) => short(mapping),
+        None => "?",
+    };
+    format!(
+        "{} on thread {} in {region}",
+        crash.signal.as_deref().unwrap_or("?"),
+        stamp.thread.as_deref().unwrap_or("?"),
     )
 }
 
@@ -766,6 +865,41 @@ not json at all
             story.summary().unwrap(),
             "SIGSEGV (SEGV_MAPERR) on thread vkexit-tegra-0 at pc 0x7f08 in an unmapped region, address 0x7f08, during exit (main had returned); last exit handler to run: exit handler #5 (atexit, registered by libVkLayer_vkexit_tegra_exit.so)"
         );
+    }
+
+    #[test]
+    fn the_first_crash_is_the_headline_and_later_signals_follow_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(TIMELINE_FILE),
+            r#"{"ev":"preload-loaded","t_ns":1000,"pid":10,"program":"/x/test"}
+{"ev":"preload-loaded","t_ns":1500,"pid":11,"program":"/bin/dash"}
+"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join(CRASH_FILE),
+            r#"{"ev":"crash","t_ns":5000,"pid":10,"signal":"SIGSEGV","si_code_name":"SEGV_MAPERR","thread":"llvmpipe-0","pc":"0x10","pc_mapping":"/usr/lib/libvulkan_lvp.so","addr":"0x0","exiting":false}
+{"ev":"backtrace","t_ns":5100,"pid":10,"frames":[],"error":"the backtrace child died of a signal"}
+{"ev":"crash","t_ns":6000,"pid":10,"signal":"SIGABRT","si_code_name":"SI_TKILL","thread":"test","pc":"0x20","pc_mapping":"/usr/lib/libc.so.6","exiting":false}
+"#,
+        )
+        .unwrap();
+        let story = Story::read(dir.path());
+        assert_eq!(
+            story.summary().unwrap(),
+            "SIGSEGV (SEGV_MAPERR) on thread llvmpipe-0 at pc 0x10 in libvulkan_lvp.so, address 0x0, before exit; then SIGABRT on thread test in libc.so.6"
+        );
+        let text = story.render();
+        assert!(
+            text.contains(
+                "no backtrace of the crashing thread: the backtrace child died of a signal: "
+            ),
+            "{text}"
+        );
+        // Two processes wrote: each line says which.
+        assert!(text.contains(" process  from   what\n"), "{text}");
+        assert!(text.lines().any(|l| l.contains("     11  exit ")), "{text}");
     }
 
     #[test]

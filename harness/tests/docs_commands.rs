@@ -511,6 +511,8 @@ fn sh(sb: &Sandbox, at: &str, command: &str) -> (i32, String) {
         .current_dir(sb.path())
         .env("PATH", path)
         .env("XDG_RUNTIME_DIR", xdg)
+        // The table as a wide terminal shows it: every row with its whole evidence.
+        .env("COLUMNS", "1000")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -157,6 +157,8 @@ fn merge_reports(input: &str) -> (i32, Vec<(String, String)>) {
     std::fs::create_dir(&out).unwrap();
     let output = Command::new(vkexit_program())
         .current_dir(&root)
+        // A terminal of 160 columns: the table, its rows cut there.
+        .env("COLUMNS", "160")
         .arg("merge")
         .arg(&results)
         .arg("--json")

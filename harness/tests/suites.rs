@@ -530,3 +530,141 @@ fn make_executable(path: &PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// vkexit from the repository's root with `args` and a terminal `columns` wide: exit code,
+/// stdout and stderr.
+fn vkexit_columns(sb: &Sandbox, columns: &str, args: &[&str]) -> (i32, String, String) {
+    let out = sb
+        .vkexit()
+        .current_dir(repo())
+        .env("COLUMNS", columns)
+        .args(args)
+        .arg("--artifacts")
+        .arg(sb.path().join("artifacts"))
+        .output()
+        .expect("vkexit starts");
+    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+    (
+        out.status.code().unwrap(),
+        text(out.stdout),
+        text(out.stderr),
+    )
+}
+
+#[test]
+fn a_suite_reads_as_one_short_line_a_test_then_its_failures_then_the_summary() {
+    build();
+    let sb = Sandbox::new();
+    let html = sb.path().join("html");
+    let gtest = "target/suites/cmake/teardown-gtest";
+    let args = [
+        "run", "--gtest", gtest, "--runs", "1", "--driver", "lavapipe", "--html",
+    ];
+    let mut args: Vec<&str> = args.to_vec();
+    args.push(html.to_str().unwrap());
+    let (code, stdout, stderr) = vkexit_columns(&sb, "60", &args);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    // No line wider than the terminal, but an evidence path, which has a line of its own.
+    for line in stdout.lines().chain(stderr.lines()) {
+        if !line.starts_with("    evidence: ") && !line.starts_with("vkexit: ") {
+            assert!(line.chars().count() <= 60, "{line:?}\n{stdout}\n{stderr}");
+        }
+    }
+    // As each test finishes, on stderr: how its runs ended, their time, its name.
+    let progress = stderr
+        .lines()
+        .find(|l| l.contains("Teardown.DestroysItsBuffer"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        regex::Regex::new(
+            r"^\[\d+/\d+\] pass  \d+\.\d\d s  Teardown\.DestroysItsBuffer × external"
+        )
+        .unwrap()
+        .is_match(progress),
+        "{progress}"
+    );
+    // Then on stdout: one line a test, the failure with its reason and evidence, the summary.
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.ends_with(name))
+            .unwrap_or_else(|| panic!("no line for {name}:\n{stdout}"))
+    };
+    assert!(
+        line(" Teardown.DestroysItsBuffer").starts_with("pass "),
+        "{stdout}"
+    );
+    assert!(
+        line(" Teardown.KeepsItsBufferAtExit").starts_with("fail "),
+        "{stdout}"
+    );
+    let failures = stdout
+        .split_once("\nfailures:\n")
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .1;
+    let mut lines = failures.lines();
+    assert_eq!(lines.next(), Some("fail Teardown.KeepsItsBufferAtExit"));
+    let why: Vec<&str> = lines
+        .by_ref()
+        .take_while(|l| l.starts_with("    "))
+        .collect();
+    assert!(
+        why.join(" ").contains("VUID-vkDestroyDevice-device-00378"),
+        "{failures}"
+    );
+    assert!(
+        why.last().unwrap().starts_with("    evidence: "),
+        "{failures}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("7 cells, 6 runs: "),
+        "{stdout}"
+    );
+
+    // The HTML report shows the suite as a list of its tests, the failure first, with why.
+    let page = std::fs::read_to_string(html.join("index.html")).unwrap();
+    assert!(!page.contains("ordering ↓ / runtime →"), "{page}");
+    let list = &page[page.find("<table class=\"tests\">").unwrap()..];
+    let fail = list.find("Teardown.KeepsItsBufferAtExit").unwrap();
+    assert!(
+        fail < list.find("Teardown.DestroysItsBuffer").unwrap(),
+        "{list}"
+    );
+    assert!(list.contains("00378 ×1 per run"), "{list}");
+}
+
+#[test]
+fn repro_takes_a_suite_and_runs_the_one_test_it_is_given() {
+    build();
+    let sb = Sandbox::new();
+    let gtest = "target/suites/cmake/teardown-gtest";
+    let (code, stdout, stderr) = vkexit_columns(
+        &sb,
+        "100",
+        &[
+            "repro",
+            "--gtest",
+            gtest,
+            "--case",
+            "Teardown.KeepsItsBufferAtExit",
+            "--driver",
+            "lavapipe",
+            "-j",
+            "1",
+        ],
+    );
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with("repro: Teardown.KeepsItsBufferAtExit × external × lavapipe"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\nrun 1 failed: vuid: "), "{stdout}");
+    // The suite without one test picked: which tests it could be.
+    let (code, _, stderr) = vkexit_columns(&sb, "100", &["repro", "--gtest", gtest]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("Teardown.DestroysItsBuffer"), "{stderr}");
+}

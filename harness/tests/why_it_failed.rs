@@ -1,7 +1,7 @@
 //! Why a run failed, said where the failure is shown: the validation layer's
 //! own message (its call and objects) in the terminal table, JUnit, Markdown
 //! and `explain`; the exit code and stderr's last lines for a program that
-//! exited nonzero; the evidence path at the end of every failing cell's line;
+//! exited nonzero; the evidence path on a line of its own under every failing cell;
 //! and the exit timeline drawn as an SVG swimlane (`explain --svg`). Real runs
 //! on lavapipe under the real validation layer.
 
@@ -12,6 +12,7 @@ use vkexit_testkit::vkexit::*;
 fn run(sb: &Sandbox, args: &[&str]) -> (i32, String, serde_json::Value) {
     let out = sb
         .vkexit()
+        .env("COLUMNS", "1000")
         .args(["run", "--driver", "lavapipe", "--json"])
         .arg(sb.results())
         .args(args)
@@ -67,10 +68,15 @@ fn a_leaked_buffer_is_reported_in_the_layers_words_everywhere() {
     )
     .unwrap();
 
-    // The terminal table: one line, the message, then the evidence path at its end.
+    // The terminal table: one line with the message; the evidence path on a line of its own,
+    // under the failing cell's name.
     let line = table_line(&stdout, "mock");
     assert!(said.is_match(line), "{line}");
-    assert!(line.ends_with(&format!("→ {dir}")), "{line}");
+    assert!(!line.contains(&dir), "{line}");
+    assert!(
+        stdout.contains("\nfail mock\n") && stdout.contains(&format!("\n    evidence: {dir}\n")),
+        "{stdout}"
+    );
 
     // JUnit: the failure's message and its body, with the log's path.
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -126,7 +132,10 @@ fn a_program_that_exits_nonzero_shows_its_code_and_the_end_of_stderr() {
         ),
         "{line}"
     );
-    assert!(line.ends_with(&format!("→ {dir}")), "{line}");
+    assert!(
+        stdout.contains(&format!("\n    evidence: {dir}\n")),
+        "{stdout}"
+    );
     let text = explain(&sb, &dir, None);
     assert!(
         text.contains("exit code 127 (command not found)\n"),
@@ -250,5 +259,95 @@ fn explain_svg_marks_a_hang_at_exit_on_its_threads_lane() {
     assert!(
         titles[hung.unwrap()].ends_with(", during exit"),
         "{titles:#?}"
+    );
+}
+
+#[test]
+fn explain_shows_stdout_when_stderr_is_silent_with_a_column_for_each_process() {
+    let sb = Sandbox::new();
+    // As a GoogleTest program fails: its message on stdout, nothing on stderr; and a child
+    // process started on the way.
+    let script = "/bin/true; echo '[ RUN      ] Suite.Fails'; echo 'x.cc:9: Failure'; \
+                  echo '[  FAILED  ] Suite.Fails (0 ms)'; exit 1";
+    let (code, stdout, r) = run(
+        &sb,
+        &[
+            "--runs",
+            "1",
+            "--name",
+            "gtest-like",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert_eq!(code, 1, "{stdout}");
+    let dir = strings(&only_cell(&r)["artifacts"])[0].clone();
+    assert!(
+        table_line(&stdout, "gtest-like")
+            .contains("exit code 1, stderr empty, stdout: [  FAILED  ] Suite.Fails (0 ms)"),
+        "{stdout}"
+    );
+    let text = explain(&sb, &dir, None);
+    for said in [
+        "exit code 1\nstderr: (empty)\n",
+        "stdout: x.cc:9: Failure\n",
+        "stdout: [  FAILED  ] Suite.Fails (0 ms)\n",
+    ] {
+        assert!(text.contains(said), "{said:?} in\n{text}");
+    }
+    // sh and /bin/true both wrote to the exit timeline: each line names its process.
+    assert!(text.contains(" process  from   what\n"), "{text}");
+}
+
+#[test]
+fn a_worker_threads_abort_in_the_c_library_is_the_headline_with_the_librarys_message() {
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        vkexit_testkit::skip!("no /usr/bin/python3 to corrupt the heap from a worker thread");
+    }
+    let sb = Sandbox::new();
+    // A worker thread hands free() a pointer malloc never gave: glibc says so on stderr and
+    // aborts the process.
+    let script = "import ctypes, threading\n\
+                  libc = ctypes.CDLL('libc.so.6')\n\
+                  libc.malloc.restype = ctypes.c_void_p\n\
+                  def corrupt():\n    p = libc.malloc(64)\n    libc.free(ctypes.c_void_p(p + 16))\n\
+                  t = threading.Thread(target=corrupt)\nt.start()\nt.join()\n";
+    let (code, stdout, r) = run(
+        &sb,
+        &[
+            "--runs",
+            "1",
+            "--name",
+            "bad-free",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            script,
+        ],
+    );
+    assert_eq!(code, 1, "{stdout}");
+    let cell = only_cell(&r);
+    assert_eq!(strings(&cell["signals"]), ["SIGABRT"], "{cell:#}");
+    let dir = strings(&cell["artifacts"])[0].clone();
+    let text = explain(&sb, &dir, None);
+    let crash = text
+        .lines()
+        .find(|l| l.starts_with("crash: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        crash.starts_with("crash: SIGABRT") && crash.contains(" in libc.so.6"),
+        "{crash}"
+    );
+    assert!(
+        text.contains("the C library said: free(): invalid pointer\n"),
+        "{text}"
+    );
+    // The backtrace of the aborting thread, or why there is none.
+    assert!(
+        text.contains("\nbacktrace of the crashing thread:\n") || text.contains("no backtrace: "),
+        "{text}"
     );
 }

@@ -62,7 +62,11 @@ impl Sandbox {
         let xdg = self.path().join("xdg");
         std::fs::create_dir_all(&xdg).expect("the sandbox's runtime directory");
         let mut cmd = Command::new(vkexit_program());
-        cmd.current_dir(self.path()).env("XDG_RUNTIME_DIR", &xdg);
+        // Not a terminal: its reports keep to the width vkexit uses then, whatever the shell
+        // that started the tests has in $COLUMNS.
+        cmd.current_dir(self.path())
+            .env("XDG_RUNTIME_DIR", &xdg)
+            .env_remove("COLUMNS");
         cmd
     }
 

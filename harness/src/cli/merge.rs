@@ -6,7 +6,6 @@ use super::Exit;
 use crate::judge::Baseline;
 use crate::report;
 use crate::support::errors::{Error, Result};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -44,10 +43,9 @@ pub(super) fn merge(args: MergeArgs) -> Result<Exit> {
     if !args.baselines.is_empty() {
         crate::judge::rejudge(&mut results, &baseline);
     }
-    let mut out = std::io::stdout().lock();
-    let _ = report::print_table(&mut out, &results.cells);
-    let _ = writeln!(out, "{}", report::summary_line(&results.cells));
-    drop(out);
+    let stdout = std::io::stdout();
+    let width = crate::support::terminal::width(&stdout);
+    let _ = report::terminal::write(&mut stdout.lock(), &results.cells, width);
     outputs.write(&results, None)?;
     if results.interrupted {
         eprintln!("vkexit: an input was interrupted: its matrix is incomplete, so the gate is red");

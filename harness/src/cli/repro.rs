@@ -1,10 +1,9 @@
 //! `vkexit repro`: one cell run until it fails, or until its failure rate is shown low.
 
-use super::run::{CellArgs, Execution};
+use super::run::{matrix_of, CellArgs, Execution, SuiteArgs};
 use super::Exit;
 use crate::engine::repro::{self, percent};
 use crate::judge::Baseline;
-use crate::plan::matrix::Matrix;
 use crate::support::errors::Result;
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -13,6 +12,9 @@ use std::io::IsTerminal;
 pub(super) struct ReproArgs {
     #[command(flatten)]
     pub(super) select: CellArgs,
+    /// A suite's tests as cases; `--case NAME` picks the one to repro.
+    #[command(flatten)]
+    pub(super) suites: SuiteArgs,
     #[command(flatten)]
     pub(super) exec: Execution,
     /// Stop, green, once the 95 % upper bound of the failure rate is below this.
@@ -28,9 +30,17 @@ pub(super) struct ReproArgs {
 
 pub(super) fn repro(args: ReproArgs) -> Result<Exit> {
     crate::run::prepare_process()?;
-    let mut matrix = Matrix::default();
-    matrix.apply(args.select.overrides(&args.exec, None, args.command))?;
-    matrix.check_programs()?;
+    let (matrix, suite_notes) = matrix_of(
+        None,
+        args.suites,
+        args.select,
+        &args.exec,
+        None,
+        args.command,
+    )?;
+    for note in suite_notes {
+        eprintln!("vkexit: {note}");
+    }
     let baseline = Baseline::default();
     let invocation = args.exec.invocation(&matrix, &baseline, false, None)?;
     if let Ok(cell) = repro::the_cell(&invocation) {

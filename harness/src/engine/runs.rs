@@ -42,7 +42,7 @@ pub(crate) fn judged_runs(
             }
             false => Vec::new(),
         };
-        on_event(&GateEvent::RunFinished { cell });
+        on_event(&GateEvent::RunFinished { cell, run: &record });
         on_run(cell, Judged { record, allowed })
     };
     run::execute(&part.plan, options, |cell, event| match event {

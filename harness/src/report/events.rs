@@ -1,15 +1,18 @@
 //! What a gate tells its reporters, as it happens, and the reporters `vkexit run` has: the
 //! progress line, the terminal table, and the report files. Each consumes the same stream.
 
-use super::{print_table, summary_line, Checked};
+use super::Checked;
+use crate::judge::run::RunRecord;
 use crate::judge::BUILTIN_SOURCE;
 use crate::plan::Cell;
 use crate::support::errors::Result;
+use crate::support::terminal::{self, fit};
 use crate::support::util::counted;
-use std::collections::HashMap;
-use std::io::Write;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use vkexit_evidence::results::{CellResult, Results};
+use vkexit_evidence::verdict::RunVerdict;
 
 /// One thing a gate did.
 #[derive(Debug)]
@@ -19,7 +22,7 @@ pub(crate) enum GateEvent<'e> {
     /// The gate is about to make its runs: this many cells will run, `runs` times each.
     Started { cells: usize, runs: u32 },
     /// A run of `cell` is complete: judged, allow-listed, kept or removed.
-    RunFinished { cell: &'e Cell },
+    RunFinished { cell: &'e Cell, run: &'e RunRecord },
     /// Every cell judged, in the matrix's order.
     Finished(&'e Results),
 }
@@ -30,40 +33,130 @@ pub(crate) trait Reporter {
     fn report(&mut self, event: &GateEvent) -> Result<()>;
 }
 
-/// `[3/20] clean-exit × refrt:guarded on lavapipe done` on stderr, as each cell's last run
-/// finishes; the notes first.
-#[derive(Default)]
+/// `[3/20] pass  0.41 s  clean-exit × refrt:guarded × lavapipe` on stderr as each cell's last
+/// run finishes: what its runs came to, their time, its name, cut to the terminal's width;
+/// the notes first. On a terminal, a cell whose runs all passed is shown in place of the one
+/// before it, so that only failing cells stay on the screen, and notes are wrapped to its width.
 pub(crate) struct Progress {
     cells: usize,
     runs: u32,
     done_cells: usize,
-    done_runs: HashMap<String, u32>,
+    done_runs: HashMap<String, CellRuns>,
+    width: usize,
+    in_place: bool,
+    /// A line shown in place is on the screen, without its newline.
+    shown: bool,
+}
+
+/// The runs of one cell so far.
+#[derive(Default)]
+struct CellRuns {
+    verdicts: BTreeMap<RunVerdict, u32>,
+    ms: u64,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        let stderr = std::io::stderr();
+        Progress {
+            cells: 0,
+            runs: 0,
+            done_cells: 0,
+            done_runs: HashMap::new(),
+            width: terminal::width(&stderr),
+            in_place: stderr.is_terminal(),
+            shown: false,
+        }
+    }
+}
+
+impl Progress {
+    /// Takes the line shown in place off the screen.
+    fn clear(&mut self) {
+        if std::mem::take(&mut self.shown) {
+            eprint!("\r\x1b[K");
+        }
+    }
+
+    /// A note: on a terminal, wrapped to its width; in a log, one line, to be found whole.
+    fn note(&self, note: &str) {
+        let text = format!("vkexit: {note}");
+        if !self.in_place {
+            eprintln!("{text}");
+            return;
+        }
+        for (i, line) in terminal::wrap(&text, "", self.width - 2).iter().enumerate() {
+            let indent = if i == 0 { "" } else { "  " };
+            eprintln!("{indent}{line}");
+        }
+    }
+
+    fn cell_done(&mut self, cell: &Cell, runs: &CellRuns) {
+        self.done_cells += 1;
+        let line = format!(
+            "[{}/{}] {}  {:.2} s  {}",
+            self.done_cells,
+            self.cells,
+            runs.status(),
+            runs.ms as f64 / 1000.0,
+            cell.label()
+        );
+        let line = fit(&line, self.width);
+        self.clear();
+        let passed = runs.verdicts.keys().all(|v| v.is_success());
+        match self.in_place && passed {
+            true => {
+                eprint!("{line}");
+                self.shown = true;
+            }
+            false => eprintln!("{line}"),
+        }
+    }
+}
+
+impl CellRuns {
+    /// "pass", "vuid", "crash 1/4, pass 3/4".
+    fn status(&self) -> String {
+        let total: u32 = self.verdicts.values().sum();
+        match self.verdicts.len() {
+            1 => self.verdicts.keys().map(|v| v.name()).collect(),
+            _ => self
+                .verdicts
+                .iter()
+                .map(|(v, n)| format!("{} {n}/{total}", v.name()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
 }
 
 impl Reporter for Progress {
     fn report(&mut self, event: &GateEvent) -> Result<()> {
         match event {
             GateEvent::Notes(notes) => {
+                self.clear();
                 for note in *notes {
-                    eprintln!("vkexit: {note}");
+                    self.note(note);
                 }
             }
             GateEvent::Started { cells, runs } => (self.cells, self.runs) = (*cells, *runs),
-            GateEvent::RunFinished { cell, .. } => {
-                let done = self.done_runs.entry(cell.slug()).or_insert(0);
-                *done += 1;
-                if *done == self.runs {
-                    self.done_cells += 1;
-                    eprintln!("[{}/{}] {} done", self.done_cells, self.cells, cell.label());
+            GateEvent::RunFinished { cell, run } => {
+                let done = self.done_runs.entry(cell.slug()).or_default();
+                *done.verdicts.entry(run.classification.verdict).or_insert(0) += 1;
+                done.ms = done.ms.saturating_add(run.duration_ms);
+                let runs: u32 = done.verdicts.values().sum();
+                if runs == self.runs {
+                    let done = self.done_runs.remove(&cell.slug()).unwrap_or_default();
+                    self.cell_done(cell, &done);
                 }
             }
-            GateEvent::Finished(_) => {}
+            GateEvent::Finished(_) => self.clear(),
         }
         Ok(())
     }
 }
 
-/// The terminal table and the summary line on stdout, and how many cells the baseline files
+/// The terminal report on stdout (`report::terminal`), and how many cells the baseline files
 /// judged when some were given.
 pub(crate) struct Table {
     pub(crate) baselines_given: bool,
@@ -75,9 +168,10 @@ impl Reporter for Table {
             return Ok(());
         };
         let cells = &results.cells;
-        let mut out = std::io::stdout().lock();
-        let _ = print_table(&mut out, cells);
-        let _ = writeln!(out, "{}", summary_line(cells));
+        let stdout = std::io::stdout();
+        let width = terminal::width(&stdout);
+        let mut out = stdout.lock();
+        let _ = super::terminal::write(&mut out, cells, width);
         if self.baselines_given {
             let (from_files, builtin) = judged_by(cells);
             let _ = writeln!(

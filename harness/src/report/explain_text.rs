@@ -77,21 +77,50 @@ pub(crate) fn text(run_dir: &Path) -> Result<(String, String)> {
             let _ = writeln!(out, "  objects: {}", m.objects.join(", "));
         }
     }
+    let story = crate::explain::Story::read(run_dir);
     if let Some(exit) = run.exit_line() {
         let _ = writeln!(out, "{exit}");
-        if run.stderr_tail.is_empty() {
-            let _ = writeln!(out, "stderr: (empty)");
+        match (run.stderr_tail.is_empty(), run.stdout_tail.is_empty()) {
+            (true, true) => {
+                let _ = writeln!(out, "stderr: (empty)\nstdout: (empty)");
+            }
+            (true, false) => {
+                let _ = writeln!(out, "stderr: (empty)");
+            }
+            (false, _) => {}
         }
         for line in &run.stderr_tail {
             let _ = writeln!(out, "stderr: {line}");
         }
+        for line in &run.stdout_tail {
+            let _ = writeln!(out, "stdout: {line}");
+        }
+    }
+    // The first fatal signal is the headline; what came after it, and the C library's
+    // last word, follow.
+    if let Some(first) = story.first_crash() {
+        let _ = writeln!(out, "crash: {first}");
+        for later in story.later() {
+            let _ = writeln!(out, "  then: {later}");
+        }
+    }
+    if let Some(said) = &run.c_library {
+        let indent = if story.first_crash().is_some() {
+            "  "
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "{indent}the C library said: {said}");
+    }
+    if let Some(why) = story.backtrace_why_not() {
+        let _ = writeln!(out, "  no backtrace: {why}");
     }
     let log = run_dir.join(crate::host::validation::LOG_FILE);
     if log.is_file() {
         let _ = writeln!(out, "validation log: {}", log.display());
     }
     out.push('\n');
-    Ok((out, crate::explain::Story::read(run_dir).render()))
+    Ok((out, story.render()))
 }
 
 /// A file of the run directory: `None` when it is not there, the reason when it is there but

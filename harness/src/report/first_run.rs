@@ -29,7 +29,32 @@ pub(crate) struct FirstRun {
     pub(crate) exit_code: Option<i64>,
     /// The last lines of stderr, for a run that exited nonzero.
     pub(crate) stderr_tail: Vec<String>,
+    /// The last lines of stdout, for a run that exited nonzero with nothing on stderr
+    /// (GoogleTest writes its failures on stdout).
+    pub(crate) stdout_tail: Vec<String>,
+    /// The C library's last word before it aborted the process ("free(): invalid pointer",
+    /// "*** stack smashing detected ***"), from stderr.
+    pub(crate) c_library: Option<String>,
 }
+
+/// How the C library's fatal messages begin: glibc's heap checks, its fortify and stack
+/// protector reports, and `assert`.
+const C_LIBRARY_FATAL: [&str; 14] = [
+    "free(): ",
+    "malloc(): ",
+    "malloc_consolidate(): ",
+    "realloc(): ",
+    "munmap_chunk(): ",
+    "double free or corruption",
+    "corrupted size vs. prev_size",
+    "corrupted double-linked list",
+    "tcache_thread_shutdown(): ",
+    "_int_malloc(): ",
+    "*** stack smashing detected ***",
+    "*** buffer overflow detected ***",
+    "Fatal glibc error: ",
+    "Assertion `",
+];
 
 impl FirstRun {
     /// The first kept run of a cell, when its directory is here.
@@ -52,15 +77,23 @@ impl FirstRun {
                     .flatten()
             })
             .filter(|&code| code != 0);
-        let stderr_tail = match exit_code {
-            Some(_) => tail_lines(&dir.join("stderr.txt"), STDERR_LINES),
-            None => Vec::new(),
+        let stderr = tail_lines(&dir.join("stderr.txt"), STDERR_LINES);
+        let c_library = stderr.iter().rev().find_map(|l| c_library_message(l));
+        let (stderr_tail, stdout_tail) = match (exit_code, stderr.is_empty()) {
+            (Some(_), false) => (stderr, Vec::new()),
+            (Some(_), true) => (
+                Vec::new(),
+                tail_lines(&dir.join("stdout.txt"), STDERR_LINES),
+            ),
+            (None, _) => (Vec::new(), Vec::new()),
         };
         FirstRun {
             dir: dir.to_path_buf(),
             messages,
             exit_code,
             stderr_tail,
+            stdout_tail,
+            c_library,
         }
     }
 
@@ -87,10 +120,14 @@ impl FirstRun {
             parts.push(line);
         }
         if let Some(exit) = self.exit_line() {
-            match self.stderr_tail.last() {
-                Some(last) => parts.push(format!("{exit}, stderr: {last}")),
-                None => parts.push(format!("{exit}, stderr empty")),
+            match (self.stderr_tail.last(), self.stdout_tail.last()) {
+                (Some(last), _) => parts.push(format!("{exit}, stderr: {last}")),
+                (None, Some(last)) => parts.push(format!("{exit}, stderr empty, stdout: {last}")),
+                (None, None) => parts.push(format!("{exit}, stderr and stdout empty")),
             }
+        }
+        if let Some(said) = &self.c_library {
+            parts.push(format!("the C library: {said}"));
         }
         (!parts.is_empty()).then(|| parts.join("; "))
     }
@@ -107,9 +144,24 @@ impl FirstRun {
             for l in &self.stderr_tail {
                 lines.push(format!("stderr: {l}"));
             }
+            for l in &self.stdout_tail {
+                lines.push(format!("stdout: {l}"));
+            }
+        }
+        if let Some(said) = &self.c_library {
+            lines.push(format!("the C library: {said}"));
         }
         lines
     }
+}
+
+/// The C library's fatal message a line of stderr holds, from where it begins.
+fn c_library_message(line: &str) -> Option<String> {
+    C_LIBRARY_FATAL
+        .iter()
+        .filter_map(|start| line.find(start))
+        .min()
+        .map(|at| line[at..].trim().to_string())
 }
 
 /// The last `n` lines of a file that are not blank, each cut to a readable length; only its
@@ -170,6 +222,38 @@ mod tests {
             run.one_line().unwrap(),
             "exit code 127 (command not found), stderr: line 9"
         );
+    }
+
+    #[test]
+    fn stdout_speaks_when_stderr_is_silent_and_the_c_library_is_heard() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("result.json"),
+            r#"{"termination": {"kind": "exited", "code": 1}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("stdout.txt"),
+            "[ RUN      ] Suite.Test\nx.cc:9: Failure\n[  FAILED  ] Suite.Test (1 ms)\n",
+        )
+        .unwrap();
+        let run = FirstRun::read(dir.path());
+        assert_eq!(
+            run.one_line().unwrap(),
+            "exit code 1, stderr empty, stdout: [  FAILED  ] Suite.Test (1 ms)"
+        );
+        assert!(run.lines().contains(&"stdout: x.cc:9: Failure".to_string()));
+        std::fs::write(
+            dir.path().join("stderr.txt"),
+            "malloc_consolidate(): unaligned fastbin chunk detected\n",
+        )
+        .unwrap();
+        let run = FirstRun::read(dir.path());
+        assert_eq!(
+            run.c_library.as_deref(),
+            Some("malloc_consolidate(): unaligned fastbin chunk detected")
+        );
+        assert!(run.stdout_tail.is_empty());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The HTML report: one self-contained `index.html` (inline style, no
 //! script, nothing fetched) with the matrix of each driver, emulation and
-//! layers coloured by verdict, each cell linked to its evidence; for each cell
+//! layers coloured by verdict, each cell linked to its evidence (programs of
+//! their own, such as a suite's tests, as a list, failures first, each with why); for each cell
 //! with failing runs, its first kept run's files and story (exit timeline,
 //! lifetimes, crash); and a table of every cell with its counts, pass rate,
 //! VUIDs, signals and findings.
@@ -42,7 +43,8 @@ td a:hover { text-decoration: underline; }
 .matrix td { min-width: 9em; }
 .matrix td a { display: block; }
 .matrix .verdict { font-weight: bold; display: block; }
-.cells td { font-size: 0.9em; }
+.cells td, .tests td { font-size: 0.9em; }
+.tests td a { text-decoration: underline; }
 .cells td.rate { white-space: nowrap; }
 .cells td.cell { min-width: 18em; }
 .cells ul { margin: 0; padding-left: 1.2em; }
@@ -131,6 +133,10 @@ pub fn render(results: &Results, base: Option<&Path>) -> String {
     for group in groups(&results.cells) {
         let _ = writeln!(out, "<h2>{}</h2>", text(&group.title()));
         let (cases, runtimes) = group.axes();
+        if runtimes == ["external"] {
+            tests_list(&mut out, &group.cells, &index_of, base);
+            continue;
+        }
         out.push_str(
             "<div class=\"scroll\"><table class=\"matrix\">\n<tr><th>ordering ↓ / runtime →</th>",
         );
@@ -159,6 +165,40 @@ pub fn render(results: &Results, base: Option<&Path>) -> String {
     }
     out.push_str("</table></div>\n</body>\n</html>\n");
     out
+}
+
+/// Programs of their own (a suite's tests, `-- CMD`) have no runtime to lay out against: one
+/// row each, the cells that turn the gate red first, then the other failures, with why.
+fn tests_list(
+    out: &mut String,
+    cells: &[&CellResult],
+    index_of: &dyn Fn(&CellResult) -> usize,
+    base: Option<&Path>,
+) {
+    let mut sorted = cells.to_vec();
+    sorted.sort_by_key(|c| (c.is_green(), c.verdict.is_success()));
+    out.push_str("<div class=\"scroll\"><table class=\"tests\">\n<tr><th>verdict</th><th>test</th><th>runs</th><th>why</th></tr>\n");
+    for c in sorted {
+        let href = match cell_dir(c) {
+            Some(dir) => link(&dir, base, true),
+            None => format!("#cell-{}", index_of(c)),
+        };
+        let why = match c.verdict {
+            CellVerdict::Pass => String::new(),
+            _ => c.reason.clone().unwrap_or_default(),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"v-{}\">{}</td><td><a href=\"{}\"><code>{}</code></a></td><td>{}</td><td>{}</td></tr>",
+            c.verdict,
+            verdict_label(c),
+            attr(&href),
+            text(&c.case),
+            text(&observation(c)),
+            text(&why)
+        );
+    }
+    out.push_str("</table></div>\n");
 }
 
 fn matrix_cell(out: &mut String, c: &CellResult, index: usize, base: Option<&Path>) {
@@ -401,15 +441,18 @@ fn said(out: &mut String, run: &Path) {
     }
     if let Some(exit) = first.exit_line() {
         let _ = write!(out, "<li>{}", text(&exit));
-        match first.stderr_tail.is_empty() {
-            true => out.push_str(", stderr empty"),
-            false => {
-                out.push_str(", stderr ends:<pre class=\"story\">");
-                for l in &first.stderr_tail {
-                    let _ = writeln!(out, "{}", text(l));
-                }
-                out.push_str("</pre>");
+        let (said, tail) = match (first.stderr_tail.is_empty(), first.stdout_tail.is_empty()) {
+            (true, true) => (", stderr and stdout empty", &first.stderr_tail),
+            (true, false) => (", stderr empty, stdout ends:", &first.stdout_tail),
+            (false, _) => (", stderr ends:", &first.stderr_tail),
+        };
+        out.push_str(said);
+        if !tail.is_empty() {
+            out.push_str("<pre class=\"story\">");
+            for l in tail {
+                let _ = writeln!(out, "{}", text(l));
             }
+            out.push_str("</pre>");
         }
         out.push_str("</li>");
     }
@@ -489,6 +532,36 @@ fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
 mod tests {
     use super::*;
     use crate::test_fixtures::{cell, counts, results};
+
+    #[test]
+    fn a_suite_is_a_list_of_its_tests_failures_first_with_why() {
+        let pass = cell(
+            "Suite.Passes",
+            "external",
+            CellVerdict::Pass,
+            counts(2, 0, 0),
+        );
+        let mut fail = cell(
+            "Suite.Leaks",
+            "external",
+            CellVerdict::Fail,
+            counts(0, 0, 2),
+        );
+        fail.reason = Some("0 of 2 runs passed".into());
+        fail.vuids = vec!["VUID-vkDestroyDevice-device-00378".into()];
+        fail.vuid_counts = [("VUID-vkDestroyDevice-device-00378".to_string(), 3)].into();
+        let page = render(&results(vec![pass, fail]), None);
+        assert!(!page.contains("ordering ↓ / runtime →"), "{page}");
+        let list = &page[page
+            .find("<table class=\"tests\">")
+            .expect("a list of tests")..];
+        let leaks = list.find("Suite.Leaks").unwrap();
+        let passes = list.find("Suite.Passes").unwrap();
+        assert!(leaks < passes, "{list}");
+        assert!(list.contains("<td>0 of 2 runs passed</td>"), "{list}");
+        // What a count counts: the messages of one id, here in the two runs together.
+        assert!(list.contains("00378 ×3 in 2 runs"), "{list}");
+    }
 
     #[test]
     fn relative_links() {

@@ -179,7 +179,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| `buffer-kept-at-exit` | — | vuid 20/20, 00378 ×4 |"),
+            md.contains("| `buffer-kept-at-exit` | — | vuid 20/20, 00378 ×4 per run |"),
             "{md}"
         );
         assert!(

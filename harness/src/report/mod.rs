@@ -12,11 +12,11 @@ pub(crate) mod markdown;
 mod markup;
 pub mod merge;
 pub(crate) mod swimlane;
+pub(crate) mod terminal;
 
 use crate::plan::{case_rank, runtime_rank};
 use crate::support::errors::{Error, Result};
 use crate::support::util::counted;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use vkexit_evidence::results::{CellResult, Results, SCHEMA};
 use vkexit_evidence::verdict::{CellVerdict, RunVerdict};
@@ -219,8 +219,9 @@ fn keep(name: &str, text: &str, keep_in: Option<&Path>) -> std::io::Result<PathB
     Err(last)
 }
 
-/// What a cell's runs showed, in short, as in the README tables:
-/// "SIGSEGV 20/20, 00378 ×11", "vuid 3/5, pass 2/5", "skipped".
+/// What a cell's runs showed, in short, as in the README tables: "SIGSEGV 20/20, 00378 ×11
+/// per run" (the messages of a VUID in each run), "vuid 3/5, pass 2/5, 01120 ×3 in 5 runs"
+/// (its messages in all the runs together), "skipped".
 pub fn observation(c: &CellResult) -> String {
     if c.runs == 0 {
         return c.verdict.name().to_string();
@@ -238,11 +239,15 @@ pub fn observation(c: &CellResult) -> String {
         };
         parts.push(format!("{label} {n}/{}", c.runs));
     }
+    // Each id with its messages: as many in every run, or how many in all the runs.
     for id in &c.vuids {
         let short = short_vuid(id);
         match c.vuid_counts.get(id) {
-            Some(&n) if n % c.runs == 0 => parts.push(format!("{short} ×{}", n / c.runs)),
-            Some(&n) => parts.push(format!("{short} ×{n} in all")),
+            Some(&n) if n % c.runs == 0 => parts.push(format!("{short} ×{} per run", n / c.runs)),
+            Some(&n) => parts.push(format!(
+                "{short} ×{n} in {}",
+                counted(c.runs, "run", "runs")
+            )),
             None => parts.push(short.to_string()),
         }
     }
@@ -359,73 +364,6 @@ pub fn red_first(cells: &[CellResult]) -> Vec<&CellResult> {
     let mut sorted: Vec<&CellResult> = cells.iter().collect();
     sorted.sort_by_key(|c| c.is_green());
     sorted
-}
-
-/// The terminal table: one line per cell, with its evidence in short.
-pub fn print_table(out: &mut impl Write, cells: &[CellResult]) -> std::io::Result<()> {
-    let w_case = width(cells.iter().map(|c| c.case.len()), 4);
-    let w_rt = width(cells.iter().map(|c| c.runtime.len()), 7);
-    let w_drv = width(cells.iter().map(|c| c.driver.len()), 6);
-    let w_emu = width(cells.iter().map(|c| c.emulation.len()), 7);
-    writeln!(
-        out,
-        "{:w_case$}  {:w_rt$}  {:w_drv$}  {:w_emu$}  runs  pass crash exit vuid hang  err leak  {:15}  evidence",
-        "case", "runtime", "driver", "emulate", "verdict"
-    )?;
-    for c in cells {
-        let k = &c.counts;
-        writeln!(
-            out,
-            "{:w_case$}  {:w_rt$}  {:w_drv$}  {:w_emu$}  {:4}  {:4} {:5} {:4} {:4} {:4} {:4} {:4}  {:15}  {}",
-            c.case,
-            c.runtime,
-            c.driver,
-            c.emulation,
-            c.runs,
-            k.passed(),
-            k.crash,
-            k.exit,
-            k.vuid,
-            k.timeout,
-            k.error,
-            k.leak,
-            c.verdict.name(),
-            evidence_line(c)
-        )?;
-    }
-    Ok(())
-}
-
-fn width(lens: impl Iterator<Item = usize>, min: usize) -> usize {
-    lens.max().unwrap_or(0).max(min)
-}
-
-fn evidence_line(c: &CellResult) -> String {
-    let said = first_run::FirstRun::of(c).and_then(|run| run.one_line());
-    let mut parts: Vec<String> = c.signals.clone();
-    // An id the run's message names is shown with the message, not twice.
-    parts.extend(
-        c.vuids
-            .iter()
-            .filter(|id| !said.as_ref().is_some_and(|s| s.contains(id.as_str())))
-            .cloned(),
-    );
-    parts.extend(c.findings.iter().take(3).map(|f| format!("[{f}]")));
-    if parts.is_empty() || !matches!(c.verdict, CellVerdict::ExpectedFail) {
-        if let Some(reason) = &c.reason {
-            if !matches!(c.verdict, CellVerdict::Pass) {
-                parts.push(format!("({reason})"));
-            }
-        }
-    }
-    // What the first kept run said, then where its evidence is: the line ends with it.
-    if let Some(said) = said {
-        parts.push(format!("— {said}"));
-    }
-    if let Some(dir) = c.artifacts.first() {
-        parts.push(format!("→ {dir}"));
-    }
-    parts.join(" ")
 }
 
 /// The verdict counts line printed under the table.

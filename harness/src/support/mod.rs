@@ -1,5 +1,5 @@
 //! Small helpers any stage may use: errors, atomic writes, globs, TOML files with line
-//! numbers, statistics.
+//! numbers, statistics, the terminal's width.
 
 pub mod elf;
 pub mod errors;
@@ -7,5 +7,6 @@ pub mod glob;
 pub mod lock;
 pub mod output;
 pub mod stats;
+pub(crate) mod terminal;
 pub mod toml_file;
 pub mod util;
