@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use vkexit_testkit::skip;
 use vkexit_testkit::vkexit::*;
 
+/// Six hanging runs of one program, two at a time: each in a private directory, since runs of
+/// one cell in the shared working directory never overlap.
 fn start_hanging_runs(sb: &Sandbox, marker: &str) -> Child {
     let xdg = sb.path().join("xdg");
     std::fs::create_dir_all(&xdg).unwrap();
@@ -15,7 +17,15 @@ fn start_hanging_runs(sb: &Sandbox, marker: &str) -> Child {
         .current_dir(sb.path())
         .env("XDG_RUNTIME_DIR", &xdg)
         .args([
-            "run", "--driver", "lavapipe", "--runs", "6", "-j", "2", "--json",
+            "run",
+            "--driver",
+            "lavapipe",
+            "--runs",
+            "6",
+            "-j",
+            "2",
+            "--private-cwd",
+            "--json",
         ])
         .arg(sb.results())
         .arg("--")
@@ -143,7 +153,16 @@ fn a_second_ctrl_c_also_kills_what_left_the_process_group() {
     let mut vkexit = Command::new(assert_cmd::cargo::cargo_bin("vkexit"))
         .current_dir(sb.path())
         .env("XDG_RUNTIME_DIR", &xdg)
-        .args(["run", "--no-validation", "--runs", "2", "-j", "2", "--json"])
+        .args([
+            "run",
+            "--no-validation",
+            "--runs",
+            "2",
+            "-j",
+            "2",
+            "--private-cwd",
+            "--json",
+        ])
         .arg(sb.results())
         .args(["--", "sh", "-c", "setsid sleep 300 & exec sleep 301"])
         .stdout(Stdio::null())
