@@ -240,7 +240,8 @@ fn roots() -> Vec<PathBuf> {
 fn open_store(roots: &[PathBuf], key: &str) -> std::result::Result<Store, String> {
     let mut tried = Vec::new();
     for root in roots {
-        let dir = root.join(key);
+        // Runs work in directories of their own: every path they get is absolute.
+        let dir = std::path::absolute(root.join(key)).unwrap_or_else(|_| root.join(key));
         match fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
