@@ -25,7 +25,10 @@ fn the_wheel_installed_with_pip_puts_a_ready_vkexit_on_path() {
         skip!("no vkexit wheel in target/wheels: build it with ci/wheel.sh");
     };
     let name = wheel.file_name().unwrap().to_string_lossy().to_string();
-    assert!(name.contains("manylinux_2_31"), "{name} is not tagged for glibc 2.31");
+    assert!(
+        name.contains("manylinux_2_31"),
+        "{name} is not tagged for glibc 2.31"
+    );
     let tmp = tempfile::tempdir().unwrap();
     let venv = tmp.path().join("venv");
     let out = Command::new("python3")
@@ -53,7 +56,10 @@ fn the_wheel_installed_with_pip_puts_a_ready_vkexit_on_path() {
         .arg("doctor")
         .current_dir(&elsewhere)
         .env_clear()
-        .env("PATH", format!("{}:/usr/bin:/bin", venv.join("bin").display()))
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", venv.join("bin").display()),
+        )
         .env("HOME", &home)
         .env("XDG_RUNTIME_DIR", &xdg)
         .output()
