@@ -37,16 +37,22 @@ const HELPERS: [(&str, u32); 9] = [
     ("libVkLayer_vkexit_tegra_exit.so", 0o644),
 ];
 
-/// The sources of the helpers: a change to any of them builds them again.
-const SOURCES: [&str; 7] = [
-    "Cargo.toml",
-    "Cargo.lock",
+/// The crates the helpers are built from, with what they depend on.
+const CRATES: [&str; 9] = [
     "scenarios",
     "fixtures",
-    "layers",
-    "diagnostics",
+    "fixtures/refrt",
+    "layers/support",
+    "layers/trace",
+    "layers/tegra-exit",
+    "diagnostics/crash",
+    "diagnostics/preload",
     "evidence",
 ];
+
+/// What in a crate's folder the build reads: not its tests, nor the scripts and other crates
+/// beside it (`scenarios/python`, `scenarios/wgpu`).
+const CRATE_PARTS: [&str; 5] = ["Cargo.toml", "build.rs", "src", "shaders", "include"];
 
 fn main() {
     let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR"));
@@ -56,11 +62,16 @@ fn main() {
     let built = match std::env::var_os("VKEXIT_HELPERS_FROM") {
         Some(dir) => PathBuf::from(dir),
         None => {
-            for source in SOURCES {
-                println!(
-                    "cargo:rerun-if-changed={}",
-                    workspace.join(source).display()
-                );
+            let parts = CRATES
+                .iter()
+                .flat_map(|c| CRATE_PARTS.iter().map(move |p| workspace.join(c).join(p)))
+                .filter(|p| p.exists());
+            for source in ["Cargo.toml", "Cargo.lock"]
+                .iter()
+                .map(|f| workspace.join(f))
+                .chain(parts)
+            {
+                println!("cargo:rerun-if-changed={}", source.display());
             }
             nested_build(workspace, &out_dir)
         }
