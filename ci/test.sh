@@ -14,6 +14,7 @@ if [ ! -c /dev/null ] && [ "$(id -u)" -eq 0 ]; then
 fi
 
 ci/setup.sh
+ci/setup-tests.sh
 # lavapipe warns on every run without it; each vkexit run gets its own.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # A test whose requirement is missing fails here, unless testkit/skip-allowed.txt names it:

@@ -101,7 +101,7 @@ fn a_tiny_bench_writes_every_figure() {
     assert!(load["before"].as_f64().unwrap() >= 0.0 && load["after"].as_f64().unwrap() >= 0.0);
     assert!(load["busy"].is_boolean(), "{figures}");
     assert!(figures["startup_ms"].is_number() && figures["fixed_ms_per_run"].is_number());
-    // CTest is there when ci/setup.sh installed cmake; without it both are null.
+    // CTest is there when ci/setup-tests.sh installed cmake; without it both are null.
     assert_eq!(
         figures["ctest_ms_per_run"].is_null(),
         figures["ratio_vs_ctest"].is_null()

@@ -132,17 +132,23 @@ fn a_bundle_unpacked_elsewhere_runs_a_matrix_with_its_own_validation_layer() {
 
     let manifest: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(moved.join("bundle.json")).unwrap()).unwrap();
-    let binaries = kit::strings(&manifest["binaries"]);
+    assert_eq!(kit::strings(&manifest["binaries"]), ["vkexit"]);
+    assert_eq!(
+        fs::read_dir(moved.join("bin")).unwrap().count(),
+        1,
+        "the bundle's bin/ is the one file"
+    );
+    let helpers = kit::strings(&manifest["helpers"]);
     for name in [
-        "vkexit",
         "clean-exit",
-        "mock",
         "libvkexit_refrt.so",
         "libvkexit_preload.so",
+        "libVkLayer_vkexit_trace.so",
+        "libVkLayer_vkexit_tegra_exit.so",
     ] {
         assert!(
-            binaries.iter().any(|b| b == name),
-            "{name} not in {binaries:?}"
+            helpers.iter().any(|b| b == name),
+            "{name} not in {helpers:?}"
         );
     }
     assert_eq!(manifest["packages"][0]["name"], "vkexit-test-validation");
@@ -255,6 +261,12 @@ fn a_file_needing_a_glibc_newer_than_the_floor_fails_the_bundle_by_name() {
             .lines()
             .any(|l| l.contains("bin/vkexit needs GLIBC_2.") && l.contains("(libc.so.6) for ")),
         "bin/vkexit is not named with the library and the symbols: {stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("bin/vkexit (carried ") && l.contains(") needs GLIBC_2.")),
+        "the helpers vkexit carries are not held to the floor: {stderr}"
     );
     assert!(stderr.contains("--glibc-floor"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");

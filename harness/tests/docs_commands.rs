@@ -28,8 +28,8 @@ const RUN_HERE: &[(&str, &str)] = &[
     ),
     (README_OWN_PROGRAM, "readme_your_own_program_is_one_case"),
     (
-        README_LINK,
-        "readme_a_link_on_path_runs_vkexit_from_anywhere",
+        README_INSTALL,
+        "readme_cargo_install_puts_a_whole_vkexit_on_path",
     ),
     (GUIDE_SHARD_1, "guide_two_shards_merge_into_one_report"),
     (GUIDE_SHARD_2, "guide_two_shards_merge_into_one_report"),
@@ -63,17 +63,30 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
         "ci/setup.sh",
         "the first step of CI; it installs packages with apt-get, as root",
     ),
+
+    (
+        "ci/wheel.sh",
+        "ci/setup-tests.sh",
+        "ci/wheel.sh",
+        "a step of ci/setup-tests.sh, for harness/tests/wheel.rs",
+    ),
+    (
+        "pip install target/wheels/vkexit-*.whl",
+        "harness/tests/wheel.rs",
+        "\"--no-index\"",
+        "into a virtual environment of the test's own, then `vkexit doctor` from it",
+    ),
     (
         "ci/setup-python-runtimes.sh",
-        "ci/setup.sh",
+        "ci/setup-tests.sh",
         "setup-python-runtimes.sh",
-        "a step of ci/setup.sh",
+        "a step of ci/setup-tests.sh",
     ),
     (
         "ci/setup-python-more.sh",
-        "ci/setup.sh",
+        "ci/setup-tests.sh",
         "setup-python-more.sh",
-        "a step of ci/setup.sh",
+        "a step of ci/setup-tests.sh",
     ),
     (
         "vkexit run --config ci/matrix/real-runtimes.toml --baseline ci/baselines/real-runtimes-ext.toml",
@@ -284,7 +297,7 @@ const NOT_RUN: &[(&str, &str)] = &[
 
 const README_MAIN_JOB: &str = "cargo run --release -- run";
 const README_OWN_PROGRAM: &str = "vkexit run --runs 20 -- ./my-test --some-arg";
-const README_LINK: &str = r#"ln -sf "$PWD/target/release/vkexit" ~/.local/bin/vkexit"#;
+const README_INSTALL: &str = "cargo install --locked --path harness";
 const GUIDE_SHARD_1: &str = "vkexit run --shard 1/2 --json shard-1.json";
 const GUIDE_SHARD_2: &str = "vkexit run --shard 2/2 --json shard-2.json";
 const GUIDE_MERGE_SHARDS: &str =
@@ -702,52 +715,71 @@ fn readme_your_own_program_is_one_case() {
     assert!(r.evidence.contains(VUID_00378), "{out}");
 }
 
-/// The link the README puts on `PATH` finds the scenarios, layers and preload beside the
-/// vkexit it leads to: a built-in case runs from another directory, through `PATH` alone.
+/// The README's `cargo install` puts one whole vkexit on `PATH`: with nothing of the build in
+/// its environment, from another directory, `doctor` is ready and a built-in case runs.
+/// Installed into a root of the test's own, built in the tests' own target directory (what
+/// changed since their build is built again; the helpers are not).
 #[test]
-fn readme_a_link_on_path_runs_vkexit_from_anywhere() {
+fn readme_cargo_install_puts_a_whole_vkexit_on_path() {
     let sb = folder();
-    let home = sb.path().join("home");
-    fs::create_dir_all(home.join(".local/bin")).unwrap();
-    let s = shown(README_LINK);
-    // `$PWD/target/release` is where cargo put vkexit: for these tests, their build directory.
-    let command = bounded(&s, "$PWD/target/release", &bin_dir().display().to_string());
+    let root = sb.path().join("root");
+    let s = shown(README_INSTALL);
+    let target = vkexit_testkit::paths::build_dir()
+        .parent()
+        .expect("target/<profile>")
+        .to_path_buf();
     let out = Command::new("bash")
         .arg("-c")
-        .arg(&command)
-        .env("HOME", &home)
+        .arg(format!("{} --root {}", s.text, root.display()))
+        .current_dir(repo())
+        .env("CARGO_TARGET_DIR", &target)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}: `{command}`: {out:?}", s.at);
-    let link = home.join(".local/bin/vkexit");
-    assert!(fs::symlink_metadata(&link)
-        .unwrap()
-        .file_type()
-        .is_symlink());
+    assert!(out.status.success(), "{}: `{}`: {out:?}", s.at, s.text);
+    let installed: Vec<_> = fs::read_dir(root.join("bin")).unwrap().collect();
+    assert_eq!(installed.len(), 1, "one file: {installed:?}");
 
-    let elsewhere = sb.path().join("elsewhere");
-    fs::create_dir_all(&elsewhere).unwrap();
-    let xdg = sb.path().join("xdg");
-    fs::create_dir_all(&xdg).unwrap();
-    let out = Command::new("vkexit")
-        .args([
-            "run",
-            "--runs",
-            "1",
-            "--case",
-            "clean-exit",
-            "--runtime",
-            "refrt:never",
-        ])
-        .args(["--driver", "lavapipe", "--json", "r.json"])
-        .current_dir(&elsewhere)
-        .env(
-            "PATH",
-            format!("{}:/usr/bin:/bin", home.join(".local/bin").display()),
-        )
-        .env("XDG_RUNTIME_DIR", &xdg)
-        .output()
-        .unwrap();
+    let (home, elsewhere, xdg) = (
+        sb.path().join("home"),
+        sb.path().join("elsewhere"),
+        sb.path().join("xdg"),
+    );
+    for dir in [&home, &elsewhere, &xdg] {
+        fs::create_dir_all(dir).unwrap();
+    }
+    let vkexit = |args: &[&str]| {
+        Command::new("vkexit")
+            .args(args)
+            .current_dir(&elsewhere)
+            .env_clear()
+            .env(
+                "PATH",
+                format!("{}:/usr/bin:/bin", root.join("bin").display()),
+            )
+            .env("HOME", &home)
+            .env("XDG_RUNTIME_DIR", &xdg)
+            .output()
+            .unwrap()
+    };
+    let doctor = vkexit(&["doctor"]);
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.contains("status      ready") && said.contains("helpers     9 carried"),
+        "{doctor:?}"
+    );
+    let out = vkexit(&[
+        "run",
+        "--runs",
+        "1",
+        "--case",
+        "clean-exit",
+        "--runtime",
+        "refrt:never",
+        "--driver",
+        "lavapipe",
+        "--json",
+        "r.json",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let r: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(elsewhere.join("r.json")).unwrap()).unwrap();

@@ -140,7 +140,7 @@ fn an_impostor_trace_layer_never_lets_a_run_pass() {
     std::os::unix::fs::symlink(&overlay, fake.join("libVkLayer_vkexit_trace.so")).unwrap();
     let out = sb
         .vkexit()
-        .env("VKEXIT_SCENARIO_DIR", &fake)
+        .env("VKEXIT_HELPERS_DIR", &fake)
         .args([
             "run", "--driver", "lavapipe", "--trace", "--runs", "2", "--json",
         ])

@@ -133,7 +133,7 @@ fn verdict_line(out: &Output) -> String {
         .to_string()
 }
 
-/// A CMake new enough for `CMAKE_TEST_LAUNCHER` (3.29): ci/setup.sh's, or one on PATH.
+/// A CMake new enough for `CMAKE_TEST_LAUNCHER` (3.29): ci/setup-tests.sh's, or one on PATH.
 fn cmake() -> Option<PathBuf> {
     let candidates = [
         vkexit_testkit::paths::workspace().join("target/test-tools/bin/cmake"),
@@ -160,7 +160,7 @@ fn cmake() -> Option<PathBuf> {
 fn ctest_runs_each_test_through_the_launcher() {
     vulkan::require_vulkan();
     let Some(cmake) = cmake() else {
-        skip!("no CMake 3.29 or newer (ci/setup.sh installs one into target/test-tools)");
+        skip!("no CMake 3.29 or newer (ci/setup-tests.sh installs one into target/test-tools)");
     };
     let ctest = cmake.with_file_name("ctest");
     let ctest = match cmake.parent().is_some_and(|p| !p.as_os_str().is_empty()) {
@@ -215,7 +215,7 @@ fn ctest_runs_each_test_through_the_launcher() {
 fn meson_test_runs_each_test_through_the_wrapper() {
     vulkan::require_vulkan();
     if Command::new("meson").arg("--version").output().is_err() {
-        skip!("meson is not installed (apt-get install meson; ci/setup.sh installs it)");
+        skip!("meson is not installed (apt-get install meson; ci/setup-tests.sh installs it)");
     }
     let sb = Sandbox::new();
     let src = sb.path().join("src");

@@ -88,8 +88,9 @@ fn assert_unloads_cleanly(test: &str, library: &Path) {
     }
 }
 
-/// The portable bundle for this machine's architecture, unpacked: the directory that holds its
-/// libraries. `Err` says why there is none.
+/// The portable bundle for this machine's architecture, unpacked, and the helpers its vkexit
+/// carries unpacked by it (`vkexit doctor` says where): the directory that holds its libraries.
+/// `Err` says why there is none.
 fn bundle_libraries(into: &Path) -> Result<PathBuf, String> {
     let dir = std::env::var_os("VKEXIT_BUNDLE_OUT")
         .map(PathBuf::from)
@@ -118,23 +119,34 @@ fn bundle_libraries(into: &Path) -> Result<PathBuf, String> {
         .status()
         .unwrap();
     assert!(status.success(), "tar xzf {}", tarball.display());
-    let tegra =
-        find_file(into, TEGRA).unwrap_or_else(|| panic!("{} holds no {TEGRA}", tarball.display()));
-    Ok(tegra.parent().expect("a file has a folder").to_path_buf())
-}
-
-fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            if let Some(found) = find_file(&path, name) {
-                return Some(found);
-            }
-        } else if path.file_name().is_some_and(|n| n == name) {
-            return Some(path);
-        }
-    }
-    None
+    let vkexit = std::fs::read_dir(into)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("bin/vkexit"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{} holds no bin/vkexit", tarball.display()));
+    let out = Command::new(&vkexit)
+        .arg("doctor")
+        .env("XDG_CACHE_HOME", into.join("cache"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let dir = said
+        .lines()
+        .find_map(|l| l.strip_prefix("helpers ")?.split(", checked in ").nth(1))
+        .unwrap_or_else(|| {
+            panic!(
+                "{} does not say where its helpers are: {out:?}",
+                vkexit.display()
+            )
+        });
+    let dir = PathBuf::from(dir.trim());
+    assert!(
+        dir.join(TEGRA).is_file(),
+        "{} holds no {TEGRA}",
+        dir.display()
+    );
+    Ok(dir)
 }
 
 #[test]

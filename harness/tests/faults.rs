@@ -740,7 +740,9 @@ fn without_cgroups_a_user_fork_bomb_stops_at_rlimit_nproc() {
         skip!("needs root to switch to nobody");
     }
     let sb = Sandbox::new();
-    std::fs::set_permissions(sb.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    // Open to nobody, and sticky as /tmp is: vkexit unpacks its helpers only below directories
+    // that others cannot swap.
+    std::fs::set_permissions(sb.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     let marker = "nproc-bomb-4711";
     let nobody = 65534;
     let before = processes_of_uid(nobody);

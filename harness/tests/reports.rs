@@ -232,7 +232,7 @@ fn unwritable_report_paths_fail_before_any_run() {
 const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// Debian's Chromium, headless: `--dump-dom` prints the document as the browser built it.
-/// `None` when it is not installed (ci/setup.sh installs it).
+/// `None` when it is not installed (ci/setup-tests.sh installs it).
 fn chromium(args: &[&str]) -> Option<std::process::Output> {
     if !Path::new(CHROMIUM).exists() {
         return None;
@@ -259,7 +259,7 @@ macro_rules! chromium_or_skip {
         match chromium(&[$($arg),*]) {
             Some(out) => out,
             None => vkexit_testkit::skip!(
-                "Debian's chromium is not installed ({CHROMIUM}): run ci/setup.sh (apt-get install chromium)"
+                "Debian's chromium is not installed ({CHROMIUM}): run ci/setup-tests.sh (apt-get install chromium)"
             ),
         }
     };

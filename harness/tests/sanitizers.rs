@@ -85,7 +85,7 @@ fn build(dir: &Path, compiler: &str, name: &str, args: &[&str]) -> Option<PathBu
     Some(program)
 }
 
-/// gcc, or the test skips (CI installs it: ci/setup.sh).
+/// gcc, or the test skips (CI installs it: ci/setup-tests.sh).
 macro_rules! gcc {
     ($dir:expr, $name:expr, $args:expr) => {
         match build($dir, "gcc", $name, $args) {
@@ -95,7 +95,7 @@ macro_rules! gcc {
     };
 }
 
-/// clang with its sanitizer runtimes, or the test skips (CI installs them: ci/setup.sh).
+/// clang with its sanitizer runtimes, or the test skips (CI installs them: ci/setup-tests.sh).
 macro_rules! clang {
     ($dir:expr, $name:expr, $args:expr) => {
         match clang_runtime_dir() {

@@ -154,6 +154,6 @@ fn configure(src: &Path, build: &Path) {
         .arg("-B")
         .arg(build)
         .output()
-        .expect("cmake starts (ci/setup.sh installs it)");
+        .expect("cmake starts (ci/setup-tests.sh installs it)");
     assert!(out.status.success(), "cmake failed: {out:?}");
 }

@@ -35,7 +35,7 @@ fn built() -> &'static Result<(), String> {
         match out.status.success() {
             true => Ok(()),
             false => Err(format!(
-                "suites/build.sh failed (ci/setup.sh installs cmake and libgtest-dev):\n{}",
+                "suites/build.sh failed (ci/setup-tests.sh installs cmake and libgtest-dev):\n{}",
                 String::from_utf8_lossy(&out.stderr)
             )),
         }

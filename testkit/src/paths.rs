@@ -30,7 +30,7 @@ pub fn built(name: &str) -> PathBuf {
     }
     panic!(
         "{name} is not built (looked in {} and {}): run `cargo build --release --workspace` \
-         (or ci/setup.sh)",
+         (or ci/setup-tests.sh)",
         candidates[0].display(),
         candidates[1].display()
     )

@@ -15,7 +15,7 @@ pub fn bin_dir() -> PathBuf {
     for name in ["mock", "clean-exit", "libvkexit_refrt.so"] {
         assert!(
             dir.join(name).exists(),
-            "{} is missing: build the workspace first (cargo build --release --workspace, or ci/setup.sh)",
+            "{} is missing: build the workspace first (cargo build --release --workspace, or ci/setup-tests.sh)",
             dir.join(name).display()
         );
     }

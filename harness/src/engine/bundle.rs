@@ -1,22 +1,23 @@
-//! `vkexit bundle`: one relocatable tarball with vkexit, its scenarios, refrt, layers and
-//! diagnostics, the CI matrices and baselines, and optionally a Vulkan loader and validation
-//! layer unpacked from Debian packages, so that a GPU machine without a Rust toolchain (and
-//! without Vulkan packages of its own) can run one shard of a matrix.
+//! `vkexit bundle`: one relocatable tarball with the vkexit executable (which carries its
+//! scenarios, refrt, layers and diagnostics), the CI matrices and baselines, and optionally a
+//! Vulkan loader and validation layer unpacked from Debian packages, so that a GPU machine
+//! without a Rust toolchain (and without Vulkan packages of its own) can run one shard of a
+//! matrix.
 //!
 //! Layout of `vkexit-VERSION-ARCH/`:
 //! - `vkexit`: a POSIX shell wrapper that puts the bundle's own loader and layers first when the
 //!   bundle carries them, then runs `bin/vkexit`;
-//! - `bin/`: every program and shared library vkexit runs or loads (they find each other by
-//!   directory, as in cargo's `target/release`);
+//! - `bin/vkexit`: the executable, the same file `cargo install` installs;
 //! - `share/<dir>/`: matrices, baselines and whatever `--include` named;
 //! - `sysroot/`: the unpacked `.deb` packages, when any were asked for;
 //! - `runtimes/`: a copy of a real-runtime cache, when `--runtimes` named one;
 //! - `bundle.json`: what is inside and what it needs (target, glibc floor).
 //!
-//! The binaries come from a cargo build for the bundle's target: `target/release` beside this
-//! vkexit for the host's own, `target/TRIPLE/release` for `--target TRIPLE` (a cross build, or
-//! a build against an older glibc with `cargo zigbuild --target TRIPLE.2.31`; ci/bundles.sh
-//! makes both). Every ELF file packed is read before the tarball is written: one built for
+//! The executable comes from a cargo build for the bundle's target: this vkexit for the host's
+//! own, `target/TRIPLE/release` for `--target TRIPLE` (a cross build, or a build against an
+//! older glibc with `cargo zigbuild --target TRIPLE.2.31`; ci/bundles.sh makes both). Every ELF
+//! file packed, and every helper the executable carries, is read before the tarball is
+//! written: one built for
 //! another machine, or one that needs a glibc symbol version newer than the floor (2.31 unless
 //! `--glibc-floor` says otherwise), fails the bundle, naming the file, the version and the
 //! symbols.
@@ -29,22 +30,12 @@ use std::process::Command;
 
 use serde::Serialize;
 
-use crate::plan::{scenario_dir, BUILTIN_CASES, REFRT_LIBRARY};
+use crate::host::helpers::{self, Archive};
 use crate::support::elf::{self, GlibcVersion};
 use crate::support::errors::{Error, Result};
 
 /// The Debian packages `--with-vulkan` downloads: the loader and the validation layer.
 pub const VULKAN_PACKAGES: [&str; 2] = ["libvulkan1", "vulkan-validationlayers"];
-
-/// Files the bundle cannot do without: a bundle missing one would fail on the other machine,
-/// after the copy, so building it fails here instead.
-const REQUIRED: [&str; 5] = [
-    "vkexit",
-    REFRT_LIBRARY,
-    "libvkexit_preload.so",
-    "libVkLayer_vkexit_trace.so",
-    "libVkLayer_vkexit_tegra_exit.so",
-];
 
 /// The targets a bundle can be made for.
 pub const TARGETS: [&str; 2] = ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"];
@@ -89,6 +80,8 @@ pub struct Manifest {
     /// The newest glibc symbol version any packed file needs (at most the floor).
     pub glibc_min: String,
     pub binaries: Vec<String>,
+    /// What `bin/vkexit` carries: its scenarios, refrt, preload and layers.
+    pub helpers: Vec<String>,
     pub share: Vec<String>,
     pub packages: Vec<Package>,
     pub runtimes: bool,
@@ -121,6 +114,14 @@ pub fn host_target() -> String {
     format!("{}-unknown-linux-gnu", std::env::consts::ARCH)
 }
 
+/// The directory of this vkexit executable.
+fn exe_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
 /// The target asked for, checked, with its architecture and where its binaries are.
 fn resolve_target(options: &BundleRequest) -> Result<(String, String, PathBuf)> {
     let target = options.target.clone().unwrap_or_else(host_target);
@@ -140,9 +141,9 @@ fn resolve_target(options: &BundleRequest) -> Result<(String, String, PathBuf)> 
     let arch = target.split('-').next().unwrap_or_default().to_string();
     let from = match &options.from {
         Some(dir) => dir.clone(),
-        None if options.target.is_none() => scenario_dir(),
+        None if options.target.is_none() => exe_dir(),
         // cargo puts a `--target` build in target/TRIPLE/release, beside target/release.
-        None => scenario_dir()
+        None => exe_dir()
             .parent()
             .map(|t| t.join(&target).join("release"))
             .unwrap_or_default(),
@@ -185,7 +186,7 @@ pub fn build(options: &BundleRequest) -> Result<Built> {
     let root = staging.path().join(top_dir_name(&arch));
 
     let strip_with = options.strip_debug.then(|| objcopy_for(&arch));
-    let binaries = copy_binaries(&from, &root.join("bin"), strip_with.as_deref())?;
+    let binaries = copy_vkexit(&from, &root.join("bin"), strip_with.as_deref())?;
     let share = copy_includes(&include_list(options)?, &root.join("share"))?;
     let packages = unpack_packages(options, &root.join("sysroot"), staging.path())?;
     if let Some(cache) = &options.runtimes {
@@ -198,7 +199,7 @@ pub fn build(options: &BundleRequest) -> Result<Built> {
         }
         copy_tree(cache, &root.join("runtimes"))?;
     }
-    let glibc_min = check_elf_files(&root, &arch, floor)?;
+    let (glibc_min, helpers) = check_elf_files(&root, &arch, floor)?;
     let manifest = Manifest {
         schema: "vkexit.bundle/1",
         vkexit_version: env!("CARGO_PKG_VERSION"),
@@ -207,6 +208,7 @@ pub fn build(options: &BundleRequest) -> Result<Built> {
         glibc_floor: floor.to_string(),
         glibc_min: glibc_min.map_or_else(|| "none".to_string(), |v| v.to_string()),
         binaries,
+        helpers,
         share,
         packages,
         runtimes: options.runtimes.is_some(),
@@ -237,60 +239,18 @@ pub fn build(options: &BundleRequest) -> Result<Built> {
     })
 }
 
-/// Copies every ELF program and shared library beside vkexit (not cargo's `.rlib`s and `.d`
-/// files), so that scenarios added to the workspace travel without a list to update.
-fn copy_binaries(from: &Path, to: &Path, strip_with: Option<&str>) -> Result<Vec<String>> {
-    for name in REQUIRED
-        .iter()
-        .copied()
-        .chain(BUILTIN_CASES.iter().copied())
-    {
-        let path = from.join(name);
-        if !path.is_file() {
-            return Err(Error::ScenarioMissing { path });
-        }
-    }
+/// Copies vkexit, the one file that carries every helper, into `to`.
+fn copy_vkexit(from: &Path, to: &Path, strip_with: Option<&str>) -> Result<Vec<String>> {
+    let path = from.join("vkexit");
     fs::create_dir_all(to).map_err(|e| Error::io("cannot create", to, e))?;
-    let mut names = Vec::new();
-    let entries = fs::read_dir(from).map_err(|e| Error::io("cannot list", from, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io("cannot list", from, e))?;
-        let path = entry.path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
-            continue;
-        };
-        if !is_shippable(&path, &name) {
-            continue;
-        }
-        let dest = to.join(&name);
-        if let Some(objcopy) = strip_with {
-            strip(objcopy, &path, &dest)?;
-        } else {
+    let dest = to.join("vkexit");
+    match strip_with {
+        Some(objcopy) => strip(objcopy, &path, &dest)?,
+        None => {
             fs::copy(&path, &dest).map_err(|e| Error::io("cannot copy", &path, e))?;
         }
-        names.push(name);
     }
-    names.sort();
-    Ok(names)
-}
-
-/// A regular ELF file that is either executable or a `.so`.
-fn is_shippable(path: &Path, name: &str) -> bool {
-    let Ok(meta) = fs::metadata(path) else {
-        return false;
-    };
-    if !meta.is_file() || name.starts_with('.') {
-        return false;
-    }
-    let executable = meta.permissions().mode() & 0o111 != 0;
-    if !executable && !name.ends_with(".so") {
-        return false;
-    }
-    let mut magic = [0u8; 4];
-    fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .map(|()| magic == *b"\x7fELF")
-        .unwrap_or(false)
+    Ok(vec!["vkexit".to_string()])
 }
 
 /// The objcopy that reads `arch`'s files: this machine's own, or the cross binutils'.
@@ -523,14 +483,20 @@ fn write_tarball(root: &Path, to: &Path) -> Result<()> {
 }
 
 /// Reads every ELF file under `root`: each must be built for `arch` and need no glibc
-/// symbol version newer than `floor`. Returns the newest version any of them needs.
-fn check_elf_files(root: &Path, arch: &str, floor: GlibcVersion) -> Result<Option<GlibcVersion>> {
+/// symbol version newer than `floor`, and so must every helper `bin/vkexit` carries. Returns the
+/// newest version any of them needs, and the names of the helpers.
+fn check_elf_files(
+    root: &Path,
+    arch: &str,
+    floor: GlibcVersion,
+) -> Result<(Option<GlibcVersion>, Vec<String>)> {
     let machine = elf::machine_of(arch).expect("resolve_target admits only known architectures");
     let mut files = Vec::new();
     elf_files(root, &mut files)?;
     files.sort();
     let mut newest = None;
     let mut too_new = Vec::new();
+    let mut carried = Vec::new();
     for path in &files {
         let shown = path
             .strip_prefix(root)
@@ -538,39 +504,43 @@ fn check_elf_files(root: &Path, arch: &str, floor: GlibcVersion) -> Result<Optio
             .display()
             .to_string();
         let bytes = fs::read(path).map_err(|e| Error::io("cannot read", path, e))?;
-        let needs = elf::read(&bytes).map_err(|e| Error::bad_input(path, e.to_string()))?;
-        if needs.machine != machine {
-            return Err(Error::bad_input(
-                path,
-                format!(
-                    "{shown} is built for {}, not for the bundle's {arch}",
-                    elf::machine_name(needs.machine)
-                ),
-            ));
+        let section = elf::section_named(&bytes, helpers::SECTION)
+            .map_err(|e| Error::bad_input(path, e.to_string()))?;
+        let mut inside = Vec::new();
+        if let Some(section) = section {
+            let archive = Archive::parse(section)
+                .map_err(|e| Error::bad_input(path, format!("its helpers: {e}")))?;
+            if shown == "bin/vkexit" {
+                carried = archive.helpers.iter().map(|h| h.name.to_string()).collect();
+            }
+            inside.extend(
+                archive
+                    .helpers
+                    .iter()
+                    .map(|h| (format!("{shown} (carried {})", h.name), h.bytes.to_vec())),
+            );
         }
-        for need in &needs.needs {
-            let Some(version) = GlibcVersion::parse(&need.version) else {
-                continue;
-            };
-            if !need.version.starts_with("GLIBC_") {
-                continue;
-            }
-            newest = newest.max(Some(version));
-            if version > floor {
-                let symbols = match need.symbols.len() {
-                    0 => String::new(),
-                    n if n <= 4 => format!(" for {}", need.symbols.join(", ")),
-                    n => format!(" for {} and {} more", need.symbols[..4].join(", "), n - 4),
-                };
-                too_new.push(format!(
-                    "{shown} needs {} ({}){symbols}",
-                    need.version, need.library
-                ));
-            }
+        for (shown, bytes) in std::iter::once((shown, bytes)).chain(inside) {
+            check_elf(
+                &shown,
+                &bytes,
+                path,
+                machine,
+                arch,
+                floor,
+                &mut newest,
+                &mut too_new,
+            )?;
         }
     }
+    if carried.is_empty() {
+        return Err(Error::bad_input(
+            root.join("bin/vkexit"),
+            "carries no helpers: build it with its build script (cargo build --release)",
+        ));
+    }
     if too_new.is_empty() {
-        return Ok(newest);
+        return Ok((newest, carried));
     }
     Err(Error::tool(
         format!("the bundle would not start on glibc {floor}"),
@@ -580,6 +550,51 @@ fn check_elf_files(root: &Path, arch: &str, floor: GlibcVersion) -> Result<Optio
             too_new.join("\n  ")
         ),
     ))
+}
+
+/// One ELF file's machine and glibc needs, held to the bundle's; `shown` names it.
+#[allow(clippy::too_many_arguments)]
+fn check_elf(
+    shown: &str,
+    bytes: &[u8],
+    path: &Path,
+    machine: u16,
+    arch: &str,
+    floor: GlibcVersion,
+    newest: &mut Option<GlibcVersion>,
+    too_new: &mut Vec<String>,
+) -> Result<()> {
+    let needs = elf::read(bytes).map_err(|e| Error::bad_input(path, format!("{shown}: {e}")))?;
+    if needs.machine != machine {
+        return Err(Error::bad_input(
+            path,
+            format!(
+                "{shown} is built for {}, not for the bundle's {arch}",
+                elf::machine_name(needs.machine)
+            ),
+        ));
+    }
+    for need in &needs.needs {
+        let Some(version) = GlibcVersion::parse(&need.version) else {
+            continue;
+        };
+        if !need.version.starts_with("GLIBC_") {
+            continue;
+        }
+        *newest = (*newest).max(Some(version));
+        if version > floor {
+            let symbols = match need.symbols.len() {
+                0 => String::new(),
+                n if n <= 4 => format!(" for {}", need.symbols.join(", ")),
+                n => format!(" for {} and {} more", need.symbols[..4].join(", "), n - 4),
+            };
+            too_new.push(format!(
+                "{shown} needs {} ({}){symbols}",
+                need.version, need.library
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Every regular file under `dir` that starts with the ELF magic (links are not followed:
@@ -661,29 +676,6 @@ fn readme(manifest: &Manifest) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_elf_programs_and_libraries_are_shipped() {
-        let dir = tempfile::tempdir().unwrap();
-        let put = |name: &str, bytes: &[u8], mode: u32| {
-            let path = dir.path().join(name);
-            fs::write(&path, bytes).unwrap();
-            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
-            path
-        };
-        let elf = b"\x7fELF\x02\x01\x01rest";
-        assert!(is_shippable(&put("prog", elf, 0o755), "prog"));
-        assert!(is_shippable(&put("libx.so", elf, 0o644), "libx.so"));
-        assert!(!is_shippable(&put("liby.rlib", elf, 0o644), "liby.rlib"));
-        assert!(!is_shippable(
-            &put("script", b"#!/bin/sh\n", 0o755),
-            "script"
-        ));
-        assert!(!is_shippable(
-            &put(".cargo-lock", elf, 0o755),
-            ".cargo-lock"
-        ));
-    }
 
     #[test]
     fn links_are_copied_as_links() {

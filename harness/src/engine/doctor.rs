@@ -2,12 +2,11 @@
 //! missing, the package that brings it.
 
 use crate::host::drivers;
+use crate::host::helpers::{self, Location};
 use crate::host::layers::{Chain, Emulation};
 use crate::host::probe::{self, ProbeReport};
 use crate::host::validation;
-use crate::plan::{
-    runtime_cache, scenario_dir, BUILTIN_CASES, REAL_RUNTIMES, REFRT_LIBRARY, RUNTIME_CACHE_ENV,
-};
+use crate::plan::{runtime_cache, REAL_RUNTIMES, RUNTIME_CACHE_ENV};
 use crate::support::errors::ProbeError;
 use std::io::Write;
 use std::path::Path;
@@ -47,7 +46,10 @@ fn host_glibc() -> String {
 pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
     let mut healthy = true;
     writeln!(out, "vkexit {}", env!("CARGO_PKG_VERSION"))?;
-    if let Some(line) = bundle_line(&scenario_dir()) {
+    let bin = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf));
+    if let Some(line) = bin.as_deref().and_then(bundle_line) {
         writeln!(out, "bundle      {line}")?;
     }
 
@@ -143,30 +145,32 @@ pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
         }
     }
 
-    let dir = scenario_dir();
-    let mut missing: Vec<&str> = BUILTIN_CASES
-        .iter()
-        .copied()
-        .filter(|c| !dir.join(c).exists())
-        .collect();
-    if !dir.join(REFRT_LIBRARY).exists() {
-        missing.push(REFRT_LIBRARY);
-    }
-    if missing.is_empty() {
-        writeln!(
+    match helpers::where_all() {
+        Ok(Location::Unpacked { dir, count }) => writeln!(
             out,
-            "scenarios   {} built-in, refrt present in {}",
-            BUILTIN_CASES.len(),
+            "helpers     {count} carried (scenarios, refrt, preload, layers), checked in {}",
             dir.display()
-        )?;
-    } else {
-        healthy = false;
-        writeln!(
+        )?,
+        Ok(Location::Overridden { dir, missing }) if missing.is_empty() => writeln!(
             out,
-            "scenarios   missing in {}: {} — cargo build --release --workspace",
+            "helpers     from {} ({}), unchecked",
             dir.display(),
-            missing.join(", ")
-        )?;
+            helpers::DIR_ENV
+        )?,
+        Ok(Location::Overridden { dir, missing }) => {
+            healthy = false;
+            writeln!(
+                out,
+                "helpers     missing in {} ({}): {}",
+                dir.display(),
+                helpers::DIR_ENV,
+                missing.join(", ")
+            )?;
+        }
+        Err(e) => {
+            healthy = false;
+            writeln!(out, "helpers     {e}")?;
+        }
     }
     for line in real_runtimes(runtime_cache().as_deref()) {
         writeln!(out, "{line}")?;

@@ -178,7 +178,7 @@ fn run_without_layer(
         plan: crate::plan::Plan {
             cells: vec![alone],
             notes: Vec::new(),
-            scenario_dir: part.plan.scenario_dir.clone(),
+            helpers: part.plan.helpers.clone(),
         },
         expectations: vec![None],
         allows: vec![Vec::new()],

@@ -95,6 +95,7 @@ impl<'a> Invocation<'a> {
     /// Plans every layer set, so that a bad case, driver or layer stops vkexit before any
     /// run.
     pub(crate) fn new(matrix: &Matrix, baseline: &'a Baseline, settings: Settings) -> Result<Self> {
+        crate::host::helpers::fall_back_beside(&settings.artifacts);
         let sets = matrix.layer_sets();
         let found = match sets
             .iter()

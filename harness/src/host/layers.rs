@@ -154,8 +154,8 @@ impl Chain {
     }
 
     /// Writes the manifests of vkexit's own layers into `dir`, pointing at
-    /// the libraries in `library_dir`.
-    pub(crate) fn write_manifests(&mut self, dir: &Path, library_dir: &Path) -> Result<()> {
+    /// the libraries vkexit carries, unpacked and checked.
+    pub(crate) fn write_manifests(&mut self, dir: &Path) -> Result<()> {
         let mut wanted = Vec::new();
         if self.trace || self.witnesses_messengers() {
             wanted.push((
@@ -177,10 +177,7 @@ impl Chain {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::io("cannot create the layer manifest directory", dir, e))?;
         for (name, library, description) in wanted {
-            let path = library_dir.join(library);
-            if !path.exists() {
-                return Err(Error::ScenarioMissing { path });
-            }
+            let path = super::helpers::path(library)?;
             let manifest = serde_json::json!({
                 "file_format_version": "1.1.2",
                 "layer": {

@@ -8,6 +8,7 @@ pub(crate) mod shard;
 pub(crate) mod suites;
 
 use crate::host::drivers::{self, Driver};
+use crate::host::helpers;
 use crate::host::layers::{Chain, Emulation};
 use crate::host::probe::{self, DeviceInfo};
 use crate::support::errors::{Error, Result};
@@ -261,24 +262,20 @@ pub(crate) struct Plan {
     pub(crate) cells: Vec<Cell>,
     /// Facts a user should see before the table (drivers left out, …).
     pub(crate) notes: Vec<String>,
-    pub(crate) scenario_dir: PathBuf,
+    pub(crate) helpers: Carried,
 }
 
-/// Where the scenario binaries and refrt live: `VKEXIT_SCENARIO_DIR`, or
-/// beside the vkexit executable (cargo puts them all in `target/release`).
-pub(crate) fn scenario_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("VKEXIT_SCENARIO_DIR") {
-        return PathBuf::from(dir);
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(Path::to_path_buf))
-        .unwrap_or_else(|| PathBuf::from("."))
+/// The helpers the runs of a plan are given, unpacked and checked before any run.
+#[derive(Debug, Clone)]
+pub(crate) struct Carried {
+    /// The diagnostics preload.
+    pub(crate) preload: PathBuf,
+    /// refrt, when the plan has built-in cases.
+    pub(crate) refrt: Option<PathBuf>,
 }
 
 /// Turns a request into cells, probing each driver once.
 pub(crate) fn plan(request: &Request) -> Result<Plan> {
-    let scenario_dir = scenario_dir();
     let mut notes = Vec::new();
     let (cases, runtimes) = choose_cases(request)?;
     for runtime in &runtimes {
@@ -317,10 +314,7 @@ pub(crate) fn plan(request: &Request) -> Result<Plan> {
             });
         }
         for case in &cases {
-            let binary = scenario_dir.join(case);
-            if !binary.exists() {
-                return Err(Error::ScenarioMissing { path: binary });
-            }
+            let binary = helpers::path(case)?;
             for runtime in &runtimes {
                 let not_run = not_run.clone().or_else(|| {
                     real_runtime_missing(runtime)
@@ -344,16 +338,17 @@ pub(crate) fn plan(request: &Request) -> Result<Plan> {
             }
         }
     }
-    if !cases.is_empty() {
-        let lib = scenario_dir.join(REFRT_LIBRARY);
-        if !lib.exists() {
-            return Err(Error::ScenarioMissing { path: lib });
-        }
-    }
+    let helpers = Carried {
+        preload: helpers::path(helpers::PRELOAD_LIBRARY)?,
+        refrt: match cases.is_empty() {
+            true => None,
+            false => Some(helpers::path(REFRT_LIBRARY)?),
+        },
+    };
     Ok(Plan {
         cells,
         notes,
-        scenario_dir,
+        helpers,
     })
 }
 

@@ -24,7 +24,7 @@ use crate::host::layers::{self, Chain};
 use crate::host::loader::{self, VulkanUse};
 use crate::host::sanitizer::{self, Runtimes};
 use crate::host::validation;
-use crate::plan::{CaseCommand, Cell, Plan, REFRT_LIBRARY};
+use crate::plan::{CaseCommand, Cell, Plan};
 use crate::support::errors::{Error, Result};
 use capture::Capture;
 use hang::HangReport;
@@ -155,7 +155,7 @@ pub(crate) fn execute(
     let root = prepare_artifacts(plan, &options.artifacts)?;
     // Runs work in their own directory: every path they get is absolute.
     let mut chain = options.chain.clone();
-    chain.write_manifests(&root.join(".layers"), &plan.scenario_dir)?;
+    chain.write_manifests(&root.join(".layers"))?;
     write_driver_manifests(plan, &root);
     // Once per cell, before any run: the sanitizer runtimes its program must load first.
     let sanitizers: Vec<Runtimes> = plan
@@ -163,12 +163,6 @@ pub(crate) fn execute(
         .iter()
         .map(|cell| sanitizer_runtimes(cell, options))
         .collect();
-    if options.diagnostics {
-        let preload = plan.scenario_dir.join(PRELOAD_LIBRARY);
-        if !preload.exists() {
-            return Err(Error::ScenarioMissing { path: preload });
-        }
-    }
     let options = &Options {
         artifacts: root,
         chain,
@@ -621,7 +615,7 @@ fn command_spec(
         // have had without vkexit, ahead of an inherited one; both stay.
         let user = cell_var(cell, "LD_PRELOAD");
         env_set.extend(diagnostics_env(
-            &plan.scenario_dir,
+            &plan.helpers.preload,
             dir,
             options.time_destructors,
             user.as_deref(),
@@ -648,10 +642,9 @@ fn command_spec(
         .collect();
     let (program, args) = match &cell.command {
         CaseCommand::Scenario(binary) => {
-            env_set.push((
-                "VKEXIT_REFRT_LIB".into(),
-                plan.scenario_dir.join(REFRT_LIBRARY).display().to_string(),
-            ));
+            if let Some(refrt) = &plan.helpers.refrt {
+                env_set.push(("VKEXIT_REFRT_LIB".into(), refrt.display().to_string()));
+            }
             (
                 binary.clone(),
                 vec!["--runtime".into(), cell.runtime.clone().into()],
@@ -729,21 +722,19 @@ fn sanitizer_runtimes(cell: &Cell, options: &Options) -> Runtimes {
     sanitizer::runtimes(&program, library_path.as_ref())
 }
 
-pub(crate) const PRELOAD_LIBRARY: &str = "libvkexit_preload.so";
-
 /// The preloaded crash report and exit timeline, ahead of `user`, the
 /// preload the run would have had without vkexit (kept, in its own order):
 /// vkexit's must see the program's own interposers as the program. Only the
 /// sanitizer runtimes come before it, where the program would have them:
 /// first (`host::sanitizer`).
 fn diagnostics_env(
-    library_dir: &Path,
+    preload: &Path,
     dir: &Path,
     time_destructors: bool,
     user: Option<&str>,
     runtimes: &Runtimes,
 ) -> Vec<(String, String)> {
-    let preload = library_dir.join(PRELOAD_LIBRARY).display().to_string();
+    let preload = preload.display().to_string();
     let mut env: Vec<(String, String)> = vec![
         ("LD_PRELOAD".into(), runtimes.compose(&preload, user)),
         (

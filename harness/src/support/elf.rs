@@ -137,6 +137,31 @@ fn sections(r: &Reader) -> Result<Vec<Section>, Malformed> {
         .collect()
 }
 
+/// The bytes of the section named `name` (`.vkexit_helpers`), or `None` when the file has no
+/// such section.
+pub fn section_named<'a>(bytes: &'a [u8], name: &str) -> Result<Option<&'a [u8]>, Malformed> {
+    let r = reader(bytes)?;
+    let sections = sections(&r)?;
+    if sections.is_empty() {
+        return Ok(None);
+    }
+    let names = section(&sections, u32::from(r.u16(0x3e)?))?;
+    for s in &sections {
+        if r.string(names, s.name)? != name {
+            continue;
+        }
+        let found = usize::try_from(s.offset)
+            .ok()
+            .zip(usize::try_from(s.size).ok())
+            .and_then(|(at, size)| bytes.get(at..at.checked_add(size)?));
+        return match found {
+            Some(b) => Ok(Some(b)),
+            None => Err(Malformed(format!("section {name} runs past the end"))),
+        };
+    }
+    Ok(None)
+}
+
 /// Reads a program's interpreter and the libraries it names.
 pub fn linking(bytes: &[u8]) -> Result<Linking, Malformed> {
     let r = reader(bytes)?;
@@ -150,6 +175,7 @@ pub fn linking(bytes: &[u8]) -> Result<Linking, Malformed> {
             let offset = r.u64(at + 8)?;
             let size = r.u64(at + 32)?;
             let table = Section {
+                name: 0,
                 kind: 0,
                 offset,
                 size,
@@ -256,6 +282,7 @@ fn bind_symbols(
 }
 
 struct Section {
+    name: u32,
     kind: u32,
     offset: u64,
     size: u64,
@@ -266,6 +293,7 @@ struct Section {
 impl Section {
     fn at(r: &Reader, at: u64) -> Result<Self, Malformed> {
         Ok(Self {
+            name: r.u32(at)?,
             kind: r.u32(at + 4)?,
             offset: r.u64(at + 24)?,
             size: r.u64(at + 32)?,

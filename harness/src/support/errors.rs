@@ -120,8 +120,12 @@ pub enum Error {
     #[error("bad runtime spec `{spec}`: {reason}")]
     BadRuntime { spec: String, reason: String },
 
-    #[error("{path} is missing: build the workspace first: cargo build --release --workspace")]
+    #[error("{path} is missing: vkexit carries it unless VKEXIT_HELPERS_DIR names a directory without it")]
     ScenarioMissing { path: PathBuf },
+
+    /// The helpers vkexit carries could not be unpacked, or where they go is not safe.
+    #[error("vkexit's helpers: {why}")]
+    Helpers { why: String },
 
     #[error("{context}: {path}: {source}")]
     Io {

