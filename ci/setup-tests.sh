@@ -11,21 +11,7 @@ cd "$(dirname "$0")/.."
 # gcc, clang and clang's sanitizer runtimes (libclang-rt-dev) build harness/tests/sanitizers.rs's programs.
 packages=(curl libvulkan-dev vulkan-tools gcc clang libclang-rt-dev cmake g++ libgtest-dev python3-pytest meson chromium python3-venv python3-pip)
 
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-
-if ((${#missing[@]})); then
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null || { echo "setup-tests: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
-        sudo="sudo"
-    fi
-    echo "setup-tests: installing ${missing[*]}"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+ci/install-packages.sh setup-tests "${packages[@]}"
 
 if ! command -v cargo >/dev/null; then
     echo "setup-tests: cargo not found: install a Rust toolchain (1.90 or newer) first" >&2

@@ -20,21 +20,7 @@ fi
 
 packages=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers glslc)
 
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-
-if ((${#missing[@]})); then
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
-        sudo="sudo"
-    fi
-    echo "setup: installing ${missing[*]}"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+ci/install-packages.sh setup "${packages[@]}"
 
 if ! command -v cargo >/dev/null; then
     echo "setup: cargo not found: install a Rust toolchain (1.90 or newer) first" >&2
