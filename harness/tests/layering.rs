@@ -242,6 +242,35 @@ fn only_the_invocation_assembles_run_options() {
     );
 }
 
+/// Every gate rule lives in judge/: outside it, shipping code sets a verdict only to what a
+/// function of judge/ decided, on the same line.
+#[test]
+fn verdicts_are_decided_in_judge_only() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    files.sort();
+    let set: Vec<String> = code_lines_with(&root, &files, ".verdict = ");
+    assert!(
+        set.iter().any(|at| at.starts_with("judge/")),
+        "judge/ sets no verdict: the check looks for the wrong text"
+    );
+    let outside: Vec<&String> = set
+        .iter()
+        .filter(|at| !at.starts_with("judge/"))
+        .filter(|at| {
+            let (file, line) = at.rsplit_once(':').unwrap();
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            let line: usize = line.parse().unwrap();
+            !text.lines().nth(line - 1).unwrap().contains("judge::")
+        })
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "verdicts set outside judge/, not by a judge:: function: {outside:?}"
+    );
+}
+
 /// The run stage decides no verdict: its shipping code names no verdict type and no judging.
 #[test]
 fn the_run_stage_decides_no_verdict() {

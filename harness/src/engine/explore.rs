@@ -344,7 +344,8 @@ fn perturbation(kind: Kind, natural: &CellResult, results: &Results) -> Option<P
         if natural.runs == 0 {
             return None;
         }
-        p.verdict = "error".into();
+        // No run of it counted: judged as such, an error.
+        p.verdict = judge::explore::verdict_of(&Counts::default()).into();
         p.moved.push(match cell.and_then(|c| c.reason.clone()) {
             Some(why) => format!("its runs did not start: {why}"),
             None => "its runs did not start".into(),

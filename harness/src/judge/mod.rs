@@ -24,7 +24,7 @@ pub use file::BaselineFile;
 pub(crate) use file::{
     allow_in_cell, layer_version_of, layers_text, Allow, Baseline, Entry, Expect, Pattern, Subject,
 };
-pub(crate) use results_file::{merged, rejudge};
+pub(crate) use results_file::{contradiction, merged, rejudge, PartOutcome};
 
 use crate::host::vuid;
 use crate::plan::{Cell, NotRun};

@@ -8,10 +8,43 @@ use crate::support::util::union_sorted;
 use vkexit_evidence::results::{CellResult, Results};
 use vkexit_evidence::verdict::CellVerdict;
 
+/// How one part of a merged cell (its result in one file) ended: what merging judges by.
+#[derive(Debug, Clone)]
+pub struct PartOutcome {
+    verdict: CellVerdict,
+    runs: u64,
+    reason: Option<String>,
+}
+
+impl PartOutcome {
+    /// The outcome of the part `c`.
+    pub fn of(c: &CellResult) -> PartOutcome {
+        PartOutcome {
+            verdict: c.verdict,
+            runs: c.runs,
+            reason: c.reason.clone(),
+        }
+    }
+}
+
 /// The verdict of a cell merged from parts: from its summed runs, against the built-in
-/// expectation of a built-in case; `error` while a part could not run at all (`broken`
-/// holds their reasons) or the sums overflow; `skipped` when no part ran.
-pub fn merged(c: &mut CellResult, broken: &[String], skipped: &[String], overflow: bool) {
+/// expectation of a built-in case; `error` while a part could not run at all (its driver could
+/// not be probed: the other parts do not make up for it) or the sums overflow; `skipped` when
+/// no part ran.
+pub fn merged(c: &mut CellResult, parts: &[PartOutcome], overflow: bool) {
+    let (mut broken, mut skipped): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    for p in parts {
+        let bucket = match p.verdict {
+            CellVerdict::Error if p.runs == 0 => &mut broken,
+            CellVerdict::Skipped => &mut skipped,
+            _ => continue,
+        };
+        if let Some(r) = &p.reason {
+            if !bucket.contains(r) {
+                bucket.push(r.clone());
+            }
+        }
+    }
     let (verdict, reason) = if c.counts.total() == 0 {
         match broken.is_empty() {
             false => (CellVerdict::Error, broken.join("; ")),
@@ -42,6 +75,43 @@ pub fn merged(c: &mut CellResult, broken: &[String], skipped: &[String], overflo
     let expectation = builtin_expectation(c);
     c.expectation = expectation.as_ref().map(|e| e.source.clone());
     c.flaky_expected = false;
+}
+
+/// What a cell's verdict says that its counts deny, whatever expectation judged it: a
+/// cell is `pass` or `unexpected-pass` only when every run passed, `flaky` only when some
+/// did, `fail` or `expected-fail` only when none did, `no-vulkan` only when no run used
+/// Vulkan, anything but `error` only without erroring runs, and `skipped` only without runs;
+/// its `runs` are its counts' sum.
+pub fn contradiction(c: &CellResult) -> Option<String> {
+    let k = &c.counts;
+    let total = k.total();
+    if c.runs != total {
+        return Some(format!(
+            "\"runs\" is {} but the counts add up to {total}",
+            c.runs
+        ));
+    }
+    match c.verdict {
+        CellVerdict::Error => None,
+        CellVerdict::Skipped if total > 0 => Some(format!("a skipped cell has {total} runs")),
+        CellVerdict::Skipped => None,
+        _ if total == 0 => Some("no run was made".to_string()),
+        _ if k.error > 0 => Some(format!("{} of {total} runs are errors", k.error)),
+        CellVerdict::NoVulkan if k.no_vulkan < total => Some(format!(
+            "{} of {total} runs did not use Vulkan",
+            k.no_vulkan
+        )),
+        CellVerdict::Pass | CellVerdict::UnexpectedPass if k.passed() < total => {
+            Some(format!("{} of {total} runs passed", k.passed()))
+        }
+        CellVerdict::Flaky if k.passed() == 0 || k.passed() == total => {
+            Some(format!("{} of {total} runs passed", k.passed()))
+        }
+        CellVerdict::Fail | CellVerdict::ExpectedFail if k.passed() > 0 => {
+            Some(format!("{} of {total} runs passed", k.passed()))
+        }
+        _ => None,
+    }
 }
 
 /// Judges the cells again against baseline files, as `vkexit run --baseline` would: the first

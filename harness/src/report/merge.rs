@@ -32,7 +32,7 @@ pub(crate) fn read(path: &Path) -> Result<Results> {
     let results = parse(&text)
         .map_err(|why| Error::bad_input(path, format!("not a {SCHEMA} results file: {why}")))?;
     for c in &results.cells {
-        if let Some(why) = contradiction(c) {
+        if let Some(why) = judge::contradiction(c) {
             return Err(Error::bad_input(
                 path,
                 format!(
@@ -48,43 +48,6 @@ pub(crate) fn read(path: &Path) -> Result<Results> {
         }
     }
     Ok(results)
-}
-
-/// What a cell's verdict says that its counts deny, whatever expectation judged it: a
-/// cell is `pass` or `unexpected-pass` only when every run passed, `flaky` only when some
-/// did, `fail` or `expected-fail` only when none did, `no-vulkan` only when no run used
-/// Vulkan, anything but `error` only without erroring runs, and `skipped` only without runs;
-/// its `runs` are its counts' sum.
-pub(crate) fn contradiction(c: &CellResult) -> Option<String> {
-    let k = &c.counts;
-    let total = k.total();
-    if c.runs != total {
-        return Some(format!(
-            "\"runs\" is {} but the counts add up to {total}",
-            c.runs
-        ));
-    }
-    match c.verdict {
-        CellVerdict::Error => None,
-        CellVerdict::Skipped if total > 0 => Some(format!("a skipped cell has {total} runs")),
-        CellVerdict::Skipped => None,
-        _ if total == 0 => Some("no run was made".to_string()),
-        _ if k.error > 0 => Some(format!("{} of {total} runs are errors", k.error)),
-        CellVerdict::NoVulkan if k.no_vulkan < total => Some(format!(
-            "{} of {total} runs did not use Vulkan",
-            k.no_vulkan
-        )),
-        CellVerdict::Pass | CellVerdict::UnexpectedPass if k.passed() < total => {
-            Some(format!("{} of {total} runs passed", k.passed()))
-        }
-        CellVerdict::Flaky if k.passed() == 0 || k.passed() == total => {
-            Some(format!("{} of {total} runs passed", k.passed()))
-        }
-        CellVerdict::Fail | CellVerdict::ExpectedFail if k.passed() > 0 => {
-            Some(format!("{} of {total} runs passed", k.passed()))
-        }
-        _ => None,
-    }
 }
 
 /// Reads the files to merge. A file named twice would count its runs
@@ -333,24 +296,11 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
     if rest.is_empty() {
         return first;
     }
-    // A part that could not run at all (its driver could not be probed)
-    // stays an error: the other parts do not make up for it.
-    let not_run = |p: &CellResult| p.runs == 0;
-    let mut broken: Vec<String> = Vec::new();
-    let mut skipped: Vec<String> = Vec::new();
-    let mut c = first.clone();
-    for p in std::iter::once(first).chain(rest.iter().cloned()) {
-        let bucket = match p.verdict {
-            CellVerdict::Error if not_run(&p) => &mut broken,
-            CellVerdict::Skipped => &mut skipped,
-            _ => continue,
-        };
-        if let Some(r) = p.reason {
-            if !bucket.contains(&r) {
-                bucket.push(r);
-            }
-        }
-    }
+    let outcomes: Vec<judge::PartOutcome> = std::iter::once(&first)
+        .chain(&rest)
+        .map(judge::PartOutcome::of)
+        .collect();
+    let mut c = first;
     // A results file is outside input: a count it claims is added once,
     // never counted up run by run, and sums that overflow saturate and make
     // the cell an error (a saturated count of passes would hide failures).
@@ -388,7 +338,7 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
     }
     c.pass_rate = crate::judge::cell::pass_rate(c.counts);
     c.pass_rate_95 = crate::judge::cell::pass_rate_95(c.counts);
-    judge::merged(&mut c, &broken, &skipped, overflow);
+    judge::merged(&mut c, &outcomes, overflow);
     c
 }
 
