@@ -174,6 +174,8 @@ pub struct Story {
     /// Why the crash report holds no frames, as its writer said.
     backtrace_error: Option<String>,
     main_returned: bool,
+    /// When the dynamic loader's finalization began, per process.
+    loader_finalization: BTreeMap<i64, u64>,
     /// Handlers taken from ranges so far, against `MAX_RANGED_HANDLERS`.
     ranged_handlers: u64,
     /// The evidence files that are there but could not be read, each with why: a story
@@ -353,7 +355,10 @@ impl Story {
                 return;
             }
             timeline::Entry::DlFiniStart => (
-                Kind::Process,
+                {
+                    self.loader_finalization.entry(pid).or_insert(stamp.t_ns);
+                    Kind::Process
+                },
                 "loader finalization starts (.fini_array and __attribute__((destructor)) run now)"
                     .into(),
             ),
@@ -513,6 +518,25 @@ impl Story {
             text.push_str(&format!("; then {}", self.later().join(", ")));
         }
         Some(text)
+    }
+
+    /// When the first crash came during exit, in the dynamic loader's finalization (after
+    /// every exit handler: `.fini_array`, `__attribute__((destructor))`), which no order of the
+    /// exit handlers moves: the last exit handler that ran before it, described, or "none".
+    pub fn crash_in_loader_finalization(&self) -> Option<String> {
+        let (stamp, crash) = self.crash.as_ref()?;
+        if crash.exiting != Some(true) {
+            return None;
+        }
+        let pid = stamp.pid.unwrap_or(0);
+        let began = *self.loader_finalization.get(&pid)?;
+        if stamp.t_ns < began {
+            return None;
+        }
+        Some(match self.last_started.get(&pid) {
+            Some(&id) => self.handlers[&(pid, id)].describe(id),
+            None => "none".to_string(),
+        })
     }
 
     /// The crash signals after the first, in short: "SIGABRT on thread main in libc.so.6"
@@ -864,6 +888,25 @@ not json at all
         assert_eq!(
             story.summary().unwrap(),
             "SIGSEGV (SEGV_MAPERR) on thread vkexit-tegra-0 at pc 0x7f08 in an unmapped region, address 0x7f08, during exit (main had returned); last exit handler to run: exit handler #5 (atexit, registered by libVkLayer_vkexit_tegra_exit.so)"
+        );
+    }
+
+    #[test]
+    fn a_crash_in_the_loaders_finalization_is_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        write_jetson_run(dir.path());
+        // The driver's handler was running when its thread crashed: inside a handler.
+        assert_eq!(Story::read(dir.path()).crash_in_loader_finalization(), None);
+        let timeline = dir.path().join(TIMELINE_FILE);
+        let mut text = std::fs::read_to_string(&timeline).unwrap();
+        text.push_str("{\"ev\":\"handler-end\",\"t_ns\":9150,\"id\":5}\n");
+        text.push_str("{\"ev\":\"dl-fini-start\",\"t_ns\":9160}\n");
+        std::fs::write(&timeline, text).unwrap();
+        assert_eq!(
+            Story::read(dir.path())
+                .crash_in_loader_finalization()
+                .as_deref(),
+            Some("exit handler #5 (atexit, registered by libVkLayer_vkexit_tegra_exit.so)")
         );
     }
 

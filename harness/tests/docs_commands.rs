@@ -58,6 +58,24 @@ const RUN_HERE: &[(&str, &str)] = &[
 /// holds to run it, how).
 const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     (
+        "vkexit explore --shard 1/2 --json explore-1.json",
+        "harness/tests/explore.rs",
+        "\"--shard\",",
+        "each shard of part of the built-in cells, then their merge",
+    ),
+    (
+        "vkexit explore --shard 2/2 --json explore-2.json",
+        "harness/tests/explore.rs",
+        "let shard = format!(\"{k}/2\");",
+        "each shard of part of the built-in cells, then their merge",
+    ),
+    (
+        "vkexit merge explore-1.json explore-2.json --json explore.json --html explore-html",
+        "harness/tests/explore.rs",
+        ".arg(\"merge\")",
+        "the two shards merged, with --json, --html and --junit",
+    ),
+    (
         "ci/setup.sh",
         "ci/test.sh",
         "ci/setup.sh",
