@@ -19,7 +19,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use vkexit_evidence::explore::{Exploration, SCHEMA as EXPLORE_SCHEMA};
 use vkexit_evidence::results::{CellId, CellResult, Results, SCHEMA};
-use vkexit_evidence::verdict::CellVerdict;
 
 /// The most findings a merged cell lists, as a run's cell does.
 const MAX_FINDINGS: usize = 16;
@@ -357,6 +356,7 @@ mod tests {
     use crate::judge::Baseline;
     use crate::support::toml_file::TomlFile;
     use crate::test_fixtures::{cell, counts, results};
+    use vkexit_evidence::verdict::CellVerdict;
 
     fn file(cells: Vec<CellResult>) -> String {
         serde_json::to_string_pretty(&results(cells)).unwrap()
