@@ -5,8 +5,8 @@ use super::markup::{attr, text};
 use crate::judge::explore::{failed, tally};
 use std::fmt::Write as _;
 use std::path::Path;
-use vkexit_evidence::explore::{Exploration, ExploredCell};
-use vkexit_evidence::results::Counts;
+use vkexit_evidence::explore::{Exploration, ExploredCell, Perturbation};
+use vkexit_evidence::results::{CellResult, Counts};
 use vkexit_evidence::verdict::RunVerdict;
 
 /// "crashes 5/5 (SIGSEGV)", "vuid 5/5 (VUID-…)", "flaky 2/5 pass".
@@ -32,6 +32,24 @@ pub(crate) fn outcome(counts: &Counts, signals: &[String], vuids: &[String]) -> 
     parts.join(", ")
 }
 
+/// A natural exit's runs in short: "pass N/N" when every run passed, else how they ended;
+/// `None` when none ran.
+fn natural_runs(n: &CellResult) -> Option<String> {
+    match (n.runs, n.counts.passed() == n.runs) {
+        (0, _) => None,
+        (_, true) => Some(format!("pass {0}/{0}", n.runs)),
+        (_, false) => Some(outcome(&n.counts, &n.signals, &n.vuids)),
+    }
+}
+
+/// A perturbation's runs in short: "pass N/N" when it passed, else how they ended.
+fn perturbation_runs(p: &Perturbation) -> String {
+    match p.verdict.as_str() {
+        "pass" => format!("pass {0}/{0}", p.counts.total()),
+        _ => outcome(&p.counts, &p.signals, &p.vuids),
+    }
+}
+
 /// The terminal table: per cell, the natural exit and each perturbation, then what to act on.
 pub(crate) fn table(exploration: &Exploration) -> String {
     let mut out = String::new();
@@ -48,11 +66,8 @@ pub(crate) fn table(exploration: &Exploration) -> String {
             n.driver,
             n.layers.join("+")
         ));
-        let natural_outcome = match (n.runs, n.counts.passed() == n.runs) {
-            (0, _) => n.reason.clone().unwrap_or_else(|| "no run".into()),
-            (_, true) => format!("pass {}/{}", n.runs, n.runs),
-            (_, false) => outcome(&n.counts, &n.signals, &n.vuids),
-        };
+        let natural_outcome =
+            natural_runs(n).unwrap_or_else(|| n.reason.clone().unwrap_or_else(|| "no run".into()));
         out.push_str(&format!(
             "  {:<24} {:<15} {}\n",
             "natural",
@@ -60,14 +75,13 @@ pub(crate) fn table(exploration: &Exploration) -> String {
             natural_outcome
         ));
         for p in &cell.perturbations {
-            let what = match (p.verdict.as_str(), p.counts.total()) {
-                ("not-applicable", _) => match (p.moved.first(), p.name.starts_with("threads")) {
+            let what = match p.verdict.as_str() {
+                "not-applicable" => match (p.moved.first(), p.name.starts_with("threads")) {
                     (Some(why), _) => why.clone(),
                     (None, true) => "no other thread was running at the exit handlers".into(),
                     (None, false) => "moves no exit handler in this program".into(),
                 },
-                ("pass", n) => format!("pass {n}/{n}"),
-                _ => outcome(&p.counts, &p.signals, &p.vuids),
+                _ => perturbation_runs(p),
             };
             out.push_str(&format!("  {:<24} {:<15} {what}\n", p.name, p.verdict));
         }
@@ -140,11 +154,7 @@ pub(crate) fn markdown(exploration: &Exploration) -> String {
     out.push('\n');
     for cell in &exploration.cells {
         let n = &cell.natural;
-        let natural = match (n.runs, n.counts.passed() == n.runs) {
-            (0, _) => n.verdict.name().to_string(),
-            (_, true) => format!("pass {}/{}", n.runs, n.runs),
-            (_, false) => outcome(&n.counts, &n.signals, &n.vuids),
-        };
+        let natural = natural_runs(n).unwrap_or_else(|| n.verdict.name().to_string());
         out.push_str(&format!(
             "| `{}` | `{}` | {} | {} | {natural} |",
             n.case, n.runtime, n.driver, n.emulation
@@ -153,8 +163,8 @@ pub(crate) fn markdown(exploration: &Exploration) -> String {
             let shown = match cell.perturbations.iter().find(|p| p.name == *name) {
                 None => "–".to_string(),
                 Some(p) if p.verdict == "not-applicable" => "n/a".into(),
-                Some(p) if p.verdict == "pass" => format!("pass {0}/{0}", p.counts.total()),
-                Some(p) => format!("**{}**", outcome(&p.counts, &p.signals, &p.vuids)),
+                Some(p) if p.verdict == "pass" => perturbation_runs(p),
+                Some(p) => format!("**{}**", perturbation_runs(p)),
             };
             out.push_str(&format!(" {shown} |"));
         }
@@ -372,10 +382,7 @@ fn html_row(out: &mut String, cell: &ExploredCell, names: &[&str], base: Option<
                 let _ = write!(out, "<td class=\"na\" title=\"{}\">n/a</td>", attr(why));
             }
             Some(p) => {
-                let shown = match p.verdict.as_str() {
-                    "pass" => format!("pass {0}/{0}", p.counts.total()),
-                    _ => outcome(&p.counts, &p.signals, &p.vuids),
-                };
+                let shown = perturbation_runs(p);
                 let class = match p.verdict.as_str() {
                     "pass" => "pass",
                     "flaky" => "flaky",
