@@ -556,12 +556,15 @@ fn a_suite_reads_as_one_short_line_a_test_then_its_failures_then_the_summary() {
     build();
     let sb = Sandbox::new();
     let html = sb.path().join("html");
+    let markdown = sb.path().join("summary.md");
     let gtest = "target/suites/cmake/teardown-gtest";
     let args = [
         "run", "--gtest", gtest, "--runs", "1", "--driver", "lavapipe", "--html",
     ];
     let mut args: Vec<&str> = args.to_vec();
     args.push(html.to_str().unwrap());
+    args.push("--markdown");
+    args.push(markdown.to_str().unwrap());
     let (code, stdout, stderr) = vkexit_columns(&sb, "60", &args);
     assert_eq!(code, 1, "{stdout}\n{stderr}");
     // No line wider than the terminal, but an evidence path, which has a line of its own.
@@ -570,17 +573,16 @@ fn a_suite_reads_as_one_short_line_a_test_then_its_failures_then_the_summary() {
             assert!(line.chars().count() <= 60, "{line:?}\n{stdout}\n{stderr}");
         }
     }
-    // As each test finishes, on stderr: how its runs ended, their time, its name.
+    // As each test finishes, on stderr: how its runs ended, their time, its name (the suite's
+    // test name: one driver, no runtime of its own to tell it from other tests).
     let progress = stderr
         .lines()
         .find(|l| l.contains("Teardown.DestroysItsBuffer"))
         .unwrap_or_else(|| panic!("{stderr}"));
     assert!(
-        regex::Regex::new(
-            r"^\[\d+/\d+\] pass  \d+\.\d\d s  Teardown\.DestroysItsBuffer × external"
-        )
-        .unwrap()
-        .is_match(progress),
+        regex::Regex::new(r"^\[\d+/\d+\] pass  \d+\.\d\d s  Teardown\.DestroysItsBuffer$")
+            .unwrap()
+            .is_match(progress),
         "{progress}"
     );
     // Then on stdout: one line a test, the failure with its reason and evidence, the summary.
@@ -635,6 +637,17 @@ fn a_suite_reads_as_one_short_line_a_test_then_its_failures_then_the_summary() {
         "{list}"
     );
     assert!(list.contains("00378 ×1 per run"), "{list}");
+
+    // So does the Markdown summary: a row a test, the failure first, with why.
+    let md = std::fs::read_to_string(&markdown).unwrap();
+    assert!(!md.contains("ordering ↓ / runtime →"), "{md}");
+    let list = &md[md.find("| test | runs | why |").unwrap()..];
+    let fail = list.find("Teardown.KeepsItsBufferAtExit").unwrap();
+    assert!(
+        fail < list.find("Teardown.DestroysItsBuffer").unwrap(),
+        "{list}"
+    );
+    assert!(list.contains("VUID-vkDestroyDevice-device-00378"), "{list}");
 }
 
 #[test]

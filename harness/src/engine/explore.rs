@@ -301,7 +301,7 @@ struct PhaseLine {
 impl Reporter for PhaseLine {
     fn report(&mut self, event: &GateEvent) -> Result<()> {
         match event {
-            GateEvent::Started { cells, runs } => {
+            GateEvent::Started { cells, runs, .. } => {
                 (self.cells, self.runs) = (*cells, *runs);
                 eprintln!(
                     "vkexit explore: {}: {} cell(s) × {} run(s)",

@@ -6,7 +6,7 @@ use super::invocation::{Invocation, Part};
 use super::runs::{judged_runs, Judged};
 use crate::host::layers::layer_phrase;
 use crate::judge::cell::CellFold;
-use crate::report::events::{GateEvent, Reporter};
+use crate::report::events::{GateEvent, Naming, Reporter};
 use crate::run::{self, Flow};
 use crate::support::errors::Result;
 use std::collections::BTreeSet;
@@ -26,6 +26,7 @@ pub(crate) fn run(invocation: &Invocation, reporters: &mut [&mut dyn Reporter]) 
     tell(&GateEvent::Started {
         cells: invocation.runnable_cells(),
         runs: invocation.runs,
+        naming: Naming::of(invocation.cells().filter(|c| c.not_run.is_none())),
     })?;
     let mut cells = Vec::new();
     let mut failed = None;

@@ -8,7 +8,7 @@ use crate::plan::Cell;
 use crate::support::errors::Result;
 use crate::support::terminal::{self, fit};
 use crate::support::util::counted;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use vkexit_evidence::results::{CellResult, Results};
@@ -19,12 +19,66 @@ use vkexit_evidence::verdict::RunVerdict;
 pub(crate) enum GateEvent<'e> {
     /// Facts to show before the runs (drivers left out, the shard, a pinned layer).
     Notes(&'e [String]),
-    /// The gate is about to make its runs: this many cells will run, `runs` times each.
-    Started { cells: usize, runs: u32 },
+    /// The gate is about to make its runs: this many cells will run, `runs` times each, and
+    /// which parts of their names tell them apart.
+    Started {
+        cells: usize,
+        runs: u32,
+        naming: Naming,
+    },
     /// A run of `cell` is complete: judged, allow-listed, kept or removed.
     RunFinished { cell: &'e Cell, run: &'e RunRecord },
     /// Every cell judged, in the matrix's order.
     Finished(&'e Results),
+}
+
+/// Which parts of a cell's name tell the cells of one gate apart: its case always, its runtime
+/// unless it is a program of its own (`external`), its driver, emulation and layers only when
+/// the gate has more than one of each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Naming {
+    pub(crate) drivers: bool,
+    pub(crate) emulations: bool,
+    pub(crate) layers: bool,
+}
+
+impl Naming {
+    pub(crate) fn of<'c>(cells: impl Iterator<Item = &'c Cell>) -> Naming {
+        let mut drivers = BTreeSet::new();
+        let mut emulations = BTreeSet::new();
+        let mut layers = BTreeSet::new();
+        for c in cells {
+            drivers.insert(c.driver.name.as_str());
+            emulations.insert(c.emulation.name());
+            layers.insert(c.layers.join("+"));
+        }
+        Naming {
+            drivers: drivers.len() > 1,
+            emulations: emulations.len() > 1,
+            layers: layers.len() > 1,
+        }
+    }
+
+    /// `clean-exit × refrt:guarded`, `Suite.Test`, `mock × lavapipe × emulation tegra`.
+    pub(crate) fn name(&self, cell: &Cell) -> String {
+        let mut parts = vec![cell.case.clone()];
+        if cell.runtime != "external" {
+            parts.push(cell.runtime.clone());
+        }
+        if self.drivers {
+            parts.push(cell.driver.name.clone());
+        }
+        if self.emulations {
+            parts.push(format!("emulation {}", cell.emulation.name()));
+        }
+        if self.layers {
+            parts.push(match cell.layers.is_empty() {
+                true => "no layers".to_string(),
+                false => cell.layers.join("+"),
+            });
+        }
+        parts.join(" × ")
+    }
 }
 
 /// Something that shows or keeps what a gate did.
@@ -33,13 +87,15 @@ pub(crate) trait Reporter {
     fn report(&mut self, event: &GateEvent) -> Result<()>;
 }
 
-/// `[3/20] pass  0.41 s  clean-exit × refrt:guarded × lavapipe` on stderr as each cell's last
-/// run finishes: what its runs came to, their time, its name, cut to the terminal's width;
+/// `[3/20] pass  0.41 s  clean-exit × refrt:guarded` on stderr as each cell's last run
+/// finishes: what its runs came to, their time, its name (as much of it as tells it from the
+/// gate's other cells: `Naming`), cut to the terminal's width;
 /// the notes first. On a terminal, a cell whose runs all passed is shown in place of the one
 /// before it, so that only failing cells stay on the screen, and notes are wrapped to its width.
 pub(crate) struct Progress {
     cells: usize,
     runs: u32,
+    naming: Naming,
     done_cells: usize,
     done_runs: HashMap<String, CellRuns>,
     width: usize,
@@ -61,6 +117,7 @@ impl Default for Progress {
         Progress {
             cells: 0,
             runs: 0,
+            naming: Naming::default(),
             done_cells: 0,
             done_runs: HashMap::new(),
             width: terminal::width(&stderr),
@@ -99,7 +156,7 @@ impl Progress {
             self.cells,
             runs.status(),
             runs.ms as f64 / 1000.0,
-            cell.label()
+            self.naming.name(cell)
         );
         let line = fit(&line, self.width);
         self.clear();
@@ -139,7 +196,11 @@ impl Reporter for Progress {
                     self.note(note);
                 }
             }
-            GateEvent::Started { cells, runs } => (self.cells, self.runs) = (*cells, *runs),
+            GateEvent::Started {
+                cells,
+                runs,
+                naming,
+            } => (self.cells, self.runs, self.naming) = (*cells, *runs, *naming),
             GateEvent::RunFinished { cell, run } => {
                 let done = self.done_runs.entry(cell.slug()).or_default();
                 *done.verdicts.entry(run.classification.verdict).or_insert(0) += 1;

@@ -1,6 +1,7 @@
 //! A Markdown summary for a pull-request comment or a GitHub step summary:
 //! the totals, a table of the cells that are not green, then one ordering ×
-//! policy matrix per driver, emulation and layers, like the README's tables.
+//! policy matrix per driver, emulation and layers, like the README's tables; programs of
+//! their own (a suite's tests, `-- CMD`) as a list of tests instead, failures first.
 
 use super::first_run::FirstRun;
 use super::markup::{md, md_code, url_path};
@@ -47,6 +48,10 @@ pub fn render(results: &Results) -> String {
     for group in groups(&results.cells) {
         let _ = writeln!(out, "\n### {}\n", md(&group.title()));
         let (cases, runtimes) = group.axes();
+        if runtimes == ["external"] {
+            tests_list(&mut out, &group.cells);
+            continue;
+        }
         out.push_str("| ordering ↓ / runtime → |");
         for r in &runtimes {
             let _ = write!(out, " {} |", md_code(r.strip_prefix("refrt:").unwrap_or(r)));
@@ -60,11 +65,7 @@ pub fn render(results: &Results) -> String {
             for runtime in &runtimes {
                 let text = match group.cell(case, runtime) {
                     None => "—".to_string(),
-                    Some(c) if c.is_green() && c.counts.failures() > 0 && c.flaky_expected => {
-                        format!("{} (known flaky): {}", c.verdict, md(&observation(c)))
-                    }
-                    Some(c) if c.is_green() => md(&observation(c)),
-                    Some(c) => format!("**{}**: {}", c.verdict, md(&observation(c))),
+                    Some(c) => seen(c),
                 };
                 let _ = write!(out, " {text} |");
             }
@@ -77,6 +78,35 @@ pub fn render(results: &Results) -> String {
          (`flaky = true`, marked \"known flaky\") keep the gate green.\n",
     );
     out
+}
+
+/// What a cell's runs came to: its verdict in bold when it is not green.
+fn seen(c: &CellResult) -> String {
+    match c.is_green() {
+        true if c.counts.failures() > 0 && c.flaky_expected => {
+            format!("{} (known flaky): {}", c.verdict, md(&observation(c)))
+        }
+        true => md(&observation(c)),
+        false => format!("**{}**: {}", c.verdict, md(&observation(c))),
+    }
+}
+
+/// Programs of their own have no runtime to lay out against: a row a test, the ones that turn
+/// the gate red first, then the other failures, then the rest, with why each failed.
+fn tests_list(out: &mut String, cells: &[&CellResult]) {
+    let mut sorted = cells.to_vec();
+    sorted.sort_by_key(|c| (c.is_green(), c.verdict.is_success()));
+    out.push_str("| test | runs | why |\n|---|---|---|\n");
+    for c in sorted {
+        // What its runs said (a signal, a VUID and the layer's message, stderr's last lines),
+        // else the verdict's reason.
+        let why = match (c.verdict.is_success(), evidence(c)) {
+            (true, _) => String::new(),
+            (false, said) if !said.is_empty() => said,
+            (false, _) => c.reason.clone().unwrap_or_default(),
+        };
+        let _ = writeln!(out, "| {} | {} | {} |", md_code(&c.case), seen(c), md(&why));
+    }
 }
 
 /// Signals, VUIDs and the first findings of a cell, then what its first kept run said: the
@@ -204,6 +234,53 @@ mod tests {
         // Plain text is escaped; a code span shows its text as it is.
         assert!(row.contains("| a\\|b&lt;script&gt; \\*c\\*\\` |"), "{row}");
         assert!(row.contains("| `` a\\|b<script> *c*` `` |"), "{row}");
+    }
+
+    #[test]
+    fn a_suite_is_a_list_of_tests_failures_first_with_why() {
+        let mut failing = cell(
+            "Gpu.KeepsBuffer",
+            "external",
+            CellVerdict::Fail,
+            counts(0, 0, 3),
+        );
+        failing.reason = Some("0 of 3 runs passed".into());
+        failing.vuids = vec!["VUID-vkDestroyDevice-device-00378".into()];
+        let skipped = cell(
+            "Cpu.NoVulkan",
+            "external",
+            CellVerdict::NoVulkan,
+            counts(0, 0, 0),
+        );
+        let md = render(&results(vec![
+            cell("Cpu.Adds", "external", CellVerdict::Pass, counts(3, 0, 0)),
+            failing,
+            skipped,
+        ]));
+        assert!(!md.contains("ordering ↓ / runtime →"), "{md}");
+        let rows: Vec<&str> = md
+            .lines()
+            .skip_while(|l| !l.starts_with("| test | runs | why |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        assert_eq!(rows.len(), 3, "{md}");
+        assert!(
+            rows[0].starts_with("| `Gpu.KeepsBuffer` | **fail**: vuid 3/3, 00378 | VUID-vkDestroyDevice-device-00378 |"),
+            "{md}"
+        );
+        assert!(
+            rows[1..]
+                .iter()
+                .any(|r| r.starts_with("| `Cpu.Adds` | pass 3/3 |  |")),
+            "{md}"
+        );
+        assert!(
+            rows[1..]
+                .iter()
+                .any(|r| r.starts_with("| `Cpu.NoVulkan` |")),
+            "{md}"
+        );
     }
 
     #[test]
