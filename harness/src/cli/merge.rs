@@ -3,7 +3,6 @@
 
 use super::run::ReportArgs;
 use super::Exit;
-use crate::judge::Baseline;
 use crate::report;
 use crate::support::errors::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -35,7 +34,7 @@ pub(super) fn merge(args: MergeArgs) -> Result<Exit> {
         return merge_explorations(args);
     }
     let inputs = crate::report::merge::read_all(&args.files)?;
-    let baseline = Baseline::read(&args.baselines)?;
+    let baseline = crate::engine::baselines::read(&args.baselines)?;
     let mut read: Vec<(&str, &Path)> = args.files.iter().map(|f| ("FILES", f.as_path())).collect();
     read.extend(args.baselines.iter().map(|b| ("--baseline", b.as_path())));
     let outputs = args.reports.outputs(Some(args.json)).check(&read)?;

@@ -319,7 +319,7 @@ pub(super) fn run_command(args: RunArgs) -> Result<Exit> {
         args.runs,
         args.command,
     )?;
-    let baseline = Baseline::read(&args.baselines)?;
+    let baseline = crate::engine::baselines::read(&args.baselines)?;
     let outputs = args
         .reports
         .checked(args.json, &args.baselines, args.config.as_deref())?;

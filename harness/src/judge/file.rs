@@ -42,7 +42,7 @@ use crate::support::errors::Result;
 use crate::support::glob;
 use crate::support::toml_file::TomlFile;
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use toml::Spanned;
 use vkexit_evidence::results::CellResult;
 use vkexit_evidence::verdict::RunVerdict;
@@ -342,12 +342,9 @@ impl Allow {
 }
 
 impl Baseline {
-    pub(crate) fn read(paths: &[PathBuf]) -> Result<Baseline> {
-        let files = paths
-            .iter()
-            .map(|p| BaselineFile::read(p))
-            .collect::<Result<_>>()?;
-        Ok(Baseline { files })
+    /// The baseline of `files`, checked and in order (`engine::baselines` reads them).
+    pub(crate) fn of(files: Vec<BaselineFile>) -> Baseline {
+        Baseline { files }
     }
 
     /// The first entry that matches the cell, else the built-in expectation.
@@ -460,10 +457,6 @@ impl BaselineFile {
             .iter()
             .filter(|a| a.applies(s, layer_version))
             .collect()
-    }
-
-    pub(crate) fn read(path: &Path) -> Result<BaselineFile> {
-        BaselineFile::parse(&TomlFile::read(path, "cannot read the baseline file")?)
     }
 
     /// Checks a baseline file's text; an error names the file, line and column and what
