@@ -123,7 +123,8 @@ fn the_same_cell_from_two_files_is_one_cell_with_the_runs_of_both() {
     sb.vkexit()
         .args(["merge", "a.json", "b.json", "--json", "m.json"])
         .assert()
-        .code(0);
+        .code(0)
+        .stdout(contains("expectations:").not());
     let m = read(&sb.path().join("m.json"));
     let c = only_cell(&m);
     assert_eq!(c["runs"], 2);
@@ -248,7 +249,11 @@ fn a_check_logged_under_its_new_name_is_judged_as_under_its_old_one() {
             "m.json",
         ])
         .assert()
-        .code(0);
+        .code(0)
+        // As `run` says it: what judged the cells.
+        .stdout(contains(
+            "expectations: 1 cell judged by the baseline files, 0 by the built-in baseline",
+        ));
     let m = read(&sb.path().join("m.json"));
     let c = only_cell(&m);
     assert_eq!(c["verdict"], "expected-fail", "{c:#}");
@@ -259,11 +264,62 @@ fn a_check_logged_under_its_new_name_is_judged_as_under_its_old_one() {
     sb.vkexit()
         .args(["merge", "a.json", "b.json", "--json", "m.json"])
         .assert()
-        .code(0);
+        .code(0)
+        .stdout(contains("expectations:").not());
     let m = read(&sb.path().join("m.json"));
     let c = only_cell(&m);
     assert_eq!(c["verdict"], "expected-fail", "{c:#}");
     assert_eq!(c["expectation"], "built-in");
     assert_eq!(strings(&c["vuids"]), [old, new]);
     assert_eq!(c["vuid_names"][old], new);
+}
+
+/// A merge that holds no run is refused as `run` refuses it, by the same rule and with the
+/// same words, unless `--allow-no-runs`: an empty shard, a cell its machine left out.
+#[test]
+fn a_merge_of_files_that_hold_no_run_exits_2_unless_allowed() {
+    let sb = Sandbox::new();
+    let args = ["--case", "clean-exit", "--runtime", "refrt:guarded"];
+    let codes = [
+        run_to(&sb, "s1.json", &[&args[..], &["--shard", "1/2"]].concat()),
+        run_to(&sb, "s2.json", &[&args[..], &["--shard", "2/2"]].concat()),
+    ];
+    let (full, empty) = match read(&sb.path().join("s1.json"))["cells"][0].is_null() {
+        true => ("s2.json", "s1.json"),
+        false => ("s1.json", "s2.json"),
+    };
+    assert_eq!(codes.iter().filter(|c| **c == 2).count(), 1, "{codes:?}");
+    let merge = |files: &[&str], allow: bool| {
+        let mut cmd = sb.vkexit();
+        cmd.arg("merge").args(files).args(["--json", "m.json"]);
+        if allow {
+            cmd.arg("--allow-no-runs");
+        }
+        cmd.assert()
+    };
+    merge(&[full, empty], false).code(0);
+    // The empty shard, as a selection that matches nothing writes it: no cell.
+    let mut nothing = read(&sb.path().join(empty));
+    nothing.as_object_mut().unwrap().remove("shard");
+    std::fs::write(sb.path().join("nothing.json"), nothing.to_string()).unwrap();
+    merge(&["nothing.json"], false)
+        .code(2)
+        .stderr(contains("no run started: the selection has no cell"));
+    merge(&["nothing.json"], true).code(0);
+
+    // The cell as a machine without the driver records it: skipped, no run.
+    let mut skipped = read(&sb.path().join(full));
+    skipped.as_object_mut().unwrap().remove("shard");
+    let cell = &mut skipped["cells"][0];
+    cell["verdict"] = "skipped".into();
+    cell["reason"] = "driver radv shows no device on this machine".into();
+    cell["runs"] = 0.into();
+    for (_, n) in cell["counts"].as_object_mut().unwrap() {
+        *n = 0.into();
+    }
+    std::fs::write(sb.path().join("skipped.json"), skipped.to_string()).unwrap();
+    merge(&["skipped.json"], false).code(2).stderr(contains(
+        "no run started: the one cell was left out: driver radv shows no device on this machine",
+    ));
+    merge(&["skipped.json"], true).code(0);
 }

@@ -16,6 +16,7 @@ pub(crate) mod builtin;
 pub(crate) mod cell;
 pub(crate) mod explore;
 pub(crate) mod file;
+mod no_runs;
 mod results_file;
 pub mod run;
 pub(crate) mod update;
@@ -24,6 +25,7 @@ pub use file::BaselineFile;
 pub(crate) use file::{
     allow_in_cell, layer_version_of, layers_text, Allow, Baseline, Entry, Expect, Pattern, Subject,
 };
+pub(crate) use no_runs::{no_runs, no_runs_explored};
 pub(crate) use results_file::{contradiction, merged, rejudge, PartOutcome};
 
 use crate::host::vuid;

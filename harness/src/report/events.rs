@@ -33,6 +33,14 @@ pub(crate) trait Reporter {
     fn report(&mut self, event: &GateEvent) -> Result<()>;
 }
 
+/// Tells every reporter of `reporters` one event, in order; the first error stops it.
+pub(crate) fn tell(reporters: &mut [&mut dyn Reporter], event: &GateEvent) -> Result<()> {
+    for reporter in reporters.iter_mut() {
+        reporter.report(event)?;
+    }
+    Ok(())
+}
+
 /// `[3/20] pass  0.41 s  clean-exit × refrt:guarded × lavapipe` on stderr as each cell's last
 /// run finishes: what its runs came to, their time, its name, cut to the terminal's width;
 /// the notes first. On a terminal, a cell whose runs all passed is shown in place of the one
