@@ -373,7 +373,7 @@ impl Baseline {
 pub(crate) fn allow_in_cell(
     cell: &CellResult,
     allows: &[&Allow],
-) -> (super::Observed, Vec<String>) {
+) -> (super::RunsSeen, Vec<String>) {
     let (removed, vuids): (Vec<String>, Vec<String>) = cell
         .vuids
         .iter()
@@ -386,7 +386,7 @@ pub(crate) fn allow_in_cell(
         counts.pass += counts.vuid;
         counts.vuid = 0;
     }
-    let seen = super::Observed {
+    let seen = super::RunsSeen {
         counts,
         vuids,
         signals: cell.signals.clone(),
@@ -688,7 +688,7 @@ mod tests {
     use super::*;
     use crate::host::vuid::{Severity, VuidReport, VuidStat};
     use crate::judge::run::{Classification, RunRecord, Termination};
-    use crate::judge::{self as baseline, Observed};
+    use crate::judge::{self as baseline, RunsSeen};
     use vkexit_evidence::results::Counts;
     use vkexit_evidence::verdict::CellVerdict;
 
@@ -1042,7 +1042,7 @@ reason = "driver quirk"
             baseline("[[expect]]\ncase = \"mock\"\nflaky = true\nreason = \"racy by design\"\n");
         let layers = validation();
         let e = b.judge(&subject("mock", "external", &layers), None);
-        let seen = |pass, crash| Observed {
+        let seen = |pass, crash| RunsSeen {
             counts: Counts {
                 pass,
                 crash,
@@ -1078,7 +1078,7 @@ reason = "driver quirk"
         );
         let layers = validation();
         let e = b.judge(&subject("x", "external", &layers), None);
-        let seen = |id: &str| Observed {
+        let seen = |id: &str| RunsSeen {
             counts: Counts {
                 vuid: 2,
                 ..Counts::default()
@@ -1098,7 +1098,7 @@ reason = "driver quirk"
         let old = CHILDREN;
         let new = "VUID-vkDestroyDevice-device-05137";
         let layers = validation();
-        let seen = |id: &str| Observed {
+        let seen = |id: &str| RunsSeen {
             counts: Counts {
                 vuid: 2,
                 ..Counts::default()

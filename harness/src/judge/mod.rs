@@ -66,7 +66,7 @@ pub(crate) fn green(verdict: CellVerdict, expectation: Option<&Expectation>) -> 
 
 /// What the runs of a cell showed, in aggregate.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Observed {
+pub(crate) struct RunsSeen {
     pub(crate) counts: Counts,
     pub(crate) vuids: Vec<String>,
     pub(crate) signals: Vec<String>,
@@ -75,7 +75,7 @@ pub(crate) struct Observed {
 /// The cell verdict, and a line saying why.
 pub(crate) fn evaluate(
     expectation: Option<&Expectation>,
-    seen: &Observed,
+    seen: &RunsSeen,
 ) -> (CellVerdict, String) {
     let c = &seen.counts;
     let total = c.total();
@@ -144,7 +144,7 @@ fn mismatch(
     verdicts: &[RunVerdict],
     vuids: &[String],
     signals: &[String],
-    seen: &Observed,
+    seen: &RunsSeen,
 ) -> Option<String> {
     let mut diffs = Vec::new();
     for v in RunVerdict::ALL {
@@ -219,7 +219,7 @@ pub(crate) struct Judgement {
 
 /// Judges a planned cell from what its runs showed: a cell that could not
 /// run is `skipped` (no device) or `error` (a broken driver), never green.
-pub(crate) fn cell(cell: &Cell, expectation: Option<&Expectation>, seen: &Observed) -> Judgement {
+pub(crate) fn cell(cell: &Cell, expectation: Option<&Expectation>, seen: &RunsSeen) -> Judgement {
     let (verdict, reason) = match &cell.not_run {
         Some(NotRun::Skipped(why)) => (CellVerdict::Skipped, why.clone()),
         Some(NotRun::Broken(why)) => (CellVerdict::Error, why.clone()),
@@ -240,8 +240,8 @@ mod tests {
 
     const CHILDREN_ALIVE: &str = "VUID-vkDestroyDevice-device-00378";
 
-    fn seen(pass: u64, crash: u64, vuid: u64, vuids: &[&str], signals: &[&str]) -> Observed {
-        Observed {
+    fn seen(pass: u64, crash: u64, vuid: u64, vuids: &[&str], signals: &[&str]) -> RunsSeen {
+        RunsSeen {
             counts: Counts {
                 pass,
                 crash,
