@@ -40,9 +40,13 @@ pub fn id(cell: &CellResult) -> (String, String, String, String, String) {
     )
 }
 
-/// A vkexit command line, built a flag at a time: `Args::run().case("clean-exit").runs(2)`.
+/// A vkexit command line, built a flag at a time: `Args::run().case("clean-exit").runs(2)`;
+/// the program to run ([`Args::program`]) comes last, after `--`, whenever it was given.
 #[derive(Debug, Clone, Default)]
-pub struct Args(Vec<String>);
+pub struct Args {
+    args: Vec<String>,
+    program: Vec<String>,
+}
 
 impl Args {
     /// `run --driver lavapipe`: a gate on the CPU driver every test machine has.
@@ -52,14 +56,15 @@ impl Args {
 
     /// `merge FILES`.
     pub fn merge(files: &[&str]) -> Self {
-        let mut args = Args::command("merge");
-        args.0.extend(files.iter().map(|f| f.to_string()));
-        args
+        Args::command("merge").flags(files)
     }
 
     /// Any other command: `explore`, `repro`.
     pub fn command(name: &str) -> Self {
-        Args(vec![name.to_string()])
+        Args {
+            args: vec![name.to_string()],
+            program: Vec::new(),
+        }
     }
 
     /// `--case CASE`.
@@ -94,27 +99,31 @@ impl Args {
 
     /// An option with its value: `--artifacts elsewhere`.
     pub fn opt(mut self, name: &str, value: &str) -> Self {
-        self.0.extend([name.to_string(), value.to_string()]);
+        self.args.extend([name.to_string(), value.to_string()]);
         self
     }
 
     /// Flags or arguments as they are: `--no-validation`, `--allow-no-runs`.
     pub fn flags(mut self, flags: &[&str]) -> Self {
-        self.0.extend(flags.iter().map(|f| f.to_string()));
+        self.args.extend(flags.iter().map(|f| f.to_string()));
         self
     }
 
-    /// `-- PROGRAM ARGS`: the program to run, last.
+    /// `-- PROGRAM ARGS`: the program to run, after every flag whenever those are given.
     pub fn program(mut self, program: &Path, args: &[&str]) -> Self {
-        self.0.push("--".into());
-        self.0.push(program.to_str().expect("a UTF-8 path").into());
-        self.0.extend(args.iter().map(|a| a.to_string()));
+        self.program = vec![program.to_str().expect("a UTF-8 path").into()];
+        self.program.extend(args.iter().map(|a| a.to_string()));
         self
     }
 
     /// The arguments, in order.
     pub fn to_vec(&self) -> Vec<String> {
-        self.0.clone()
+        let mut all = self.args.clone();
+        if !self.program.is_empty() {
+            all.push("--".into());
+            all.extend(self.program.iter().cloned());
+        }
+        all
     }
 }
 
@@ -123,7 +132,7 @@ impl IntoIterator for &Args {
     type IntoIter = std::vec::IntoIter<String>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.clone().into_iter()
+        self.to_vec().into_iter()
     }
 }
 
@@ -137,8 +146,8 @@ mod tests {
             .case("clean-exit")
             .runs(2)
             .flags(&["--no-validation"])
-            .json("r.json")
-            .program(Path::new("/bin/true"), &["x"]);
+            .program(Path::new("/bin/true"), &["x"])
+            .json("r.json");
         assert_eq!(
             args.to_vec(),
             [
