@@ -61,6 +61,8 @@ pub(crate) struct Progress {
 struct CellRuns {
     verdicts: BTreeMap<RunVerdict, u32>,
     ms: u64,
+    /// A failing run of it was said as it happened.
+    failure_said: bool,
 }
 
 impl Default for Progress {
@@ -97,6 +99,26 @@ impl Progress {
             let indent = if i == 0 { "" } else { "  " };
             eprintln!("{indent}{line}");
         }
+    }
+
+    /// The first failing run of a cell whose other runs are still to come, as it happens (the
+    /// cell's own line comes when its runs are done): the run, how it failed, the cell, why;
+    /// then where its evidence is, on a line of its own.
+    fn failed_run(&self, cell: &Cell, run: &RunRecord) -> Vec<String> {
+        let c = &run.classification;
+        let line = format!(
+            "[run {}/{}] {}  {}: {}",
+            run.index + 1,
+            self.runs,
+            c.verdict.name(),
+            cell.label(),
+            c.reason
+        );
+        let mut lines = vec![fit(&line, self.width)];
+        if let Some(dir) = &run.kept {
+            lines.push(format!("    evidence: {}", dir.display()));
+        }
+        lines
     }
 
     fn cell_done(&mut self, cell: &Cell, runs: &CellRuns) {
@@ -153,6 +175,14 @@ impl Reporter for Progress {
                 *done.verdicts.entry(run.classification.verdict).or_insert(0) += 1;
                 done.ms = done.ms.saturating_add(run.duration_ms);
                 let runs: u32 = done.verdicts.values().sum();
+                let failed = !run.classification.verdict.is_success();
+                if failed && runs < self.runs && !std::mem::replace(&mut done.failure_said, true) {
+                    let lines = self.failed_run(cell, run);
+                    self.clear();
+                    for line in lines {
+                        eprintln!("{line}");
+                    }
+                }
                 if runs == self.runs {
                     let done = self.done_runs.remove(&cell.slug()).unwrap_or_default();
                     self.cell_done(cell, &done);
@@ -222,5 +252,71 @@ impl Reporter for Files {
             GateEvent::Finished(results) => self.outputs.write(results, self.keep_in.as_deref()),
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::vuid::VuidReport;
+    use crate::judge::run::{Classification, Termination};
+
+    fn crashed(kept: Option<&str>) -> RunRecord {
+        RunRecord {
+            cell: 0,
+            index: 2,
+            classification: Classification {
+                verdict: RunVerdict::Crash,
+                reason: "SIGSEGV on thread main in libvkexit_refrt.so, during exit".into(),
+                signal: Some("SIGSEGV".into()),
+                vuids: Vec::new(),
+                findings: Vec::new(),
+                crash_layer: None,
+            },
+            termination: Termination::Signaled {
+                signal: 11,
+                core_dumped: false,
+            },
+            vuid_counts: VuidReport::default(),
+            duration_ms: 410,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            kept: kept.map(PathBuf::from),
+            vulkan: None,
+        }
+    }
+
+    #[test]
+    fn a_failing_run_is_said_with_its_cell_its_reason_and_its_evidence() {
+        let progress = Progress {
+            cells: 1,
+            runs: 20,
+            done_cells: 0,
+            done_runs: HashMap::new(),
+            width: 200,
+            in_place: false,
+            shown: false,
+        };
+        let cell = crate::test_fixtures::planned_cell();
+        assert_eq!(
+            progress.failed_run(&cell, &crashed(Some("/a/run-2"))),
+            [
+                "[run 3/20] crash  clean-exit × refrt:guarded × lavapipe: SIGSEGV on thread main in \
+                 libvkexit_refrt.so, during exit",
+                "    evidence: /a/run-2",
+            ]
+        );
+        // Cut to the terminal's width; no evidence line for a run not kept.
+        let narrow = Progress {
+            width: 40,
+            ..progress
+        };
+        let lines = narrow.failed_run(&cell, &crashed(None));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].chars().count() <= 40, "{lines:?}");
+        assert!(
+            lines[0].starts_with("[run 3/20] crash  clean-exit"),
+            "{lines:?}"
+        );
     }
 }
