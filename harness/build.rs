@@ -38,7 +38,7 @@ const HELPERS: [(&str, u32); 9] = [
 ];
 
 /// The crates the helpers are built from, with what they depend on.
-const CRATES: [&str; 9] = [
+const CRATES: [&str; 10] = [
     "scenarios",
     "fixtures",
     "fixtures/refrt",
@@ -48,6 +48,7 @@ const CRATES: [&str; 9] = [
     "diagnostics/crash",
     "diagnostics/preload",
     "evidence",
+    "elf",
 ];
 
 /// What in a crate's folder the build reads: not its tests, nor the scripts and other crates

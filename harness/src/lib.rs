@@ -12,9 +12,9 @@
 //! 2. `host`: facts about this machine (drivers, probe, loader, validation layer, layer
 //!    chain, provenance).
 //! 3. `plan`: which cells to run (plan, matrix files, suites, the case catalogue, shards).
-//! 4. `run`: making the runs (spawning, supervision, cgroups, capture, hangs), reading back
+//! 4. `explain`: the story a run's directory tells (exit timeline, lifetimes, crash).
+//! 5. `run`: making the runs (spawning, supervision, cgroups, capture, hangs), reading back
 //!    what each left, as events; it decides no verdict.
-//! 5. `explain`: the story a run's directory tells (exit timeline, lifetimes, crash).
 //! 6. `judge`: every verdict rule (a run's classification and overrules, allow-lists, the
 //!    cell fold, expectations, baselines and their updates).
 //! 7. `report`: the results file, the terminal table, JUnit/HTML/Markdown, merging results.

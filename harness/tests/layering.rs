@@ -9,8 +9,8 @@ const ORDER: &[&[&str]] = &[
     &["support"],
     &["host"],
     &["plan"],
-    &["run"],
     &["explain"],
+    &["run"],
     &["judge"],
     &["report"],
     &["engine"],
@@ -283,4 +283,93 @@ fn the_run_stage_decides_no_verdict() {
         let found = code_lines_with(&root, &files, needle);
         assert!(found.is_empty(), "run/ names {needle}: {found:?}");
     }
+}
+
+/// What reads files, as shipping code spells it: the standard library's ways, and this
+/// crate's readers, each a function named `read` or `read_…` of a type or module
+/// (`Story::read`, `TomlFile::read`, `loader::read`).
+const FILE_READS: &[&str] = &[
+    "fs::",
+    "File::",
+    "OpenOptions",
+    "BufReader",
+    "read_dir",
+    "read_to_string",
+    ".exists()",
+    ".is_file()",
+    ".is_dir()",
+    ".metadata(",
+    "::read(",
+    "::read_",
+];
+
+/// Whether `line` holds `needle` as a whole name: `File::` is not in `TomlFile::`.
+fn names(line: &str, needle: &str) -> bool {
+    line.match_indices(needle).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        !needle.starts_with(|c: char| c.is_alphanumeric())
+            || !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// The lines of `text`'s shipping code that read a file, each as `SHOWN:LINE: what`.
+fn file_reads(shown: &str, text: &str) -> Vec<String> {
+    shipping_lines(text)
+        .into_iter()
+        .flat_map(|(i, line)| {
+            FILE_READS
+                .iter()
+                .filter(move |needle| names(line, needle))
+                .map(move |needle| format!("{shown}:{}: {needle}", i + 1))
+        })
+        .collect()
+}
+
+/// Judging is pure: judge/ decides from what the run stage read back and handed over (the
+/// raw evidence of a finished run, a crash's story included) and from the baselines as
+/// engine/ read them; its shipping code reads no file.
+#[test]
+fn judging_reads_no_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root.join("judge"), &mut files);
+    files.sort();
+    assert!(files.len() > 5, "judge/ holds {} files", files.len());
+    let reads: Vec<String> = files
+        .iter()
+        .flat_map(|file| {
+            let shown = file.strip_prefix(&root).unwrap().display().to_string();
+            file_reads(&shown, &std::fs::read_to_string(file).unwrap())
+        })
+        .collect();
+    assert!(reads.is_empty(), "judge/ reads files: {reads:?}");
+}
+
+#[test]
+fn the_check_sees_a_file_read_in_judge() {
+    let text = "\
+//! Story::read (a comment)
+fn judge(finished: &Finished) {
+    if let Some(summary) = Story::read(&finished.dir).summary() {}
+    let text = std::fs::read_to_string(path);
+    let baseline = BaselineFile::parse(&TomlFile::read(path, \"baseline\")?);
+    let crashes = summaries::read_crashes(file);
+    let fine = (finished.crash_story.clone(), TomlFile::default());
+}
+#[cfg(test)]
+mod tests {
+    fn f() { std::fs::write(\"x\", \"\").unwrap(); }
+}
+";
+    assert_eq!(
+        file_reads("judge/run.rs", text),
+        [
+            "judge/run.rs:3: ::read(",
+            "judge/run.rs:4: fs::",
+            "judge/run.rs:4: read_to_string",
+            "judge/run.rs:4: ::read_",
+            "judge/run.rs:5: ::read(",
+            "judge/run.rs:6: ::read_",
+        ]
+    );
 }

@@ -4,8 +4,8 @@
 
 use predicates::prelude::*;
 use predicates::str::contains;
-use serde_json::Value;
 use std::path::Path;
+use vkexit_testkit::results::{cell_of as cell, the_cell, Args, CellVerdict, Results, RunVerdict};
 use vkexit_testkit::vkexit::*;
 
 const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
@@ -14,22 +14,10 @@ fn write(sb: &Sandbox, name: &str, text: &str) {
     std::fs::write(sb.path().join(name), text).unwrap();
 }
 
-fn read(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// `vkexit SUBCOMMAND --json r.json ARGS` in the sandbox; the exit code, the results
-/// and stdout.
-fn vkexit(sb: &Sandbox, args: &[&str]) -> (i32, Value, String) {
-    // `--json` goes before any `-- CMD`.
-    let out = sb
-        .vkexit()
-        .arg(args[0])
-        .arg("--json")
-        .arg(sb.results())
-        .args(&args[1..])
-        .output()
-        .unwrap();
+/// vkexit with `args` and `--json r.json` in the sandbox; the exit code, the results and
+/// stdout.
+fn vkexit(sb: &Sandbox, args: Args) -> (i32, Results, String) {
+    let out = sb.vkexit().args(&args.json("r.json")).output().unwrap();
     let code = out.status.code().expect("vkexit exits normally");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
@@ -37,20 +25,7 @@ fn vkexit(sb: &Sandbox, args: &[&str]) -> (i32, Value, String) {
         "no results; exit {code}\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    (code, read(&sb.results()), stdout)
-}
-
-fn argv(args: &[String]) -> Vec<&str> {
-    args.iter().map(String::as_str).collect()
-}
-
-fn cell<'a>(results: &'a Value, case: &str, runtime: &str) -> &'a Value {
-    results["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["case"] == case && c["runtime"] == runtime)
-        .unwrap_or_else(|| panic!("no cell {case} × {runtime} in {results:#}"))
+    (code, vkexit_testkit::results::read(&sb.results()), stdout)
 }
 
 #[test]
@@ -66,40 +41,28 @@ drivers = ["lavapipe"]
 runs = 2
 "#,
     );
-    let (code, r, _) = vkexit(&sb, &["run", "--config", "m.toml"]);
-    assert_eq!(code, 0, "{r:#}");
-    let cells = r["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 2, "{r:#}");
+    let config = || Args::command("run").opt("--config", "m.toml");
+    let (code, r, _) = vkexit(&sb, config());
+    assert_eq!(code, 0, "{r:#?}");
+    assert_eq!(r.cells.len(), 2, "{r:#?}");
     let kept = cell(&r, "buffer-kept-at-exit", "refrt:guarded");
-    assert_eq!(kept["runs"], 2);
-    assert_eq!(kept["verdict"], "expected-fail");
-    assert_eq!(kept["expectation"], "built-in");
-    assert_eq!(strings(&kept["vuids"]), [CHILDREN]);
+    assert_eq!(kept.runs, 2);
+    assert_eq!(kept.verdict, CellVerdict::ExpectedFail);
+    assert_eq!(kept.expectation.as_deref(), Some("built-in"));
+    assert_eq!(kept.vuids, [CHILDREN]);
     let fixed = cell(&r, "buffer-kept-at-exit", "refrt:release-children");
-    assert_eq!(fixed["verdict"], "pass");
-    assert_eq!(fixed["layers"], serde_json::json!(["validation"]));
+    assert_eq!(fixed.verdict, CellVerdict::Pass);
+    assert_eq!(fixed.layers, ["validation"]);
 
     // Flags replace the file's lists and numbers.
-    let (code, r, _) = vkexit(
-        &sb,
-        &[
-            "run",
-            "--config",
-            "m.toml",
-            "--runtime",
-            "refrt:release-children",
-            "--runs",
-            "1",
-            "--emulate",
-            "tegra",
-        ],
-    );
-    assert_eq!(code, 0, "{r:#}");
-    let c = only_cell(&r);
-    assert_eq!(
-        (c["runs"].as_u64(), c["emulation"].as_str()),
-        (Some(1), Some("tegra"))
-    );
+    let flags = config()
+        .runtime("refrt:release-children")
+        .runs(1)
+        .opt("--emulate", "tegra");
+    let (code, r, _) = vkexit(&sb, flags);
+    assert_eq!(code, 0, "{r:#?}");
+    let c = the_cell(&r);
+    assert_eq!((c.runs, c.emulation.as_str()), (1, "tegra"));
 }
 
 #[test]
@@ -139,27 +102,26 @@ trace = false
 emulation = "tegra"
 "#,
     );
-    let (code, r, _) = vkexit(&sb, &["run", "--config", "env.toml"]);
-    assert_eq!(code, 1, "{r:#}");
-    let cells = r["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 6, "two layer sets × three cases: {r:#}");
-    for c in cells {
-        assert_eq!(c["layers"], serde_json::json!([]));
+    let (code, r, _) = vkexit(&sb, Args::command("run").opt("--config", "env.toml"));
+    assert_eq!(code, 1, "{r:#?}");
+    assert_eq!(r.cells.len(), 6, "two layer sets × three cases: {r:#?}");
+    for c in &r.cells {
+        assert!(c.layers.is_empty(), "{c:#?}");
         // A shell never asks the Vulkan loader for a driver: with or without the emulated
         // driver exit, a clean run of it is `no-vulkan` (green, and said so), never `pass`.
-        let want = if c["case"] == "fails" {
-            "fail"
-        } else {
-            "no-vulkan"
+        let want = match c.case.as_str() {
+            "fails" => CellVerdict::Fail,
+            _ => CellVerdict::NoVulkan,
         };
-        assert_eq!(c["verdict"], want, "{c:#}");
+        assert_eq!(c.verdict, want, "{c:#?}");
     }
     // The replay of a kept run holds the matrix's variables.
-    let failing = cells
+    let failing = r
+        .cells
         .iter()
-        .find(|c| c["case"] == "fails" && c["emulation"] == "none")
+        .find(|c| c.case == "fails" && c.emulation == "none")
         .unwrap();
-    let run_dir = strings(&failing["artifacts"]).remove(0);
+    let run_dir = &failing.artifacts[0];
     let command = std::fs::read_to_string(Path::new(&run_dir).join("command.txt")).unwrap();
     assert!(command.contains("\nFROM_MATRIX=m\n"), "{command}");
 }
@@ -197,33 +159,23 @@ fn errors_in_a_matrix_file_name_the_line_and_column() {
 fn a_baseline_turns_a_known_failure_into_expected_fail_and_a_wrong_one_into_fail() {
     let sb = Sandbox::new();
     let mock = mock();
-    let mock = mock.to_str().unwrap();
-    let args = |baseline: &str| -> Vec<String> {
-        let mut a: Vec<String> = [
-            "run",
-            "--driver",
-            "lavapipe",
-            "--runs",
-            "2",
-            "--case",
-            "buffer-kept-at-exit",
-            "--runtime",
-            "refrt:guarded",
-        ]
-        .map(String::from)
-        .to_vec();
-        if !baseline.is_empty() {
-            a.extend(["--baseline".into(), baseline.into()]);
+    let args = |baseline: &str| {
+        let a = Args::run()
+            .runs(2)
+            .case("buffer-kept-at-exit")
+            .runtime("refrt:guarded");
+        match baseline {
+            "" => a,
+            b => a.baseline(b),
         }
-        a.extend(["--".into(), mock.into(), "--vuid".into()]);
-        a
+        .program(&mock, &["--vuid"])
     };
 
     // No baseline: the mock's VUID is a failure; the built-in cell is known.
-    let (code, r, _) = vkexit(&sb, &argv(&args("")));
-    assert_eq!(code, 1, "{r:#}");
-    assert_eq!(cell(&r, "mock", "external")["verdict"], "fail");
-    assert!(cell(&r, "mock", "external").get("expectation").is_none());
+    let (code, r, _) = vkexit(&sb, args(""));
+    assert_eq!(code, 1, "{r:#?}");
+    assert_eq!(cell(&r, "mock", "external").verdict, CellVerdict::Fail);
+    assert_eq!(cell(&r, "mock", "external").expectation, None);
 
     write(
         &sb,
@@ -247,19 +199,19 @@ signals = ["SIGSEGV"]
 reason = "wrong"
 "#,
     );
-    let (code, r, stdout) = vkexit(&sb, &argv(&args("b.toml")));
-    assert_eq!(code, 1, "{r:#}");
+    let (code, r, stdout) = vkexit(&sb, args("b.toml"));
+    assert_eq!(code, 1, "{r:#?}");
     let known = cell(&r, "mock", "external");
-    assert_eq!(known["verdict"], "expected-fail", "{known:#}");
-    assert_eq!(known["expectation"], "b.toml:2");
+    assert_eq!(known.verdict, CellVerdict::ExpectedFail, "{known:#?}");
+    assert_eq!(known.expectation.as_deref(), Some("b.toml:2"));
     assert_eq!(
-        known["reason"],
-        "mock --vuid destroys the device with a buffer alive"
+        known.reason.as_deref(),
+        Some("mock --vuid destroys the device with a buffer alive")
     );
     let wrong = cell(&r, "buffer-kept-at-exit", "refrt:guarded");
-    assert_eq!(wrong["verdict"], "fail", "{wrong:#}");
-    assert_eq!(wrong["expectation"], "b.toml:11");
-    let why = wrong["reason"].as_str().unwrap();
+    assert_eq!(wrong.verdict, CellVerdict::Fail, "{wrong:#?}");
+    assert_eq!(wrong.expectation.as_deref(), Some("b.toml:11"));
+    let why = wrong.reason.as_deref().unwrap();
     assert!(
         why.contains("failed, but not as known (wrong)") && why.contains("2 vuid runs"),
         "{why}"
@@ -275,19 +227,8 @@ fn allow_lists_and_flaky_entries_keep_the_gate_green() {
     let sb = Sandbox::new();
     let mock = mock();
     let run = |baseline: &str, mock_args: &[&str]| {
-        let mut a = vec![
-            "run",
-            "--driver",
-            "lavapipe",
-            "--runs",
-            "4",
-            "--baseline",
-            baseline,
-            "--",
-            mock.to_str().unwrap(),
-        ];
-        a.extend_from_slice(mock_args);
-        vkexit(&sb, &a)
+        let args = Args::run().runs(4).baseline(baseline);
+        vkexit(&sb, args.program(&mock, mock_args))
     };
     // An allow-list for this layer version takes the VUID out: the runs pass.
     write(
@@ -298,12 +239,12 @@ fn allow_lists_and_flaky_entries_keep_the_gate_green() {
         ),
     );
     let (code, r, _) = run("allow.toml", &["--vuid"]);
-    let c = only_cell(&r);
-    assert_eq!(code, 0, "{c:#}");
-    assert_eq!(c["verdict"], "pass");
-    assert_eq!(count(c, "pass"), 4);
-    assert_eq!(strings(&c["allowed_vuids"]), [CHILDREN]);
-    assert!(strings(&c["vuids"]).is_empty());
+    let c = the_cell(&r);
+    assert_eq!(code, 0, "{c:#?}");
+    assert_eq!(c.verdict, CellVerdict::Pass);
+    assert_eq!(c.counts.get(RunVerdict::Pass), 4);
+    assert_eq!(c.allowed_vuids, [CHILDREN]);
+    assert!(c.vuids.is_empty());
 
     // For another layer version it does not apply.
     write(
@@ -315,7 +256,7 @@ fn allow_lists_and_flaky_entries_keep_the_gate_green() {
     );
     let (code, r, _) = run("other.toml", &["--vuid"]);
     assert_eq!(code, 1);
-    assert_eq!(only_cell(&r)["verdict"], "fail");
+    assert_eq!(the_cell(&r).verdict, CellVerdict::Fail);
 
     // A flaky entry: whatever the crash coin does, the gate stays green.
     write(
@@ -324,11 +265,11 @@ fn allow_lists_and_flaky_entries_keep_the_gate_green() {
         "[[expect]]\ncase = \"mock\"\nflaky = true\nreason = \"crashes at exit half of the time\"\n",
     );
     let (code, r, _) = run("flaky.toml", &["--crash-probability", "0.5"]);
-    let c = only_cell(&r);
-    assert_eq!(code, 0, "{c:#}");
-    assert_eq!(c["flaky_expected"], true);
-    let verdict = c["verdict"].as_str().unwrap();
-    assert!(["pass", "flaky", "fail"].contains(&verdict), "{c:#}");
+    let c = the_cell(&r);
+    assert_eq!(code, 0, "{c:#?}");
+    assert!(c.flaky_expected);
+    let allowed = [CellVerdict::Pass, CellVerdict::Flaky, CellVerdict::Fail];
+    assert!(allowed.contains(&c.verdict), "{c:#?}");
 }
 
 #[test]
@@ -364,26 +305,16 @@ fn errors_in_a_baseline_file_name_the_line_and_column() {
 fn baseline_update_from_a_real_run_then_a_run_with_it_is_green() {
     let sb = Sandbox::new();
     let mock = mock();
-    let args = [
-        "run",
-        "--driver",
-        "lavapipe",
-        "--runs",
-        "2",
-        "--case",
-        "handler-before-load",
-        "--case",
-        "clean-exit",
-        "--runtime",
-        "refrt:guarded",
-        "--runtime",
-        "refrt:release-children",
-        "--",
-        mock.to_str().unwrap(),
-        "--vuid",
-    ];
-    let (code, r, _) = vkexit(&sb, &args);
-    assert_eq!(code, 1, "the mock fails without a baseline: {r:#}");
+    let args = || {
+        Args::run()
+            .runs(2)
+            .case("handler-before-load")
+            .case("clean-exit")
+            .runtime("refrt:guarded")
+            .runtime("refrt:release-children")
+    };
+    let (code, r, _) = vkexit(&sb, args().program(&mock, &["--vuid"]));
+    assert_eq!(code, 1, "the mock fails without a baseline: {r:#?}");
     std::fs::rename(sb.results(), sb.path().join("first.json")).unwrap();
 
     let update = |prune: bool| {
@@ -416,19 +347,18 @@ fn baseline_update_from_a_real_run_then_a_run_with_it_is_green() {
         "{text}"
     );
 
-    let mut with = args.to_vec();
-    with.splice(1..1, ["--baseline", "ci.toml"]);
-    let (code, r, _) = vkexit(&sb, &with);
-    assert_eq!(code, 0, "{r:#}");
+    let with = args().baseline("ci.toml").program(&mock, &["--vuid"]);
+    let (code, r, _) = vkexit(&sb, with);
+    assert_eq!(code, 0, "{r:#?}");
     let mock_cell = cell(&r, "mock", "external");
-    assert_eq!(mock_cell["verdict"], "expected-fail");
-    assert!(mock_cell["expectation"]
-        .as_str()
-        .unwrap()
-        .starts_with("ci.toml:"));
+    assert_eq!(mock_cell.verdict, CellVerdict::ExpectedFail);
+    assert!(mock_cell
+        .expectation
+        .as_deref()
+        .is_some_and(|e| e.starts_with("ci.toml:")));
     assert_eq!(
-        cell(&r, "handler-before-load", "refrt:guarded")["verdict"],
-        "expected-fail"
+        cell(&r, "handler-before-load", "refrt:guarded").verdict,
+        CellVerdict::ExpectedFail
     );
 
     // A second update keeps everything, byte for byte, reasons included.
@@ -481,29 +411,16 @@ vuids = ["VUID-vkDestroyDevice-device-05137"]
 reason = "written under layer 1.4"
 "#,
     );
-    let (code, r, _) = vkexit(
-        &sb,
-        &[
-            "run",
-            "--driver",
-            "lavapipe",
-            "--runs",
-            "2",
-            "--case",
-            "buffer-kept-at-exit",
-            "--runtime",
-            "refrt:guarded",
-            "--baseline",
-            "new.toml",
-        ],
-    );
-    let c = only_cell(&r);
-    assert_eq!(code, 0, "{c:#}");
-    assert_eq!(c["verdict"], "expected-fail");
-    assert_eq!(c["expectation"], "new.toml:1");
-    assert_eq!(strings(&c["vuids"]), [CHILDREN]);
-    assert_eq!(
-        c["vuid_names"][CHILDREN],
-        "VUID-vkDestroyDevice-device-05137"
-    );
+    let args = Args::run()
+        .runs(2)
+        .case("buffer-kept-at-exit")
+        .runtime("refrt:guarded")
+        .baseline("new.toml");
+    let (code, r, _) = vkexit(&sb, args);
+    let c = the_cell(&r);
+    assert_eq!(code, 0, "{c:#?}");
+    assert_eq!(c.verdict, CellVerdict::ExpectedFail);
+    assert_eq!(c.expectation.as_deref(), Some("new.toml:1"));
+    assert_eq!(c.vuids, [CHILDREN]);
+    assert_eq!(c.vuid_names[CHILDREN], "VUID-vkDestroyDevice-device-05137");
 }

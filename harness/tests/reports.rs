@@ -651,3 +651,39 @@ fn the_report_of_real_failures_shows_swimlanes_and_the_layers_message_in_chromiu
         png.len()
     );
 }
+
+/// A cell's first failing run is said on stderr as it happens, with why and where its evidence
+/// is, before the cell's own line once all its runs are done; its later failures are not.
+#[test]
+fn the_first_failing_run_of_a_cell_is_said_as_it_happens() {
+    let sb = Sandbox::new();
+    let args = vkexit_testkit::results::Args::run()
+        .runs(3)
+        .opt("--jobs", "1")
+        .program(&mock(), &["--crash-at-exit"]);
+    let out = sb.vkexit().args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    let said: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("[run "))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    let at = said[0];
+    assert!(
+        lines[at].starts_with("[run 1/3] crash  mock × external × lavapipe: killed by SIGSEGV"),
+        "{stderr}"
+    );
+    let evidence = lines[at + 1]
+        .strip_prefix("    evidence: ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        Path::new(evidence).join("crash.jsonl").is_file(),
+        "{stderr}"
+    );
+    let cell = lines
+        .iter()
+        .position(|l| l.starts_with("[1/1] crash  "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(at < cell, "{stderr}");
+}

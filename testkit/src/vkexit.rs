@@ -81,6 +81,21 @@ impl Sandbox {
         serde_json::from_str(&text).expect("results are JSON")
     }
 
+    /// vkexit with `args` ([`Args`](crate::results::Args)): its exit code, and the results
+    /// file `file` it wrote, typed.
+    pub fn gate(&self, args: &crate::results::Args, file: &str) -> (i32, crate::results::Results) {
+        let out = self.vkexit().args(args).output().expect("vkexit starts");
+        let code = out.status.code().expect("vkexit exits normally");
+        let path = self.path().join(file);
+        assert!(
+            path.exists(),
+            "no {file}: exit {code}\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (code, crate::results::read(&path))
+    }
+
     /// `vkexit run --driver lavapipe --json r.json ARGS`; returns the exit code and the
     /// results.
     pub fn run(&self, args: &[&str]) -> (i32, Value) {

@@ -2,6 +2,11 @@
 //! few hundred instructions, no lock, no allocation. Asking the loader instead (`dlopen` with
 //! `RTLD_NOLOAD`, `dlsym`, `dladdr`) cost about 10,000 instructions an object, most of them
 //! building the error message of a `dlsym` that finds nothing, for every object of every run.
+//!
+//! Not the ELF reader vkexit and its fixtures share (`vkexit-elf`), which reads a file's bytes
+//! into owned values: this runs inside the dynamic loader's callbacks (`dl_iterate_phdr`, the
+//! `dlopen` hooks) of the program under test, reads the mapped object in place, and must not
+//! allocate there.
 
 use std::ffi::CStr;
 

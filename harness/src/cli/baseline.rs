@@ -36,7 +36,7 @@ pub(super) fn baseline_update(results: &Path, baseline: &Path, prune: bool) -> R
         ));
     }
     let old = match baseline.exists() {
-        true => BaselineFile::read(baseline)?,
+        true => crate::engine::baselines::read_file(baseline)?,
         false => BaselineFile {
             path: baseline.to_path_buf(),
             ..BaselineFile::default()

@@ -1,9 +1,9 @@
 //! `vkexit bundle`: vkexit packed for another machine.
 
 use super::Exit;
-use crate::support::elf::GlibcVersion;
 use crate::support::errors::Result;
 use std::path::PathBuf;
+use vkexit_elf::GlibcVersion;
 
 #[derive(clap::Args)]
 pub(super) struct BundleArgs {

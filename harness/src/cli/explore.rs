@@ -4,7 +4,6 @@
 use super::run::{matrix_of, CellArgs, Execution, ReportArgs, SuiteArgs};
 use super::Exit;
 use crate::engine::explore::{self, Request};
-use crate::judge::Baseline;
 use crate::plan::exit_order::Order;
 use crate::report::Document;
 use crate::run;
@@ -65,7 +64,7 @@ pub(super) fn explore_command(args: ExploreArgs) -> Result<Exit> {
         args.runs,
         args.command,
     )?;
-    let baseline = Baseline::read(&args.baselines)?;
+    let baseline = crate::engine::baselines::read(&args.baselines)?;
     let outputs = args
         .reports
         .checked(args.json, &args.baselines, args.config.as_deref())?;

@@ -3,7 +3,6 @@
 
 use super::run::ReportArgs;
 use super::Exit;
-use crate::judge::Baseline;
 use crate::report;
 use crate::support::errors::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -35,7 +34,7 @@ pub(super) fn merge(args: MergeArgs) -> Result<Exit> {
         return merge_explorations(args);
     }
     let inputs = crate::report::merge::read_all(&args.files)?;
-    let baseline = Baseline::read(&args.baselines)?;
+    let baseline = crate::engine::baselines::read(&args.baselines)?;
     let mut read: Vec<(&str, &Path)> = args.files.iter().map(|f| ("FILES", f.as_path())).collect();
     read.extend(args.baselines.iter().map(|b| ("--baseline", b.as_path())));
     let outputs = args.reports.outputs(Some(args.json)).check(&read)?;
@@ -43,24 +42,24 @@ pub(super) fn merge(args: MergeArgs) -> Result<Exit> {
     if !args.baselines.is_empty() {
         crate::judge::rejudge(&mut results, &baseline);
     }
-    let stdout = std::io::stdout();
-    let width = crate::support::terminal::width(&stdout);
-    let _ = report::terminal::write(&mut stdout.lock(), &results.cells, width);
-    outputs.write(&results, None)?;
+    // The reporters of `run`, told that every cell is judged: the table with its line of
+    // expectations, the report files.
+    let mut table = report::events::Table {
+        baselines_given: !args.baselines.is_empty(),
+    };
+    let mut files = report::events::Files {
+        outputs,
+        keep_in: None,
+    };
+    report::events::tell(
+        &mut [&mut table, &mut files],
+        &report::events::GateEvent::Finished(&results),
+    )?;
     if results.interrupted {
         eprintln!("vkexit: an input was interrupted: its matrix is incomplete, so the gate is red");
     }
-    let runs = results
-        .cells
-        .iter()
-        .fold(0u64, |n, c| n.saturating_add(c.runs));
-    if runs == 0 && !results.interrupted && !args.allow_no_runs {
-        return Err(Error::NoRuns {
-            why: match results.cells.len() {
-                1 => "the one cell of the files given holds no run".to_string(),
-                n => format!("the {n} cells of the files given hold no run"),
-            },
-        });
+    if let (Some(why), false) = (crate::judge::no_runs(&results), args.allow_no_runs) {
+        return Err(Error::NoRuns { why });
     }
     Ok(Exit::from(results.is_green()))
 }
@@ -83,14 +82,9 @@ fn merge_explorations(args: MergeArgs) -> Result<Exit> {
             "vkexit: an input was interrupted: its exploration is incomplete, so the gate is red"
         );
     }
-    let runs = exploration
-        .cells
-        .iter()
-        .fold(0u64, |n, c| n.saturating_add(c.natural.runs));
-    if runs == 0 && !exploration.interrupted && !args.allow_no_runs {
-        return Err(Error::NoRuns {
-            why: "no natural cell of the explorations given holds a run".to_string(),
-        });
+    let no_runs = crate::judge::no_runs_explored(&exploration);
+    if let (Some(why), false) = (no_runs, args.allow_no_runs) {
+        return Err(Error::NoRuns { why });
     }
     Ok(Exit::from(crate::judge::explore::green(&exploration)))
 }

@@ -319,7 +319,7 @@ pub(super) fn run_command(args: RunArgs) -> Result<Exit> {
         args.runs,
         args.command,
     )?;
-    let baseline = Baseline::read(&args.baselines)?;
+    let baseline = crate::engine::baselines::read(&args.baselines)?;
     let outputs = args
         .reports
         .checked(args.json, &args.baselines, args.config.as_deref())?;
@@ -330,7 +330,6 @@ pub(super) fn run_command(args: RunArgs) -> Result<Exit> {
         .exec
         .invocation(&matrix, &baseline, args.keep_passing, args.shard)?;
     invocation.notes.splice(0..0, suite_notes);
-    let no_runs = invocation.why_no_runs();
     let mut progress = report::events::Progress::default();
     let mut table = report::events::Table {
         baselines_given: !args.baselines.is_empty(),
@@ -344,7 +343,7 @@ pub(super) fn run_command(args: RunArgs) -> Result<Exit> {
         eprintln!("vkexit: interrupted; the results above are what finished before");
         return Ok(Exit::Interrupted);
     }
-    if let (Some(why), false) = (no_runs, allow_no_runs) {
+    if let (Some(why), false) = (crate::judge::no_runs(&results), allow_no_runs) {
         return Err(Error::NoRuns { why });
     }
     Ok(Exit::from(results.is_green()))

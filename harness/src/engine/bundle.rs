@@ -31,8 +31,8 @@ use std::process::Command;
 use serde::Serialize;
 
 use crate::host::helpers::{self, Archive};
-use crate::support::elf::{self, GlibcVersion};
 use crate::support::errors::{Error, Result};
+use vkexit_elf::{self as elf, GlibcVersion};
 
 /// The Debian packages `--with-vulkan` downloads: the loader and the validation layer.
 pub const VULKAN_PACKAGES: [&str; 2] = ["libvulkan1", "vulkan-validationlayers"];

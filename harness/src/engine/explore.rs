@@ -131,7 +131,6 @@ pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) ->
     let start = Instant::now();
     // Planned once: every phase runs the same cells (a driver probed once), each changed.
     let base = Invocation::new(request.matrix, request.baseline, request.settings.clone())?;
-    let no_runs = base.why_no_runs();
     let emulated = emulated_bases(request, &base)?;
     let natural = phase(request, &base, "natural", None, None, None, reporters)?;
     let mut cells: Vec<ExploredCell> = natural
@@ -213,8 +212,8 @@ pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) ->
         cells,
     };
     Ok(Explored {
+        no_runs: crate::judge::no_runs_explored(&exploration),
         exploration,
-        no_runs,
     })
 }
 

@@ -16,12 +16,7 @@ use vkexit_evidence::verdict::RunVerdict;
 /// Makes every run of the invocation, judges every cell, and tells `reporters` each step;
 /// the results, as the results file holds them.
 pub(crate) fn run(invocation: &Invocation, reporters: &mut [&mut dyn Reporter]) -> Result<Results> {
-    let mut tell = |event: &GateEvent| -> Result<()> {
-        for reporter in reporters.iter_mut() {
-            reporter.report(event)?;
-        }
-        Ok(())
-    };
+    let mut tell = |event: &GateEvent| crate::report::events::tell(reporters, event);
     tell(&GateEvent::Notes(&invocation.notes))?;
     tell(&GateEvent::Started {
         cells: invocation.runnable_cells(),

@@ -5,6 +5,7 @@
 //! vkexit costs; doctor checks the host and the scenarios; bundle packs vkexit for another
 //! machine.
 
+pub(crate) mod baselines;
 pub mod bench;
 pub mod bundle;
 pub mod doctor;

@@ -22,7 +22,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::support::elf;
+use vkexit_elf as elf;
 
 /// The file names of sanitizer runtimes, by how they begin; a shared runtime ends in `.so`
 /// or `.so.N`.

@@ -2,7 +2,7 @@
 //! then the fold held to the cell's expectation ([`super::cell`]) and summarised into the
 //! results file's cell.
 
-use super::{Expectation, Observed};
+use super::{Expectation, RunsSeen};
 use crate::host::provenance::{FromHost, LoadersUsed, Provenance};
 use crate::judge::run::RunRecord;
 use crate::plan::Cell;
@@ -129,7 +129,7 @@ impl CellFold {
         findings.sort();
         let mut artifacts = self.artifacts.clone();
         artifacts.sort();
-        let observed = Observed {
+        let observed = RunsSeen {
             counts,
             vuids: vuids.clone(),
             signals: signals.clone(),

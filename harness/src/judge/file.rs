@@ -42,7 +42,7 @@ use crate::support::errors::Result;
 use crate::support::glob;
 use crate::support::toml_file::TomlFile;
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use toml::Spanned;
 use vkexit_evidence::results::CellResult;
 use vkexit_evidence::verdict::RunVerdict;
@@ -342,12 +342,9 @@ impl Allow {
 }
 
 impl Baseline {
-    pub(crate) fn read(paths: &[PathBuf]) -> Result<Baseline> {
-        let files = paths
-            .iter()
-            .map(|p| BaselineFile::read(p))
-            .collect::<Result<_>>()?;
-        Ok(Baseline { files })
+    /// The baseline of `files`, checked and in order (`engine::baselines` reads them).
+    pub(crate) fn of(files: Vec<BaselineFile>) -> Baseline {
+        Baseline { files }
     }
 
     /// The first entry that matches the cell, else the built-in expectation.
@@ -376,7 +373,7 @@ impl Baseline {
 pub(crate) fn allow_in_cell(
     cell: &CellResult,
     allows: &[&Allow],
-) -> (super::Observed, Vec<String>) {
+) -> (super::RunsSeen, Vec<String>) {
     let (removed, vuids): (Vec<String>, Vec<String>) = cell
         .vuids
         .iter()
@@ -389,7 +386,7 @@ pub(crate) fn allow_in_cell(
         counts.pass += counts.vuid;
         counts.vuid = 0;
     }
-    let seen = super::Observed {
+    let seen = super::RunsSeen {
         counts,
         vuids,
         signals: cell.signals.clone(),
@@ -460,10 +457,6 @@ impl BaselineFile {
             .iter()
             .filter(|a| a.applies(s, layer_version))
             .collect()
-    }
-
-    pub(crate) fn read(path: &Path) -> Result<BaselineFile> {
-        BaselineFile::parse(&TomlFile::read(path, "cannot read the baseline file")?)
     }
 
     /// Checks a baseline file's text; an error names the file, line and column and what
@@ -695,7 +688,7 @@ mod tests {
     use super::*;
     use crate::host::vuid::{Severity, VuidReport, VuidStat};
     use crate::judge::run::{Classification, RunRecord, Termination};
-    use crate::judge::{self as baseline, Observed};
+    use crate::judge::{self as baseline, RunsSeen};
     use vkexit_evidence::results::Counts;
     use vkexit_evidence::verdict::CellVerdict;
 
@@ -1049,7 +1042,7 @@ reason = "driver quirk"
             baseline("[[expect]]\ncase = \"mock\"\nflaky = true\nreason = \"racy by design\"\n");
         let layers = validation();
         let e = b.judge(&subject("mock", "external", &layers), None);
-        let seen = |pass, crash| Observed {
+        let seen = |pass, crash| RunsSeen {
             counts: Counts {
                 pass,
                 crash,
@@ -1085,7 +1078,7 @@ reason = "driver quirk"
         );
         let layers = validation();
         let e = b.judge(&subject("x", "external", &layers), None);
-        let seen = |id: &str| Observed {
+        let seen = |id: &str| RunsSeen {
             counts: Counts {
                 vuid: 2,
                 ..Counts::default()
@@ -1105,7 +1098,7 @@ reason = "driver quirk"
         let old = CHILDREN;
         let new = "VUID-vkDestroyDevice-device-05137";
         let layers = validation();
-        let seen = |id: &str| Observed {
+        let seen = |id: &str| RunsSeen {
             counts: Counts {
                 vuid: 2,
                 ..Counts::default()

@@ -16,6 +16,7 @@ pub(crate) mod builtin;
 pub(crate) mod cell;
 pub(crate) mod explore;
 pub(crate) mod file;
+mod no_runs;
 mod results_file;
 pub mod run;
 pub(crate) mod update;
@@ -24,6 +25,7 @@ pub use file::BaselineFile;
 pub(crate) use file::{
     allow_in_cell, layer_version_of, layers_text, Allow, Baseline, Entry, Expect, Pattern, Subject,
 };
+pub(crate) use no_runs::{no_runs, no_runs_explored};
 pub(crate) use results_file::{contradiction, merged, rejudge, PartOutcome};
 
 use crate::host::vuid;
@@ -64,7 +66,7 @@ pub(crate) fn green(verdict: CellVerdict, expectation: Option<&Expectation>) -> 
 
 /// What the runs of a cell showed, in aggregate.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Observed {
+pub(crate) struct RunsSeen {
     pub(crate) counts: Counts,
     pub(crate) vuids: Vec<String>,
     pub(crate) signals: Vec<String>,
@@ -73,7 +75,7 @@ pub(crate) struct Observed {
 /// The cell verdict, and a line saying why.
 pub(crate) fn evaluate(
     expectation: Option<&Expectation>,
-    seen: &Observed,
+    seen: &RunsSeen,
 ) -> (CellVerdict, String) {
     let c = &seen.counts;
     let total = c.total();
@@ -142,7 +144,7 @@ fn mismatch(
     verdicts: &[RunVerdict],
     vuids: &[String],
     signals: &[String],
-    seen: &Observed,
+    seen: &RunsSeen,
 ) -> Option<String> {
     let mut diffs = Vec::new();
     for v in RunVerdict::ALL {
@@ -217,7 +219,7 @@ pub(crate) struct Judgement {
 
 /// Judges a planned cell from what its runs showed: a cell that could not
 /// run is `skipped` (no device) or `error` (a broken driver), never green.
-pub(crate) fn cell(cell: &Cell, expectation: Option<&Expectation>, seen: &Observed) -> Judgement {
+pub(crate) fn cell(cell: &Cell, expectation: Option<&Expectation>, seen: &RunsSeen) -> Judgement {
     let (verdict, reason) = match &cell.not_run {
         Some(NotRun::Skipped(why)) => (CellVerdict::Skipped, why.clone()),
         Some(NotRun::Broken(why)) => (CellVerdict::Error, why.clone()),
@@ -238,8 +240,8 @@ mod tests {
 
     const CHILDREN_ALIVE: &str = "VUID-vkDestroyDevice-device-00378";
 
-    fn seen(pass: u64, crash: u64, vuid: u64, vuids: &[&str], signals: &[&str]) -> Observed {
-        Observed {
+    fn seen(pass: u64, crash: u64, vuid: u64, vuids: &[&str], signals: &[&str]) -> RunsSeen {
+        RunsSeen {
             counts: Counts {
                 pass,
                 crash,

@@ -2,7 +2,7 @@
 //! machines), judged again from its summed runs, and cells judged again against baseline
 //! files (`vkexit merge --baseline`).
 
-use super::{Baseline, Observed, Subject};
+use super::{Baseline, RunsSeen, Subject};
 use crate::support::stats;
 use crate::support::util::union_sorted;
 use vkexit_evidence::results::{CellResult, Results};
@@ -152,7 +152,7 @@ pub fn rejudge(results: &mut Results, baseline: &Baseline) {
 /// built-in case under validation, else pass, fail, flaky or error.
 fn judge(c: &CellResult) -> (CellVerdict, String) {
     let expectation = builtin_expectation(c);
-    let observed = Observed {
+    let observed = RunsSeen {
         counts: c.counts,
         vuids: c.vuids.clone(),
         signals: c.signals.clone(),

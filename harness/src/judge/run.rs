@@ -7,7 +7,6 @@
 
 pub use crate::run::observed::{ProcessTree, RunEvidence, Termination, Validation};
 
-use crate::explain::Story;
 use crate::host::layers::{self, layer_of, layer_phrase, Chain};
 use crate::host::loader::VulkanUse;
 use crate::host::validation::ValidationLogs;
@@ -85,7 +84,8 @@ pub(crate) struct RunRecord {
 }
 
 /// A finished run of `cell`, made with `chain`, judged: its classification, then every
-/// overrule, then the story its directory tells and its hang, for a failing run's reason.
+/// overrule, then the story of its crash and its hang, for a failing run's reason. It reads
+/// nothing: the run stage handed over all it read.
 pub(crate) fn judge(finished: &Finished, cell: &Cell, chain: &Chain, rules: &Rules) -> RunRecord {
     let evidence = &finished.evidence;
     let mut c = classify(evidence, rules);
@@ -99,9 +99,9 @@ pub(crate) fn judge(finished: &Finished, cell: &Cell, chain: &Chain, rules: &Rul
         overrule(&mut c, problem);
     }
     if !c.verdict.is_success() {
-        if let Some(summary) = Story::read(&finished.dir).summary() {
+        if let Some(summary) = &finished.crash_story {
             c.reason.push_str(&format!("; {summary}"));
-            c.findings.insert(0, summary);
+            c.findings.insert(0, summary.clone());
         }
     }
     if let Some(report) = &finished.hang {

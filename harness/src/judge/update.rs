@@ -21,7 +21,7 @@
 //! entry says, which is what this update checked.
 
 use crate::judge::{
-    self, layers_text, BaselineFile, Entry, Expect, Expectation, Observed, Pattern, Subject,
+    self, layers_text, BaselineFile, Entry, Expect, Expectation, Pattern, RunsSeen, Subject,
     BUILTIN_SOURCE,
 };
 use crate::plan::{case_rank, runtime_rank};
@@ -125,7 +125,7 @@ fn judged(cell: &CellResult) -> bool {
 }
 
 /// Whether the cell, judged against this expectation, keeps the gate green.
-fn fits(expectation: Option<&Expectation>, seen: &Observed) -> bool {
+fn fits(expectation: Option<&Expectation>, seen: &RunsSeen) -> bool {
     let (verdict, _) = judge::evaluate(expectation, seen);
     judge::green(verdict, expectation)
 }
@@ -136,13 +136,13 @@ fn builtin(cell: &CellResult) -> Option<Expectation> {
 
 /// What the cell did once the file's `[[allow]]` entries that apply to it took their ids out, as
 /// a run with the file would have judged it.
-fn observed(cell: &CellResult, subject: &Subject, file: &BaselineFile) -> Observed {
+fn observed(cell: &CellResult, subject: &Subject, file: &BaselineFile) -> RunsSeen {
     let applying = file.allowed(subject, judge::layer_version_of(cell));
     judge::allow_in_cell(cell, &applying).0
 }
 
 /// An entry about one cell saying what it did.
-fn observed_entry(cell: &CellResult, seen: &Observed, reason: String) -> Entry {
+fn observed_entry(cell: &CellResult, seen: &RunsSeen, reason: String) -> Entry {
     let c = &seen.counts;
     let expect = if c.passed() == c.total() {
         Expect::Pass

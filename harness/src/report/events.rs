@@ -87,6 +87,14 @@ pub(crate) trait Reporter {
     fn report(&mut self, event: &GateEvent) -> Result<()>;
 }
 
+/// Tells every reporter of `reporters` one event, in order; the first error stops it.
+pub(crate) fn tell(reporters: &mut [&mut dyn Reporter], event: &GateEvent) -> Result<()> {
+    for reporter in reporters.iter_mut() {
+        reporter.report(event)?;
+    }
+    Ok(())
+}
+
 /// `[3/20] pass  0.41 s  clean-exit × refrt:guarded` on stderr as each cell's last run
 /// finishes: what its runs came to, their time, its name (as much of it as tells it from the
 /// gate's other cells: `Naming`), cut to the terminal's width;
@@ -109,6 +117,8 @@ pub(crate) struct Progress {
 struct CellRuns {
     verdicts: BTreeMap<RunVerdict, u32>,
     ms: u64,
+    /// A failing run of it was said as it happened.
+    failure_said: bool,
 }
 
 impl Default for Progress {
@@ -146,6 +156,26 @@ impl Progress {
             let indent = if i == 0 { "" } else { "  " };
             eprintln!("{indent}{line}");
         }
+    }
+
+    /// The first failing run of a cell whose other runs are still to come, as it happens (the
+    /// cell's own line comes when its runs are done): the run, how it failed, the cell, why;
+    /// then where its evidence is, on a line of its own.
+    fn failed_run(&self, cell: &Cell, run: &RunRecord) -> Vec<String> {
+        let c = &run.classification;
+        let line = format!(
+            "[run {}/{}] {}  {}: {}",
+            run.index + 1,
+            self.runs,
+            c.verdict.name(),
+            self.naming.name(cell),
+            c.reason
+        );
+        let mut lines = vec![fit(&line, self.width)];
+        if let Some(dir) = &run.kept {
+            lines.push(format!("    evidence: {}", dir.display()));
+        }
+        lines
     }
 
     fn cell_done(&mut self, cell: &Cell, runs: &CellRuns) {
@@ -206,6 +236,14 @@ impl Reporter for Progress {
                 *done.verdicts.entry(run.classification.verdict).or_insert(0) += 1;
                 done.ms = done.ms.saturating_add(run.duration_ms);
                 let runs: u32 = done.verdicts.values().sum();
+                let failed = !run.classification.verdict.is_success();
+                if failed && runs < self.runs && !std::mem::replace(&mut done.failure_said, true) {
+                    let lines = self.failed_run(cell, run);
+                    self.clear();
+                    for line in lines {
+                        eprintln!("{line}");
+                    }
+                }
                 if runs == self.runs {
                     let done = self.done_runs.remove(&cell.slug()).unwrap_or_default();
                     self.cell_done(cell, &done);
@@ -275,5 +313,95 @@ impl Reporter for Files {
             GateEvent::Finished(results) => self.outputs.write(results, self.keep_in.as_deref()),
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::vuid::VuidReport;
+    use crate::judge::run::{Classification, Termination};
+
+    fn crashed(kept: Option<&str>) -> RunRecord {
+        RunRecord {
+            cell: 0,
+            index: 2,
+            classification: Classification {
+                verdict: RunVerdict::Crash,
+                reason: "SIGSEGV on thread main in libvkexit_refrt.so, during exit".into(),
+                signal: Some("SIGSEGV".into()),
+                vuids: Vec::new(),
+                findings: Vec::new(),
+                crash_layer: None,
+            },
+            termination: Termination::Signaled {
+                signal: 11,
+                core_dumped: false,
+            },
+            vuid_counts: VuidReport::default(),
+            duration_ms: 410,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            kept: kept.map(PathBuf::from),
+            vulkan: None,
+        }
+    }
+
+    #[test]
+    fn a_failing_run_is_said_with_its_cell_its_reason_and_its_evidence() {
+        let progress = Progress {
+            cells: 1,
+            runs: 20,
+            naming: Naming::default(),
+            done_cells: 0,
+            done_runs: HashMap::new(),
+            width: 200,
+            in_place: false,
+            shown: false,
+        };
+        let cell = crate::test_fixtures::planned_cell();
+        assert_eq!(
+            progress.failed_run(&cell, &crashed(Some("/a/run-2"))),
+            [
+                "[run 3/20] crash  clean-exit × refrt:guarded: SIGSEGV on thread main in \
+                 libvkexit_refrt.so, during exit",
+                "    evidence: /a/run-2",
+            ]
+        );
+        // Cut to the terminal's width; no evidence line for a run not kept.
+        let narrow = Progress {
+            width: 40,
+            ..progress
+        };
+        let lines = narrow.failed_run(&cell, &crashed(None));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].chars().count() <= 40, "{lines:?}");
+        assert!(
+            lines[0].starts_with("[run 3/20] crash  clean-exit"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_cell_is_named_by_what_tells_it_from_the_others() {
+        let guarded = crate::test_fixtures::planned_cell();
+        let mut test = crate::test_fixtures::planned_cell();
+        (test.case, test.runtime) = ("Suite.Test".into(), "external".into());
+        let one = Naming::of([&guarded, &test].into_iter());
+        assert_eq!(one.name(&guarded), "clean-exit × refrt:guarded");
+        assert_eq!(one.name(&test), "Suite.Test");
+
+        let mut elsewhere = crate::test_fixtures::planned_cell();
+        elsewhere.driver.name = "nvidia".into();
+        elsewhere.layers.clear();
+        let two = Naming::of([&guarded, &elsewhere].into_iter());
+        assert_eq!(
+            two.name(&guarded),
+            "clean-exit × refrt:guarded × lavapipe × validation"
+        );
+        assert_eq!(
+            two.name(&elsewhere),
+            "clean-exit × refrt:guarded × nvidia × no layers"
+        );
     }
 }

@@ -141,7 +141,8 @@ fn measure(work: &Path, runs: u32) -> std::io::Result<Parts> {
     }
     leave()?;
     let (evidence, _) = per_run(runs, || {
-        std::hint::black_box(super::read_crashes(&dir));
+        let crashes = super::read_crashes(&dir);
+        std::hint::black_box(super::crash_story(&dir, &crashes));
         std::hint::black_box(crate::host::loader::read(&timeline));
     });
     slot::remove_all(work);

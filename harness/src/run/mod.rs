@@ -83,8 +83,9 @@ pub(crate) struct Finished {
     pub(crate) hang: Option<HangReport>,
     /// A sanitizer's report on the run's stderr, in one line (`host::sanitizer::report`).
     pub(crate) sanitizer_report: Option<String>,
-    /// Where the run's directory is while the caller looks at it.
-    pub(crate) dir: PathBuf,
+    /// The story's summary of the run's first crash (`explain::Story::summary`: the signal,
+    /// where, when, the last exit handler that ran), when its crash report holds one.
+    pub(crate) crash_story: Option<String>,
     pub(crate) duration: Duration,
     pub(crate) stdout_bytes: u64,
     pub(crate) stderr_bytes: u64,
@@ -464,6 +465,8 @@ fn run_one(
             orphans: Vec::new(),
         },
     };
+    let crashes = read_crashes(&dir);
+    let crash_story = crash_story(&dir, &crashes);
     let evidence = RunEvidence {
         termination: outcome.termination.clone(),
         validation: Validation::read(&dir, validation),
@@ -471,7 +474,7 @@ fn run_one(
         tegra: (options.chain.emulation != layers::Emulation::None).then(|| read_tegra(&dir)),
         tree: ProcessTree {
             main_pid: outcome.pid.map(i64::from),
-            crashes: read_crashes(&dir),
+            crashes,
             orphans: outcome.orphans,
         },
         // An external program's exit code 3 is its own; only a built-in scenario means this.
@@ -501,7 +504,7 @@ fn run_one(
             .then_some(copy),
         hang,
         sanitizer_report: sanitizer::report(&outcome.stderr.to_lossy_string()),
-        dir,
+        crash_story,
         duration: outcome.duration,
         stdout_bytes: outcome.stdout.total(),
         stderr_bytes: outcome.stderr.total(),
@@ -767,6 +770,15 @@ fn read_crashes(dir: &Path) -> summaries::CrashSummary {
     std::fs::File::open(dir.join(CRASH_FILE))
         .and_then(summaries::read_crashes)
         .unwrap_or_default()
+}
+
+/// The story of a run that crashed, in short: told from every evidence file of its directory,
+/// read only when the crash report holds a crash (a passing run reads nothing more).
+pub(super) fn crash_story(dir: &Path, crashes: &summaries::CrashSummary) -> Option<String> {
+    if crashes.processes.is_empty() {
+        return None;
+    }
+    crate::explain::Story::read(dir).summary()
 }
 
 fn read_tegra(dir: &Path) -> TegraSummary {

@@ -1,7 +1,6 @@
 //! Small helpers any stage may use: errors, atomic writes, globs, TOML files with line
 //! numbers, statistics, the terminal's width.
 
-pub mod elf;
 pub mod errors;
 pub mod glob;
 pub mod lock;

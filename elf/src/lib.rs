@@ -1,13 +1,18 @@
-//! What an ELF file asks of the dynamic linker: its machine, and the symbol versions it needs
-//! from each library (`.gnu.version_r`, with the symbols bound to each version through
-//! `.gnu.version` and `.dynsym`). `vkexit bundle` holds every file it packs to a glibc floor
-//! with it, so that a bundle built here is known to start on an older system before it is
-//! copied there. And the program's interpreter and the libraries it names (`PT_INTERP`,
-//! `DT_NEEDED`, [`linking`]): a run of a sanitizer build preloads the sanitizer's runtime.
+//! What an ELF file asks of the dynamic linker, read from its bytes: its machine, the symbol
+//! versions it needs from each library (`.gnu.version_r`, with the symbols bound to each
+//! version through `.gnu.version` and `.dynsym`), its interpreter, and its dynamic section
+//! (`DT_NEEDED`, `DT_SONAME`, `DT_RUNPATH`, `DT_RPATH`: [`linking`]); and any section by name.
+//!
+//! One reader for vkexit and its fixtures: `vkexit bundle` holds every file it packs to a glibc
+//! floor, so that a bundle built here is known to start on an older system before it is copied
+//! there; a run of a sanitizer build preloads the sanitizer's runtime the program names; the
+//! ggml fixture finds the `libggml` a backend module needs where the dynamic linker would.
+//! (The preloaded library reads loaded objects' symbol tables in memory, inside the dynamic
+//! loader's callbacks and without allocating: that is not this reader's work.)
 //!
 //! Only what those need is read: 64-bit little-endian files (x86_64, aarch64), section
 //! headers, the three GNU symbol-versioning sections, the dynamic section and the program
-//! headers. Anything else is an error naming the file, never a guess.
+//! headers. Anything else is an error saying what, never a guess.
 
 use std::fmt;
 
@@ -19,7 +24,11 @@ pub const EM_AARCH64: u16 = 183;
 const SHT_DYNAMIC: u32 = 6;
 const SHT_DYNSYM: u32 = 11;
 const PT_INTERP: u32 = 3;
+const DT_NULL: u64 = 0;
 const DT_NEEDED: u64 = 1;
+const DT_SONAME: u64 = 14;
+const DT_RPATH: u64 = 15;
+const DT_RUNPATH: u64 = 29;
 const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
 const SHT_GNU_VERSYM: u32 = 0x6fff_ffff;
 
@@ -43,13 +52,22 @@ pub struct Needs {
     pub needs: Vec<Need>,
 }
 
-/// How a program is linked, as [`linking`] reads it.
+/// How a program or a library is linked, as [`linking`] reads it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Linking {
-    /// The dynamic linker it names (`/lib64/ld-linux-x86-64.so.2`); `None` for a static one.
+    /// The dynamic linker it names (`/lib64/ld-linux-x86-64.so.2`); `None` for a static
+    /// program or a library.
     pub interpreter: Option<String>,
     /// The libraries it names itself (`DT_NEEDED`), in its order: `libasan.so.8`.
     pub needed: Vec<String>,
+    /// Its own name (`DT_SONAME`), when it has one.
+    pub soname: Option<String>,
+    /// Where the dynamic linker looks for its libraries (`DT_RUNPATH`), as written:
+    /// directories separated by `:`, `$ORIGIN` unreplaced.
+    pub runpath: Option<String>,
+    /// The older form of it (`DT_RPATH`), which the dynamic linker reads only without a
+    /// `DT_RUNPATH`.
+    pub rpath: Option<String>,
 }
 
 /// A file [`read`] could not make sense of.
@@ -190,14 +208,23 @@ pub fn linking(bytes: &[u8]) -> Result<Linking, Malformed> {
         let strings = section(&sections, dynamic.link)?;
         for i in 0..dynamic.size / 16 {
             let entry = dynamic.offset + i * 16;
-            match r.u64(entry)? {
-                0 => break,
+            let tag = r.u64(entry)?;
+            let slot = match tag {
+                DT_NULL => break,
                 DT_NEEDED => {
-                    let offset = u32::try_from(r.u64(entry + 8)?)
-                        .map_err(|_| Malformed(format!("DT_NEEDED at byte {entry} is too far")))?;
-                    linking.needed.push(r.string(strings, offset)?);
+                    linking.needed.push(String::new());
+                    linking.needed.last_mut()
                 }
-                _ => {}
+                DT_SONAME => Some(linking.soname.insert(String::new())),
+                DT_RUNPATH => Some(linking.runpath.insert(String::new())),
+                DT_RPATH => Some(linking.rpath.insert(String::new())),
+                _ => None,
+            };
+            if let Some(slot) = slot {
+                let offset = u32::try_from(r.u64(entry + 8)?).map_err(|_| {
+                    Malformed(format!("dynamic entry {tag} at byte {entry} is too far"))
+                })?;
+                *slot = r.string(strings, offset)?;
             }
         }
     }
@@ -393,6 +420,25 @@ mod tests {
             linking.needed.iter().any(|n| n == "libc.so.6"),
             "{:?}",
             linking.needed
+        );
+    }
+
+    #[test]
+    fn a_library_names_itself_and_what_it_needs() {
+        // Every glibc system has it; its soname is fixed by the ABI.
+        let libc = [
+            "/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib/aarch64-linux-gnu/libc.so.6",
+            "/usr/lib64/libc.so.6",
+        ]
+        .into_iter()
+        .find_map(|p| std::fs::read(p).ok())
+        .expect("a libc.so.6");
+        let linking = linking(&libc).unwrap();
+        assert_eq!(linking.soname.as_deref(), Some("libc.so.6"));
+        assert!(
+            linking.needed.iter().any(|n| n.starts_with("ld-linux")),
+            "{linking:?}"
         );
     }
 
