@@ -11,7 +11,7 @@
 //! interval, wider at 0 failures (381 runs for 1 %), is only reported.
 
 use super::gate::layer_crash;
-use super::invocation::Invocation;
+use super::invocation::{Invocation, Resolved};
 use super::runs::judged_runs;
 use crate::plan::{Cell, Plan};
 use crate::run::{interrupt, Flow};
@@ -92,7 +92,7 @@ impl Tally {
 }
 
 /// The cell a repro runs: the invocation's one part's one cell, checked to be runnable.
-pub(crate) fn the_cell<'i>(invocation: &'i Invocation) -> Result<&'i Cell> {
+pub(crate) fn the_cell(invocation: &Invocation) -> Result<&Cell> {
     match invocation.parts.as_slice() {
         [part] => only_cell(&part.plan),
         _ => unreachable!("flags alone give one layer set"),
@@ -103,6 +103,7 @@ pub(crate) fn the_cell<'i>(invocation: &'i Invocation) -> Result<&'i Cell> {
 /// `clean_runs_needed(max_rate)` runs passed, or vkexit is interrupted.
 /// `on_batch` sees the number of runs so far after each clean one.
 pub(crate) fn repro(
+    resolved: &Resolved,
     invocation: Invocation,
     max_rate: f64,
     max_runs: u64,
@@ -121,7 +122,7 @@ pub(crate) fn repro(
     }
     // Held until the repro ends, as `run` holds it: the slots and evidence are this repro's
     // alone. Taken once the selection and the bound are known good, so bad input makes nothing.
-    let _owner = crate::support::lock::ArtifactsLock::take(&invocation.settings.artifacts)?;
+    let _owner = resolved.own_artifacts()?;
     let invocation = invocation.with_runs(u32::try_from(needed).unwrap_or(u32::MAX));
     let part = &invocation.parts[0];
     let options = invocation.options(part);

@@ -3,8 +3,8 @@
 //! complete record handed on, with the events a reporter shows.
 
 use super::invocation::{Invocation, Part};
-use crate::judge::allow;
 use crate::judge::run::{self as verdict, RunRecord};
+use crate::judge::{allow, Allow};
 use crate::plan::Cell;
 use crate::report::events::GateEvent;
 use crate::run::{self, Event, Flow, Reply};
@@ -37,8 +37,8 @@ pub(crate) fn judged_runs(
     let mut complete = |cell: &Cell, mut record: RunRecord, leak: bool| {
         let allowed = match allow_lists {
             true => {
-                let i = record.cell;
-                allow::apply(&mut record, &part.allows[i], leak)
+                let allows: Vec<&Allow> = part.allows[record.cell].iter().collect();
+                allow::apply(&mut record, &allows, leak)
             }
             false => Vec::new(),
         };

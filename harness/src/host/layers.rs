@@ -16,6 +16,7 @@
 //! the validation layer's manifest directory (it replaces the default search).
 
 use crate::host::validation::{self, ValidationLayer};
+use crate::support::env;
 use crate::support::errors::{Error, Result};
 use std::path::{Path, PathBuf};
 use vkexit_evidence::validation_logs as logs;
@@ -246,7 +247,7 @@ impl Chain {
             ));
         }
         if let Some(mode) = self.emulation.mode() {
-            env.push(("VKEXIT_TEGRA_MODE".into(), mode.into()));
+            env.push((env::TEGRA_MODE.into(), mode.into()));
             env.push((
                 vkexit_evidence::files::TEGRA.var.into(),
                 run_dir.join(TEGRA_FILE).display().to_string(),
@@ -259,21 +260,23 @@ impl Chain {
 /// Variables a run never inherits: they would change which layers load,
 /// what they report, or where the diagnostics write.
 pub(crate) fn is_inherited_layer_setting(key: &str) -> bool {
-    matches!(
-        key,
-        "VK_INSTANCE_LAYERS"
-            | "VK_LOADER_LAYERS_ENABLE"
-            | "VK_LOADER_LAYERS_DISABLE"
-            | "VKEXIT_TRACE_FILE"
-            | "VKEXIT_APP_MESSAGES"
-            | "VKEXIT_TEGRA_MODE"
-            | "VKEXIT_TEGRA_LOG"
-            | "VKEXIT_CRASH_FILE"
-            | "VKEXIT_TIMELINE_FILE"
-            | "VKEXIT_TIMELINE_HANDLERS"
-            | "VKEXIT_EXIT_ORDER"
-            | "VKEXIT_CHAOS_SEED"
-    ) || validation::is_stray_setting(key)
+    use vkexit_evidence::files::{CRASH, TEGRA, TIMELINE, TRACE};
+    [
+        "VK_INSTANCE_LAYERS",
+        "VK_LOADER_LAYERS_ENABLE",
+        "VK_LOADER_LAYERS_DISABLE",
+        TRACE.var,
+        logs::APP_MESSAGES_VAR,
+        env::TEGRA_MODE,
+        TEGRA.var,
+        CRASH.var,
+        TIMELINE.var,
+        env::TIMELINE_HANDLERS,
+        env::EXIT_ORDER,
+        env::CHAOS_SEED,
+    ]
+    .contains(&key)
+        || validation::is_stray_setting(key)
 }
 
 #[cfg(test)]

@@ -26,12 +26,6 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Overrides the limit on processes and threads of one run.
-pub(crate) const MAX_PROCESSES_VAR: &str = "VKEXIT_MAX_PROCESSES";
-/// Far above what a Vulkan program needs (lavapipe starts one thread per
-/// core, up to 32, the validation layer a few), far below a full pid table.
-pub(crate) const DEFAULT_MAX_PROCESSES: u64 = 1024;
-
 const PREFIX: &str = "vkexit-";
 
 /// The cgroup mounts of this machine.
@@ -129,17 +123,12 @@ fn show(p: &Option<PathBuf>) -> String {
     })
 }
 
-/// The limit on processes and threads of one run: `VKEXIT_MAX_PROCESSES`, else the default.
-pub(crate) fn max_processes() -> Result<u64, String> {
-    match std::env::var(MAX_PROCESSES_VAR) {
-        Err(_) => Ok(DEFAULT_MAX_PROCESSES),
-        Ok(v) => match v.trim().parse::<u64>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!(
-                "{MAX_PROCESSES_VAR}={v:?} is not a positive number of processes"
-            )),
-        },
-    }
+/// The limit on processes and threads of one run, as this process was prepared with it.
+fn max_processes() -> Result<u64, String> {
+    super::process()
+        .max_processes
+        .clone()
+        .map_err(|e| e.to_string())
 }
 
 /// How a run's cgroup emptied once the run was over.
@@ -397,8 +386,9 @@ impl RunBound {
             .filter(|&n| n > 0);
         if let Some(hits) = hits {
             faults.push(format!(
-                "the program hit vkexit's limit of {} processes and threads {hits} time(s) (a fork bomb?); raise it with {MAX_PROCESSES_VAR}",
-                self.limit
+                "the program hit vkexit's limit of {} processes and threads {hits} time(s) (a fork bomb?); raise it with {}",
+                self.limit,
+                crate::support::env::MAX_PROCESSES
             ));
         }
         // Only a cgroup that emptied by itself is kept: once anything was killed

@@ -25,12 +25,13 @@ use crate::host::loader::{self, VulkanUse};
 use crate::host::sanitizer::{self, Runtimes};
 use crate::host::validation;
 use crate::plan::{CaseCommand, Cell, Plan};
+use crate::support::env::{self, BadVariable, Environment};
 use crate::support::errors::{Error, Result};
 use capture::Capture;
 use hang::HangReport;
 use observed::{ProcessTree, RunEvidence, Termination, Validation, CRASH_FILE, TIMELINE_FILE};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, OnceLock};
 use std::time::Duration;
 use summaries::{TegraSummary, TraceSummary};
 
@@ -56,10 +57,35 @@ pub(crate) struct Options {
     pub(crate) echo: bool,
 }
 
-/// The preload's variable for the exit order (diagnostics/preload, `exit_order.rs`).
-pub(crate) const EXIT_ORDER_VAR: &str = "VKEXIT_EXIT_ORDER";
-/// The preload's variable for the thread-timing seed.
-pub(crate) const CHAOS_SEED_VAR: &str = "VKEXIT_CHAOS_SEED";
+/// What the run stage takes from vkexit's environment for the whole process, not for one
+/// execution: the limit of its runs' cgroups (one parent cgroup per process), how it starts
+/// runs, and whether it reaps orphans.
+#[derive(Debug, Clone)]
+pub(crate) struct Process {
+    pub(crate) max_processes: std::result::Result<u64, BadVariable>,
+    /// Ask to be the reaper of orphaned descendants.
+    pub(crate) subreaper: bool,
+    /// Start runs with `clone3` into their cgroup, where the kernel lets it.
+    pub(crate) clone3: bool,
+}
+
+impl Process {
+    pub(crate) fn of(env: &Environment) -> Process {
+        Process {
+            max_processes: env.max_processes.clone(),
+            subreaper: env.subreaper,
+            clone3: env.clone3,
+        }
+    }
+}
+
+static PROCESS: OnceLock<Process> = OnceLock::new();
+
+/// How this process makes runs: as `prepare_process` was given it; else (code that makes runs
+/// without a command, as unit tests do) as the environment says.
+pub(crate) fn process() -> &'static Process {
+    PROCESS.get_or_init(|| Process::of(Environment::get()))
+}
 
 /// A run the stage finished: everything it left, read back from its directory, and the
 /// facts around it that its verdict depends on.
@@ -136,9 +162,11 @@ enum Message {
 }
 
 /// What a process that makes runs does before anything else: refuse a process limit that
-/// would make every run an error, then take over Ctrl-C, so that nothing may be left behind.
-pub(crate) fn prepare_process() -> Result<()> {
-    cgroup::max_processes().map_err(Error::ProcessLimit)?;
+/// would make every run an error, keep `process` for every run of this process, then take over
+/// Ctrl-C, so that nothing may be left behind.
+pub(crate) fn prepare_process(process: Process) -> Result<()> {
+    process.max_processes.clone().map_err(Error::ProcessLimit)?;
+    let _ = PROCESS.set(process);
     interrupt::install().map_err(Error::SignalHandlers)
 }
 
@@ -163,11 +191,10 @@ pub(crate) fn execute(
         .iter()
         .map(|cell| sanitizer_runtimes(cell, options))
         .collect();
-    let options = &Options {
-        artifacts: root,
-        chain,
-        ..options.clone()
-    };
+    // The same options with the paths resolved here: assembled by the Invocation only.
+    let mut resolved = options.clone();
+    (resolved.artifacts, resolved.chain) = (root, chain);
+    let options = &resolved;
     // The runnable cells, each with what holds its runs apart; nothing per run is held
     // but its record.
     let runnable: Vec<usize> = (0..plan.cells.len())
@@ -625,10 +652,10 @@ fn command_spec(
             env_set.push(("ASAN_OPTIONS".into(), asan));
         }
         if let Some(order) = &options.exit_order {
-            env_set.push((EXIT_ORDER_VAR.into(), order.clone()));
+            env_set.push((env::EXIT_ORDER.into(), order.clone()));
         }
         if let Some(seed) = options.chaos_seed {
-            env_set.push((CHAOS_SEED_VAR.into(), seed.to_string()));
+            env_set.push((env::CHAOS_SEED.into(), seed.to_string()));
         }
     }
     let env_remove: Vec<String> = std::env::vars_os()
@@ -643,7 +670,7 @@ fn command_spec(
     let (program, args) = match &cell.command {
         CaseCommand::Scenario(binary) => {
             if let Some(refrt) = &plan.helpers.refrt {
-                env_set.push(("VKEXIT_REFRT_LIB".into(), refrt.display().to_string()));
+                env_set.push((env::REFRT_LIB.into(), refrt.display().to_string()));
             }
             (
                 binary.clone(),
@@ -749,7 +776,7 @@ fn diagnostics_env(
     if !time_destructors {
         // Wrapping thousands of C++ static destructors costs tens of ms at
         // exit, enough to change the outcome of exit-time races.
-        env.push(("VKEXIT_TIMELINE_HANDLERS".into(), "atexit".into()));
+        env.push((env::TIMELINE_HANDLERS.into(), "atexit".into()));
     }
     env
 }
