@@ -99,7 +99,6 @@ fn judged_once(resolved: &Resolved) -> Result<Option<RunRecord>> {
         &invocation,
         part,
         &options,
-        true,
         |_| {},
         |_, Judged { record: r, .. }| {
             record = Some(r);

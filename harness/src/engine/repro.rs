@@ -2,8 +2,9 @@
 //! say its failure rate is below a bound, as one would rerun a flaky test by
 //! hand, but with every failing run's evidence kept and a number at the end.
 //!
-//! The runs go through one execution of the run stage, `-j` at a time; after the first
-//! failure no new run starts. The bound is the exact one: with no failure in
+//! The runs go through one execution of the run stage, `-j` at a time, and are judged as
+//! `vkexit run` judges them, the cell's allow-lists (the built-in baseline's) applied: a run
+//! whose only messages are allowed is no failure. After the first failure no new run starts. The bound is the exact one: with no failure in
 //! n runs, the one-sided 95 % Clopper–Pearson upper bound of the failure rate
 //! is 1 − 0.05^(1/n), below r once (1 − r)^n < 0.05. So the number of clean
 //! runs that proves "below r" is known before the first run (299 for 1 %,
@@ -132,7 +133,6 @@ pub(crate) fn repro(
         &invocation,
         part,
         &options,
-        false,
         |_| {},
         |_, judged| {
             let r = judged.record;
