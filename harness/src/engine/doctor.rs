@@ -283,9 +283,9 @@ fn validation_loads(
 ) -> Result<(), NotLoaded> {
     let dir = scratch.join("validation-check");
     std::fs::create_dir_all(&dir)?;
-    let log = dir.join(validation::LOG_FILE);
+    let log = dir.join(vkexit_evidence::files::VALIDATION_LOG);
     std::fs::write(
-        dir.join(validation::SETTINGS_FILE),
+        dir.join(vkexit_evidence::files::LAYER_SETTINGS),
         validation::settings_text(&log),
     )?;
     let chain = Chain {

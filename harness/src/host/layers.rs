@@ -49,10 +49,6 @@ pub(crate) fn layer_phrase(layer: &str) -> String {
 pub(crate) const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
 /// vkexit's tegra-exit layer, the emulated driver exit (`--emulate`, `emulation`).
 pub(crate) const TEGRA_LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
-/// The trace layer's records (`trace.jsonl`) in a run's directory.
-pub const TRACE_FILE: &str = vkexit_evidence::files::TRACE.name;
-/// The tegra-exit layer's records (`tegra.jsonl`) in a run's directory.
-pub const TEGRA_FILE: &str = vkexit_evidence::files::TEGRA.name;
 /// The validation layer in a cell's layers label: `validation`, or `validation@VERSION` for a
 /// layer build a matrix names by its manifest.
 const VALIDATION: &str = "validation";
@@ -233,7 +229,10 @@ impl Chain {
         if self.trace {
             env.push((
                 vkexit_evidence::files::TRACE.var.into(),
-                run_dir.join(TRACE_FILE).display().to_string(),
+                run_dir
+                    .join(vkexit_evidence::files::TRACE.name)
+                    .display()
+                    .to_string(),
             ));
         }
         if self.witnesses_messengers() {
@@ -250,7 +249,10 @@ impl Chain {
             env.push((env::TEGRA_MODE.into(), mode.into()));
             env.push((
                 vkexit_evidence::files::TEGRA.var.into(),
-                run_dir.join(TEGRA_FILE).display().to_string(),
+                run_dir
+                    .join(vkexit_evidence::files::TEGRA.name)
+                    .display()
+                    .to_string(),
             ));
         }
         env

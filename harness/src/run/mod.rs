@@ -205,18 +205,18 @@ pub(crate) fn execute(
         .iter()
         .map(|&i| schedule::Rule::of(&plan.cells[i]))
         .collect();
-    let judging = Judging::new(schedule::Schedule::new(rules, options.runs));
+    let answers = Answers::new(schedule::Schedule::new(rules, options.runs));
     let watch = shared_dir::Watch::default();
     let (tx, rx) = mpsc::channel::<Message>();
     std::thread::scope(|scope| {
         for worker in 0..options.jobs.max(1).min(total.max(1)) {
             let tx = tx.clone();
-            let (runnable, judging, sanitizers, watch) = (&runnable, &judging, &sanitizers, &watch);
+            let (runnable, answers, sanitizers, watch) = (&runnable, &answers, &sanitizers, &watch);
             scope.spawn(move || {
                 let mut slot = slot::Slot::new(&options.artifacts, worker);
                 // A slot frees: the next run starts as soon as every finished run is
                 // answered and the schedule lets one start, with no timer.
-                while let Some(taken) = judging.next() {
+                while let Some(taken) = answers.next() {
                     let cell = runnable[taken.cell];
                     let index = taken.index;
                     let runtimes = &sanitizers[cell];
@@ -226,12 +226,12 @@ pub(crate) fn execute(
                         run_one(plan, cell, index, options, runtimes, &mut slot);
                     watch.after(&plan.cells[cell], cell, index, options.runs, artifacts);
                     let (answer, keep) = mpsc::sync_channel(1);
-                    judging.sent();
+                    answers.sent();
                     if tx
                         .send(Message::Finished(Box::new(finished), answer))
                         .is_err()
                     {
-                        judging.judged(Flow::Stop);
+                        answers.done(Flow::Stop);
                         break;
                     }
                     // No answer (the caller is gone) removes the run.
@@ -249,7 +249,7 @@ pub(crate) fn execute(
         }
         drop(tx);
         // Whatever ends this loop, no worker waits on it any longer.
-        let _stop = judging.stop_on_drop();
+        let _stop = answers.stop_on_drop();
         for message in rx {
             match message {
                 Message::Finished(finished, answer) => {
@@ -259,14 +259,14 @@ pub(crate) fn execute(
                     let _ = answer.send(reply.keep);
                     // A kept run is done once it is stored.
                     match kept {
-                        true => judging.stop_if(reply.flow),
-                        false => judging.judged(reply.flow),
+                        true => answers.stop_if(reply.flow),
+                        false => answers.done(reply.flow),
                     }
                 }
                 Message::Stored(stored) => {
                     let cell = stored.cell;
                     let reply = on_event(&plan.cells[cell], Event::Stored(stored));
-                    judging.judged(reply.flow);
+                    answers.done(reply.flow);
                 }
             }
         }
@@ -278,14 +278,15 @@ pub(crate) fn execute(
     Ok(watch.written())
 }
 
-/// The runs sent by the workers that are not done yet (answered, and stored when kept),
+/// The caller's answers that starting runs waits for: the runs sent by the workers that are
+/// not done yet (answered, and stored when kept),
 /// whether the caller said to stop, and the schedule of the runs left. A run starts only once
 /// every finished run is done: without that, a worker could start its next run while the
 /// record of its last, failing one was still on its way, and "no run starts after the first
 /// failure" would hold only by luck, at any `-j`.
-struct Judging {
+struct Answers {
     state: std::sync::Mutex<State>,
-    judged: std::sync::Condvar,
+    answered: std::sync::Condvar,
 }
 
 struct State {
@@ -296,7 +297,7 @@ struct State {
 
 /// A run a worker took; the schedule hears of its end when this drops.
 struct Taken<'a> {
-    judging: &'a Judging,
+    answers: &'a Answers,
     /// The cell's place among the runnable cells.
     cell: usize,
     index: u32,
@@ -304,20 +305,20 @@ struct Taken<'a> {
 
 impl Drop for Taken<'_> {
     fn drop(&mut self) {
-        self.judging.lock().schedule.release(self.cell);
-        self.judging.judged.notify_all();
+        self.answers.lock().schedule.release(self.cell);
+        self.answers.answered.notify_all();
     }
 }
 
-impl Judging {
-    fn new(schedule: schedule::Schedule) -> Judging {
-        Judging {
+impl Answers {
+    fn new(schedule: schedule::Schedule) -> Answers {
+        Answers {
             state: std::sync::Mutex::new(State {
                 undone: 0,
                 stop: false,
                 schedule,
             }),
-            judged: std::sync::Condvar::new(),
+            answered: std::sync::Condvar::new(),
         }
     }
 
@@ -336,13 +337,13 @@ impl Judging {
             if state.undone == 0 {
                 if let Some((cell, index)) = state.schedule.take() {
                     return Some(Taken {
-                        judging: self,
+                        answers: self,
                         cell,
                         index,
                     });
                 }
             }
-            state = self.judged.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = self.answered.wait(state).unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -355,24 +356,24 @@ impl Judging {
     fn stop_if(&self, flow: Flow) {
         if flow == Flow::Stop {
             self.lock().stop = true;
-            self.judged.notify_all();
+            self.answered.notify_all();
         }
     }
 
     /// A run is done, or will never be.
-    fn judged(&self, flow: Flow) {
+    fn done(&self, flow: Flow) {
         let mut state = self.lock();
         state.undone = state.undone.saturating_sub(1);
         state.stop |= flow == Flow::Stop;
-        self.judged.notify_all();
+        self.answered.notify_all();
     }
 
     fn stop_on_drop(&self) -> impl Drop + '_ {
-        struct Stop<'a>(&'a Judging);
+        struct Stop<'a>(&'a Answers);
         impl Drop for Stop<'_> {
             fn drop(&mut self) {
                 self.0.lock().stop = true;
-                self.0.judged.notify_all();
+                self.0.answered.notify_all();
             }
         }
         Stop(self)
@@ -604,8 +605,8 @@ fn prepare_run_dir(dir: &Path, validation: bool) -> std::io::Result<()> {
         .mode(0o700)
         .create(dir.join("xdg-runtime"))?;
     if validation {
-        let text = validation::settings_text(&dir.join(validation::LOG_FILE));
-        std::fs::write(dir.join(validation::SETTINGS_FILE), text)?;
+        let text = validation::settings_text(&dir.join(vkexit_evidence::files::VALIDATION_LOG));
+        std::fs::write(dir.join(vkexit_evidence::files::LAYER_SETTINGS), text)?;
     }
     Ok(())
 }
@@ -784,7 +785,7 @@ fn diagnostics_env(
 /// A missing or unreadable file reads as a layer that never loaded: the
 /// classifier then refuses to call the run a pass.
 fn read_trace(dir: &Path) -> TraceSummary {
-    std::fs::File::open(dir.join(layers::TRACE_FILE))
+    std::fs::File::open(dir.join(vkexit_evidence::files::TRACE.name))
         .and_then(summaries::read_trace)
         .unwrap_or_default()
 }
@@ -797,7 +798,7 @@ fn read_crashes(dir: &Path) -> summaries::CrashSummary {
 }
 
 fn read_tegra(dir: &Path) -> TegraSummary {
-    std::fs::File::open(dir.join(layers::TEGRA_FILE))
+    std::fs::File::open(dir.join(vkexit_evidence::files::TEGRA.name))
         .and_then(summaries::read_tegra)
         .unwrap_or_default()
 }
@@ -845,7 +846,7 @@ fn write_evidence(
     stderr.write_to(std::io::BufWriter::new(std::fs::File::create(
         dir.join("stderr.txt"),
     )?))?;
-    crate::support::util::write_atomically(&dir.join("result.json"), result.as_bytes())
+    crate::support::output::write_atomically(&dir.join("result.json"), result.as_bytes())
 }
 
 #[cfg(test)]
