@@ -12,11 +12,6 @@ use vkexit_evidence::read::{self, Stamp};
 use vkexit_evidence::timeline::HandlerKind;
 use vkexit_evidence::{crash, files, tegra, timeline, trace};
 
-/// The exit timeline (`timeline.jsonl`) the preloaded library writes in a run's directory.
-pub const TIMELINE_FILE: &str = files::TIMELINE.name;
-/// The crash reports (`crash.jsonl`) every process of a run writes in its directory.
-pub const CRASH_FILE: &str = files::CRASH.name;
-
 /// At most this many records are read from one file.
 const MAX_RECORDS: usize = 200_000;
 /// At most this many exit handlers are taken from the ranges of untimed C++
@@ -833,7 +828,7 @@ mod tests {
     /// The Jetson story, as the files of an emulated run tell it.
     fn write_jetson_run(dir: &Path) {
         std::fs::write(
-            dir.join(TIMELINE_FILE),
+            dir.join(files::TIMELINE.name),
             r#"{"ev":"preload-loaded","t_ns":1000,"program":"/x/clean-exit"}
 {"ev":"main-start","t_ns":2000}
 {"ev":"handler-registered","t_ns":3000,"id":2,"kind":"atexit","registrant":"/x/libvkexit_refrt.so","symbol":"refrt_load_time_destructor"}
@@ -844,7 +839,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(
-            dir.join("tegra.jsonl"),
+            dir.join(files::TEGRA.name),
             r#"{"ev":"loaded","t_ns":3900,"mode":"deterministic"}
 {"ev":"exit-handler-start","t_ns":9200,"live_workers":1}
 {"ev":"region-unmapped","t_ns":9300,"start":"0x7f00","end":"0x7f10"}
@@ -852,7 +847,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(
-            dir.join(CRASH_FILE),
+            dir.join(files::CRASH.name),
             r#"{"ev":"crash","t_ns":9400,"signal":"SIGSEGV","si_code_name":"SEGV_MAPERR","thread":"vkexit-tegra-0","pc":"0x7f08","pc_mapping":"unmapped","addr":"0x7f08","exiting":true,"main_returned":true}
 {"ev":"backtrace","t_ns":9500,"frames":[{"ip":"0x7f08","symbol":"","object":""}]}
 not json at all
@@ -897,7 +892,7 @@ not json at all
         write_jetson_run(dir.path());
         // The driver's handler was running when its thread crashed: inside a handler.
         assert_eq!(Story::read(dir.path()).crash_in_loader_finalization(), None);
-        let timeline = dir.path().join(TIMELINE_FILE);
+        let timeline = dir.path().join(files::TIMELINE.name);
         let mut text = std::fs::read_to_string(&timeline).unwrap();
         text.push_str("{\"ev\":\"handler-end\",\"t_ns\":9150,\"id\":5}\n");
         text.push_str("{\"ev\":\"dl-fini-start\",\"t_ns\":9160}\n");
@@ -914,14 +909,14 @@ not json at all
     fn the_first_crash_is_the_headline_and_later_signals_follow_it() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
-            dir.path().join(TIMELINE_FILE),
+            dir.path().join(files::TIMELINE.name),
             r#"{"ev":"preload-loaded","t_ns":1000,"pid":10,"program":"/x/test"}
 {"ev":"preload-loaded","t_ns":1500,"pid":11,"program":"/bin/dash"}
 "#,
         )
         .unwrap();
         std::fs::write(
-            dir.path().join(CRASH_FILE),
+            dir.path().join(files::CRASH.name),
             r#"{"ev":"crash","t_ns":5000,"pid":10,"signal":"SIGSEGV","si_code_name":"SEGV_MAPERR","thread":"llvmpipe-0","pc":"0x10","pc_mapping":"/usr/lib/libvulkan_lvp.so","addr":"0x0","exiting":false}
 {"ev":"backtrace","t_ns":5100,"pid":10,"frames":[],"error":"the backtrace child died of a signal"}
 {"ev":"crash","t_ns":6000,"pid":10,"signal":"SIGABRT","si_code_name":"SI_TKILL","thread":"test","pc":"0x20","pc_mapping":"/usr/lib/libc.so.6","exiting":false}
@@ -965,7 +960,7 @@ not json at all
                 t + 1
             ));
         }
-        std::fs::write(dir.path().join(TIMELINE_FILE), text).unwrap();
+        std::fs::write(dir.path().join(files::TIMELINE.name), text).unwrap();
         let story = Story::read(dir.path());
         let lines: Vec<String> = story.render().lines().map(str::to_string).collect();
         assert_eq!(lines.len(), 3, "{lines:#?}");
@@ -981,7 +976,7 @@ not json at all
     fn untimed_destructor_runs_are_one_line_placed_where_they_began() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
-            dir.path().join(TIMELINE_FILE),
+            dir.path().join(files::TIMELINE.name),
             r#"{"ev":"main-start","t_ns":10}
 {"ev":"handler-registered","t_ns":30,"id":3,"kind":"atexit","registrant":"/l/libx.so"}
 {"ev":"handlers-registered","t_ns":40,"first_t_ns":20,"first_id":1,"last_id":2,"count":2,"kind":"cxa-atexit","registrant":"/l/libLLVM-15.so.1"}
@@ -989,7 +984,7 @@ not json at all
         )
         .unwrap();
         std::fs::write(
-            dir.path().join(CRASH_FILE),
+            dir.path().join(files::CRASH.name),
             r#"{"ev":"crash","t_ns":50,"signal":"SIGSEGV","thread":"main","pc":"0x1","pc_mapping":"unmapped"}
 "#,
         )
@@ -1019,11 +1014,11 @@ not json at all
     fn evidence_that_is_there_but_unreadable_is_named_not_called_missing() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
-            dir.path().join(TIMELINE_FILE),
+            dir.path().join(files::TIMELINE.name),
             "\u{1}\u{2} not json\n[1, 2]\n",
         )
         .unwrap();
-        std::fs::create_dir(dir.path().join(CRASH_FILE)).unwrap();
+        std::fs::create_dir(dir.path().join(files::CRASH.name)).unwrap();
         let text = Story::read(dir.path()).render();
         assert!(
             text.contains("could not read timeline.jsonl: 2 line(s), none of them a record"),
@@ -1043,7 +1038,7 @@ not json at all
 
         // Beside readable evidence, the unreadable file is still named.
         std::fs::write(
-            dir.path().join(TIMELINE_FILE),
+            dir.path().join(files::TIMELINE.name),
             "{\"ev\":\"main-start\",\"t_ns\":10}\n",
         )
         .unwrap();

@@ -1267,7 +1267,10 @@ fn every_command_shown_is_run_here_or_listed() {
 fn python_runtimes_wgpu_py_leaves_its_instance_alive() {
     // wgpu-py's wheels are what ci/setup-python-more.sh puts into the runtime cache; without
     // them python_runtimes.rs skips too, saying why.
-    let cache = vkexit::plan::runtime_cache().map(|c| c.join("wgpu-py"));
+    let cache = vkexit::support::env::Environment::get()
+        .runtime_cache
+        .clone()
+        .map(|c| c.join("wgpu-py"));
     if !cache.as_ref().is_some_and(|c| c.is_dir()) {
         vkexit_testkit::skip!(
             "wgpu-py is not in the runtime cache ({cache:?}): ci/setup-python-more.sh"

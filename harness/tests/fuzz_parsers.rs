@@ -19,7 +19,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngAlgorithm, RngSeed};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use vkexit::explain::{self, Story};
+use vkexit::explain::Story;
 use vkexit::host::drivers;
 use vkexit::host::validation;
 use vkexit::host::vuid;
@@ -343,10 +343,10 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         for (name, bytes) in [
-            (explain::TIMELINE_FILE, &timeline),
-            (vkexit::host::layers::TRACE_FILE, &trace),
-            (vkexit::host::layers::TEGRA_FILE, &tegra),
-            (explain::CRASH_FILE, &crash),
+            (vkexit_evidence::files::TIMELINE.name, &timeline),
+            (vkexit_evidence::files::TRACE.name, &trace),
+            (vkexit_evidence::files::TEGRA.name, &tegra),
+            (vkexit_evidence::files::CRASH.name, &crash),
         ] {
             std::fs::write(dir.path().join(name), bytes).unwrap();
         }
@@ -689,9 +689,13 @@ fn a_timeline_claiming_billions_of_handlers_tells_a_short_story() {
     }
     text.push_str("{\"ev\":\"handlers-registered\",\"first_id\":-1,\"last_id\":-1}\n");
     text.push_str("{\"ev\":\"crash\",\"signal\":\"SIGSEGV\"}\n");
-    std::fs::write(dir.path().join(explain::TIMELINE_FILE), &text).unwrap();
     std::fs::write(
-        dir.path().join(explain::CRASH_FILE),
+        dir.path().join(vkexit_evidence::files::TIMELINE.name),
+        &text,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join(vkexit_evidence::files::CRASH.name),
         "{\"ev\":\"crash\",\"signal\":\"SIGSEGV\"}\n",
     )
     .unwrap();

@@ -219,15 +219,138 @@ fn code_lines_with(root: &Path, files: &[PathBuf], needle: &str) -> Vec<String> 
     found
 }
 
+/// The shipping code of `text` (up to its test module, comments left out) as one string, with
+/// the line number (from 1) of each byte offset's line.
+fn shipping_text(text: &str) -> (String, Vec<usize>) {
+    let (mut code, mut lines) = (String::new(), Vec::new());
+    for (i, line) in shipping_lines(text) {
+        let line = match line.find(" //") {
+            Some(at) if !line[..at].contains('"') => &line[..at],
+            _ => line,
+        };
+        code.push_str(line);
+        code.push('\n');
+        lines.extend(std::iter::repeat_n(i + 1, line.len() + 1));
+    }
+    (code, lines)
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Each place in `code` where the word `word` stands, as byte offsets.
+fn words(code: &str, word: &str) -> Vec<usize> {
+    code.match_indices(word)
+        .map(|(at, _)| at)
+        .filter(|&at| {
+            !code[..at].ends_with(is_ident) && !code[at + word.len()..].starts_with(is_ident)
+        })
+        .collect()
+}
+
+/// What comes before the path that ends at `at` (`crate::run::Options` → what precedes
+/// `crate`), trimmed.
+fn before_path(code: &str, at: usize) -> &str {
+    let mut start = at;
+    while code[..start].ends_with("::") {
+        start -= 2;
+        start = code[..start].trim_end_matches(is_ident).len();
+    }
+    code[..start].trim_end()
+}
+
+/// The struct literals of `run::Options` in `text` (the source at `shown`), as `FILE:LINE`:
+/// the type named by its own name, a path, or an alias, followed by `{` where an expression
+/// is, and `Self {` inside an `impl` of it. A type definition, an `impl` header, a return
+/// type and a `let` pattern are no literal.
+fn options_literals(shown: &str, text: &str) -> Vec<String> {
+    let (code, lines) = shipping_text(text);
+    let mut names = vec!["Options".to_string()];
+    for at in words(&code, "Options") {
+        let rest = code[at + "Options".len()..].trim_start();
+        if let Some(alias) = rest.strip_prefix("as ") {
+            names.push(
+                alias
+                    .split(|c: char| !is_ident(c))
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+            );
+        }
+    }
+    let mut found = Vec::new();
+    for name in &names {
+        for at in words(&code, name) {
+            if !code[at + name.len()..].trim_start().starts_with('{') {
+                continue;
+            }
+            let before = before_path(&code, at);
+            let header = [
+                "struct", "enum", "union", "trait", "impl", "for", "->", "let", "mod",
+            ]
+            .iter()
+            .any(|w| before.ends_with(w));
+            if header {
+                if before.ends_with("impl") {
+                    found.extend(self_literals(&code, at, &lines, shown));
+                }
+                continue;
+            }
+            found.push(format!("{shown}:{}", lines[at]));
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// `Self {` literals in the block that opens after `at` (an `impl` of the type).
+fn self_literals(code: &str, at: usize, lines: &[usize], shown: &str) -> Vec<String> {
+    let open = at + code[at..].find('{').unwrap();
+    let mut depth = 0;
+    let mut end = code.len();
+    for (i, c) in code[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ => continue,
+        }
+        if depth == 0 {
+            end = open + i;
+            break;
+        }
+    }
+    words(&code[..end], "Self")
+        .into_iter()
+        .filter(|&s| s > open)
+        .filter(|&s| code[s + 4..].trim_start().starts_with('{'))
+        .filter(|&s| !code[..s].trim_end().ends_with("->"))
+        .map(|s| format!("{shown}:{}", lines[s]))
+        .collect()
+}
+
 /// One place assembles runs: `run::Options` is built by the Invocation only (the run stage
-/// itself only fills in the paths it resolved).
+/// itself only fills in the paths it resolved, field by field).
 #[test]
 fn only_the_invocation_assembles_run_options() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&root, &mut files);
     files.sort();
-    let built = code_lines_with(&root, &files, "run::Options {");
+    let defined = code_lines_with(&root, &files, "struct Options ");
+    assert!(
+        defined.len() == 1 && defined[0].starts_with("run/mod.rs:"),
+        "one type is named Options, run's: the check finds its literals by that name: {defined:?}"
+    );
+    let mut built = Vec::new();
+    for file in &files {
+        let shown = file.strip_prefix(&root).unwrap().display().to_string();
+        built.extend(options_literals(
+            &shown,
+            &std::fs::read_to_string(file).unwrap(),
+        ));
+    }
     let outside: Vec<&String> = built
         .iter()
         .filter(|at| !at.starts_with("engine/invocation.rs:"))
@@ -239,6 +362,172 @@ fn only_the_invocation_assembles_run_options() {
     assert!(
         !built.is_empty(),
         "engine/invocation.rs builds no run::Options: the check looks for the wrong text"
+    );
+}
+
+#[test]
+fn the_check_sees_every_literal_of_run_options() {
+    let text = "\
+use crate::run::Options as RunOptions;
+pub(crate) struct Options {
+    runs: u32,
+}
+impl Options {
+    fn again(&self) -> Self {
+        Self { runs: 1 }
+    }
+    fn same(&self) -> Self {
+        self.clone()
+    }
+}
+fn options(&self) -> run::Options {
+    let Options { runs } = self.options;
+    let resolved = &Options {
+        artifacts: root,
+        ..options.clone()
+    };
+    let other = crate::run::Options { runs };
+    let aliased = RunOptions { runs };
+    // Options { runs } in a comment
+    let mut fine = options.clone();
+    fine.runs = 1;
+}
+#[cfg(test)]
+mod tests {
+    fn built() -> Options { Options { runs: 1 } }
+}
+";
+    assert_eq!(
+        options_literals("run/x.rs", text),
+        ["run/x.rs:15", "run/x.rs:19", "run/x.rs:20", "run/x.rs:7"]
+    );
+}
+
+/// `VKEXIT_` names given as constants: in harness/src and in the evidence crate, whose
+/// writers read theirs.
+fn vkexit_constants() -> Vec<String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&manifest.join("src"), &mut files);
+    sources(&manifest.join("../evidence/src"), &mut files);
+    let mut names = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        names.extend(constants_of(&text));
+    }
+    names
+}
+
+/// The constants `text` defines whose value is a `VKEXIT_` name (`const NAME: &str =
+/// "VKEXIT_…"`, or a `use … as NAME` of one is not needed: the check matches the last part of a
+/// path).
+fn constants_of(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let (head, value) = line.split_once('=')?;
+            let name = head.trim().strip_suffix(": &str")?;
+            let name = name.rsplit(' ').next()?;
+            value
+                .trim()
+                .starts_with("\"VKEXIT_")
+                .then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// The reads of a `VKEXIT_` variable in `text` (the source at `shown`), as `FILE:LINE`: a call
+/// of `var` or `var_os` (`std::env::var`, `env::var_os`, or a closure so named around one)
+/// whose argument is a `"VKEXIT_…"` literal, one of `constants` (by itself or at the end of a
+/// path), or an evidence file's variable (`TRACE.var`).
+fn env_reads(shown: &str, text: &str, constants: &[String]) -> Vec<String> {
+    let (code, lines) = shipping_text(text);
+    let mut found = Vec::new();
+    for reader in ["var", "var_os"] {
+        for at in words(&code, reader) {
+            let Some(args) = code[at + reader.len()..].strip_prefix('(') else {
+                continue;
+            };
+            let mut depth = 1;
+            let end = args
+                .char_indices()
+                .find(|&(_, c)| {
+                    depth += match c {
+                        '(' => 1,
+                        ')' => -1,
+                        _ => 0,
+                    };
+                    depth == 0
+                })
+                .map_or(args.len(), |(i, _)| i);
+            let arg = &args[..end];
+            let named = arg.contains("\"VKEXIT_")
+                || arg.contains(".var")
+                || constants.iter().any(|c| !words(arg, c).is_empty());
+            if named {
+                found.push(format!("{shown}:{}", lines[at]));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// One module reads vkexit's own variables (`support/env.rs`): everything else is handed
+/// what they say.
+#[test]
+fn only_support_env_reads_vkexit_variables() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let constants = vkexit_constants();
+    assert!(
+        constants.len() > 8,
+        "the variables' constants are not found: {constants:?}"
+    );
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    files.sort();
+    let mut reads = Vec::new();
+    for file in &files {
+        let shown = file.strip_prefix(&root).unwrap().display().to_string();
+        let text = std::fs::read_to_string(file).unwrap();
+        reads.extend(env_reads(&shown, &text, &constants));
+    }
+    let outside: Vec<&String> = reads
+        .iter()
+        .filter(|at| !at.starts_with("support/env.rs:"))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "VKEXIT_ variables read outside support/env.rs: {outside:?}"
+    );
+    assert!(
+        reads.iter().any(|at| at.starts_with("support/env.rs:")),
+        "support/env.rs reads no variable: the check looks for the wrong text"
+    );
+}
+
+#[test]
+fn the_check_sees_every_read_of_a_vkexit_variable() {
+    let text = "\
+const LIMIT_VAR: &str = \"VKEXIT_LIMIT\";
+fn reads() {
+    let off = std::env::var_os(\"VKEXIT_SPAWN_WITHOUT_CLONE3\").is_some();
+    let limit = std::env::var(LIMIT_VAR);
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let cache = var(env::RUNTIME_CACHE);
+    let log = std::env::var(
+        vkexit_evidence::files::TRACE.var,
+    );
+    let path = std::env::var_os(\"PATH\");
+    // std::env::var(\"VKEXIT_IN_A_COMMENT\")
+    env_set.push((env::EXIT_ORDER.into(), order));
+}
+";
+    let mut constants = constants_of(text);
+    constants.extend(["RUNTIME_CACHE".to_string(), "EXIT_ORDER".to_string()]);
+    assert_eq!(constants[0], "LIMIT_VAR");
+    assert_eq!(
+        env_reads("host/x.rs", text, &constants),
+        ["host/x.rs:3", "host/x.rs:4", "host/x.rs:6", "host/x.rs:7"]
     );
 }
 

@@ -19,7 +19,9 @@ const PYTHON: &str = "/usr/bin/python3";
 /// Where the setup unpacks `runtime`'s wheels for the scripts' interpreter, as the scripts
 /// look for it: the runtime cache vkexit uses, then `cpXY`.
 fn unpacked(runtime: &str) -> Result<PathBuf, String> {
-    let cache = vkexit::plan::runtime_cache()
+    let cache = vkexit::support::env::Environment::get()
+        .runtime_cache
+        .clone()
         .ok_or("no runtime cache: none of VKEXIT_RUNTIME_CACHE, XDG_CACHE_HOME and HOME is set")?;
     let out = Command::new(PYTHON)
         .args([

@@ -157,3 +157,47 @@ fn repro_at_one_job_starts_no_run_after_the_first_failure() {
         );
     }
 }
+
+/// `run` and `repro` judge one cell alike: the allow-lists of the built-in baseline apply to
+/// repro's runs too. A program that chains VkLayerSettingsCreateInfoEXT into vkCreateInstance
+/// (as ggml does) draws VUID-VkInstanceCreateInfo-pNext-pNext from a validation layer older
+/// than 1.3.268, which the built-in baseline allows: `run` passes the cell, and `repro` finds
+/// no failure in it either.
+#[test]
+fn repro_applies_the_allow_lists_run_applies() {
+    const ALLOWED: &str = "VUID-VkInstanceCreateInfo-pNext-pNext";
+    let sb = Sandbox::new();
+    let (code, results) = sb.run_mock(2, &[], &["--layer-settings"]);
+    let cell = only_cell(&results);
+    assert_eq!(code, 0, "{cell:#}");
+    assert_eq!(count(cell, "pass"), 2, "{cell:#}");
+    assert!(
+        cell["allowed_vuids"]
+            .as_array()
+            .is_some_and(|ids| ids.iter().any(|id| id == ALLOWED)),
+        "the layer here reports no {ALLOWED}, or the built-in baseline no longer allows it: {cell:#}"
+    );
+    let out = sb
+        .vkexit()
+        .args(["repro", "--driver", "lavapipe", "--max-rate", "50%", "--"])
+        .arg(mock())
+        .arg("--layer-settings")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stdout.contains(" failed: "), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("no failure in 5 runs"),
+        "{stdout}"
+    );
+}

@@ -316,7 +316,10 @@ fn pytest_with_wgpu() -> Result<(), String> {
             "pytest is not installed for /usr/bin/python3 (apt-get install python3-pytest)".into(),
         );
     }
-    let cache = vkexit::plan::runtime_cache().ok_or("no runtime cache")?;
+    let cache = vkexit::support::env::Environment::get()
+        .runtime_cache
+        .clone()
+        .ok_or("no runtime cache")?;
     let present = std::fs::read_dir(cache.join("wgpu-py"))
         .map_err(|e| format!("wgpu-py is not in the runtime cache (ci/setup-python-more.sh): {e}"))?
         .flatten()

@@ -1,8 +1,8 @@
 //! `vkexit exec`: its arguments, turned into an engine request (`engine::exec`).
 
 use super::run::{CellArgs, Execution};
-use crate::engine::exec::{self, Request};
-use crate::plan::matrix::Matrix;
+use crate::engine::exec;
+use crate::engine::invocation::{Own, Request, Resolved};
 use crate::support::errors::Result;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -74,9 +74,16 @@ pub(super) fn exec_command(args: ExecArgs) -> Result<u8> {
         fail_on_leak: args.fail_on_leak,
         name: None,
     };
-    let mut matrix = Matrix::default();
-    matrix.apply(cells.overrides(&execution, Some(1), args.command))?;
-    matrix.check_programs()?;
     let settings = execution.settings(false, None)?;
-    exec::exec(Request { matrix, settings })
+    exec::exec(Resolved::new(Request {
+        config: None,
+        suites: Vec::new(),
+        overrides: cells.overrides(&execution, Some(1), args.command),
+        baselines: Vec::new(),
+        outputs: crate::report::Outputs::default(),
+        allow_no_runs: false,
+        settings,
+        // Hundreds may run at once, each in a directory of its own.
+        own_artifacts: Own::Never,
+    })?)
 }

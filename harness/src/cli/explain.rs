@@ -9,7 +9,7 @@ pub(super) fn explain(run_dir: &Path, svg: Option<&Path>) -> Result<Exit> {
     print!("{header}");
     if let Some(path) = svg {
         let picture = crate::report::swimlane::of_run(run_dir);
-        crate::report::write_atomically(path, picture.as_bytes())
+        crate::support::output::write_atomically(path, picture.as_bytes())
             .map_err(|e| Error::io("cannot write the --svg picture", path, e))?;
     }
     print!("{story}");

@@ -1,14 +1,13 @@
 //! `vkexit explore`: the natural exit of every selected cell, each perturbation of it, and the
 //! fix where it fails.
 
-use super::run::{matrix_of, CellArgs, Execution, ReportArgs, SuiteArgs};
+use super::run::{request_of, CellArgs, Execution, ReportArgs, SuiteArgs};
 use super::Exit;
 use crate::engine::explore::{self, Request};
+use crate::engine::invocation::{self, Own, Resolved};
 use crate::plan::exit_order::Order;
 use crate::report::Document;
-use crate::run;
 use crate::support::errors::{Error, Result};
-use crate::support::lock::ArtifactsLock;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -55,31 +54,31 @@ pub(super) struct ExploreArgs {
 }
 
 pub(super) fn explore_command(args: ExploreArgs) -> Result<Exit> {
-    run::prepare_process()?;
-    let (matrix, _) = matrix_of(
-        args.config.as_deref(),
-        args.suites,
-        args.select,
-        &args.exec,
-        args.runs,
-        args.command,
-    )?;
-    let baseline = crate::engine::baselines::read(&args.baselines)?;
-    let outputs = args
-        .reports
-        .checked(args.json, &args.baselines, args.config.as_deref())?;
-    let allow_no_runs = args.allow_no_runs || matrix.allow_no_runs;
-    let _owner = ArtifactsLock::take(&args.exec.artifacts)?;
     let mut settings = args.exec.settings(true, args.shard)?;
     let orders = match settings.exit_order.take() {
         Some(asked) => asked.0,
         None => Order::DEPLOYMENTS.to_vec(),
     };
     let chaos_seed = settings.chaos_seed.take().unwrap_or(1);
+    let resolved = Resolved::new(invocation::Request {
+        baselines: args.baselines,
+        outputs: args.reports.outputs(args.json),
+        allow_no_runs: args.allow_no_runs,
+        own_artifacts: Own::BeforePlanning,
+        ..request_of(
+            args.config,
+            args.suites,
+            args.select,
+            &args.exec,
+            args.runs,
+            args.command,
+            settings,
+        )?
+    })?;
     let request = Request {
-        matrix: &matrix,
-        baseline: &baseline,
-        settings,
+        matrix: &resolved.matrix,
+        baseline: &resolved.baseline,
+        settings: resolved.settings.clone(),
         orders,
         chaos_seed,
         budget: args.budget.map(std::time::Duration::from_secs_f64),
@@ -89,14 +88,14 @@ pub(super) fn explore_command(args: ExploreArgs) -> Result<Exit> {
         no_runs,
     } = explore::explore(&request, &mut [])?;
     print!("{}", crate::report::explore::table(&exploration));
-    outputs.write_document(
+    resolved.outputs.write_document(
         Document::Exploration(&exploration),
         Some(&request.settings.artifacts),
     )?;
     if exploration.interrupted {
         return Ok(Exit::Interrupted);
     }
-    if let (Some(why), false) = (no_runs, allow_no_runs) {
+    if let (Some(why), false) = (no_runs, resolved.allow_no_runs) {
         return Err(Error::NoRuns { why });
     }
     Ok(Exit::from(crate::judge::explore::green(&exploration)))

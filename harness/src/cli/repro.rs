@@ -1,9 +1,9 @@
 //! `vkexit repro`: one cell run until it fails, or until its failure rate is shown low.
 
-use super::run::{matrix_of, CellArgs, Execution, SuiteArgs};
+use super::run::{request_of, CellArgs, Execution, SuiteArgs};
 use super::Exit;
+use crate::engine::invocation::{Own, Request, Resolved};
 use crate::engine::repro::{self, percent};
-use crate::judge::Baseline;
 use crate::support::errors::Result;
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -29,20 +29,23 @@ pub(super) struct ReproArgs {
 }
 
 pub(super) fn repro(args: ReproArgs) -> Result<Exit> {
-    crate::run::prepare_process()?;
-    let (matrix, suite_notes) = matrix_of(
-        None,
-        args.suites,
-        args.select,
-        &args.exec,
-        None,
-        args.command,
-    )?;
-    for note in suite_notes {
+    let settings = args.exec.settings(false, None)?;
+    let resolved = Resolved::new(Request {
+        own_artifacts: Own::WhenAsked,
+        ..request_of(
+            None,
+            args.suites,
+            args.select,
+            &args.exec,
+            None,
+            args.command,
+            settings,
+        )?
+    })?;
+    for note in &resolved.suite_notes {
         eprintln!("vkexit: {note}");
     }
-    let baseline = Baseline::default();
-    let invocation = args.exec.invocation(&matrix, &baseline, false, None)?;
+    let invocation = resolved.invocation()?;
     if let Ok(cell) = repro::the_cell(&invocation) {
         println!(
             "repro: {} [{}, emulation {}]: until the first failure, or {} runs without one (failure rate below {}), {} at once",
@@ -55,12 +58,18 @@ pub(super) fn repro(args: ReproArgs) -> Result<Exit> {
         );
     }
     let tty = std::io::stderr().is_terminal();
-    let tally = repro::repro(invocation, args.max_rate, args.max_runs, |runs| {
-        if tty {
-            let bound = percent(repro::upper_bound(0, runs));
-            eprint!("\r{runs} runs, no failure; failure rate below {bound}   ");
-        }
-    })?;
+    let tally = repro::repro(
+        &resolved,
+        invocation,
+        args.max_rate,
+        args.max_runs,
+        |runs| {
+            if tty {
+                let bound = percent(repro::upper_bound(0, runs));
+                eprint!("\r{runs} runs, no failure; failure rate below {bound}   ");
+            }
+        },
+    )?;
     if tty {
         eprintln!();
     }

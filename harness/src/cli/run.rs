@@ -2,13 +2,11 @@
 
 use super::Exit;
 use crate::engine::gate;
-use crate::engine::invocation::{Invocation, Settings};
-use crate::judge::Baseline;
-use crate::plan::matrix::{check_suite_target, Matrix, Overrides, DEFAULT_PYTHON};
+use crate::engine::invocation::{Own, Request, Resolved, Settings};
+use crate::plan::matrix::{check_suite_target, Overrides, DEFAULT_PYTHON};
 use crate::plan::suites::{Kind, Suite};
+use crate::report;
 use crate::support::errors::{Error, Result};
-use crate::support::lock::ArtifactsLock;
-use crate::{report, run};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -270,72 +268,56 @@ impl ReportArgs {
             html: self.html,
         }
     }
-
-    /// The reports asked for, checked against the files the command reads: its baselines and
-    /// its matrix file.
-    pub(super) fn checked(
-        self,
-        json: Option<PathBuf>,
-        baselines: &[PathBuf],
-        config: Option<&std::path::Path>,
-    ) -> Result<report::Checked> {
-        let mut inputs: Vec<(&str, &std::path::Path)> = baselines
-            .iter()
-            .map(|b| ("--baseline", b.as_path()))
-            .collect();
-        inputs.extend(config.map(|c| ("--config", c)));
-        self.outputs(json).check(&inputs)
-    }
 }
 
-/// The matrix the selection flags ask for (a matrix file, suites, cells, `-- CMD`), checked,
-/// with the notes of listing its suites.
-pub(super) fn matrix_of(
-    config: Option<&std::path::Path>,
+/// The cells a command's selection flags ask for (a matrix file, suites, cells, `-- CMD`), as a
+/// request with no baseline file and no report, which allows no "no run" and does not take the
+/// artifacts directory; the command fills in the rest.
+pub(super) fn request_of(
+    config: Option<PathBuf>,
     suites: SuiteArgs,
     select: CellArgs,
     exec: &Execution,
     runs: Option<u32>,
     command: Vec<OsString>,
-) -> Result<(Matrix, Vec<String>)> {
-    let mut matrix = match config {
-        Some(path) => Matrix::read(path)?,
-        None => Matrix::default(),
-    };
-    matrix.suites.extend(suites.suites()?);
-    let suite_notes = matrix.list_suites()?;
-    matrix.apply(select.overrides(exec, runs, command))?;
-    matrix.check_programs()?;
-    Ok((matrix, suite_notes))
+    settings: Settings,
+) -> Result<Request> {
+    Ok(Request {
+        config,
+        suites: suites.suites()?,
+        overrides: select.overrides(exec, runs, command),
+        baselines: Vec::new(),
+        outputs: report::Outputs::default(),
+        allow_no_runs: false,
+        settings,
+        own_artifacts: Own::Never,
+    })
 }
 
 pub(super) fn run_command(args: RunArgs) -> Result<Exit> {
-    run::prepare_process()?;
-    let (matrix, suite_notes) = matrix_of(
-        args.config.as_deref(),
-        args.suites,
-        args.select,
-        &args.exec,
-        args.runs,
-        args.command,
-    )?;
-    let baseline = crate::engine::baselines::read(&args.baselines)?;
-    let outputs = args
-        .reports
-        .checked(args.json, &args.baselines, args.config.as_deref())?;
-    let allow_no_runs = args.allow_no_runs || matrix.allow_no_runs;
-    // Held until vkexit exits: the runs' slots and evidence are this gate's alone.
-    let _owner = ArtifactsLock::take(&args.exec.artifacts)?;
-    let mut invocation = args
-        .exec
-        .invocation(&matrix, &baseline, args.keep_passing, args.shard)?;
-    invocation.notes.splice(0..0, suite_notes);
+    let settings = args.exec.settings(args.keep_passing, args.shard)?;
+    let resolved = Resolved::new(Request {
+        baselines: args.baselines,
+        outputs: args.reports.outputs(args.json),
+        allow_no_runs: args.allow_no_runs,
+        own_artifacts: Own::BeforePlanning,
+        ..request_of(
+            args.config,
+            args.suites,
+            args.select,
+            &args.exec,
+            args.runs,
+            args.command,
+            settings,
+        )?
+    })?;
+    let invocation = resolved.invocation()?;
     let mut progress = report::events::Progress::default();
     let mut table = report::events::Table {
-        baselines_given: !args.baselines.is_empty(),
+        baselines_given: resolved.baselines_given,
     };
     let mut files = report::events::Files {
-        outputs,
+        outputs: resolved.outputs,
         keep_in: Some(invocation.settings.artifacts.clone()),
     };
     let results = gate::run(&invocation, &mut [&mut progress, &mut table, &mut files])?;
@@ -343,24 +325,13 @@ pub(super) fn run_command(args: RunArgs) -> Result<Exit> {
         eprintln!("vkexit: interrupted; the results above are what finished before");
         return Ok(Exit::Interrupted);
     }
-    if let (Some(why), false) = (crate::judge::no_runs(&results), allow_no_runs) {
+    if let (Some(why), false) = (crate::judge::no_runs(&results), resolved.allow_no_runs) {
         return Err(Error::NoRuns { why });
     }
     Ok(Exit::from(results.is_green()))
 }
 
 impl Execution {
-    /// The invocation of `matrix` these flags ask for, judged against `baseline`.
-    pub(super) fn invocation<'a>(
-        &self,
-        matrix: &Matrix,
-        baseline: &'a Baseline,
-        keep_passing: bool,
-        shard: Option<crate::plan::shard::Shard>,
-    ) -> Result<Invocation<'a>> {
-        Invocation::new(matrix, baseline, self.settings(keep_passing, shard)?)
-    }
-
     /// The settings of every run these flags ask for.
     pub(super) fn settings(
         &self,

@@ -6,7 +6,8 @@ use crate::host::helpers::{self, Location};
 use crate::host::layers::{Chain, Emulation};
 use crate::host::probe::{self, ProbeReport};
 use crate::host::validation;
-use crate::plan::{runtime_cache, REAL_RUNTIMES, RUNTIME_CACHE_ENV};
+use crate::plan::REAL_RUNTIMES;
+use crate::support::env::{self, Environment};
 use crate::support::errors::ProbeError;
 use std::io::Write;
 use std::path::Path;
@@ -155,7 +156,7 @@ pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
             out,
             "helpers     from {} ({}), unchecked",
             dir.display(),
-            helpers::DIR_ENV
+            env::HELPERS_DIR
         )?,
         Ok(Location::Overridden { dir, missing }) => {
             healthy = false;
@@ -163,7 +164,7 @@ pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
                 out,
                 "helpers     missing in {} ({}): {}",
                 dir.display(),
-                helpers::DIR_ENV,
+                env::HELPERS_DIR,
                 missing.join(", ")
             )?;
         }
@@ -172,7 +173,7 @@ pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
             writeln!(out, "helpers     {e}")?;
         }
     }
-    for line in real_runtimes(runtime_cache().as_deref()) {
+    for line in real_runtimes(Environment::get().runtime_cache.as_deref()) {
         writeln!(out, "{line}")?;
     }
     // Not a reason to refuse the runs: every other verdict holds; said, so that a pass is
@@ -197,7 +198,8 @@ pub fn doctor(out: &mut impl Write) -> std::io::Result<bool> {
 fn real_runtimes(cache: Option<&Path>) -> Vec<String> {
     let Some(cache) = cache else {
         return vec![format!(
-            "runtimes    no runtime cache: none of {RUNTIME_CACHE_ENV}, XDG_CACHE_HOME and HOME is set"
+            "runtimes    no runtime cache: none of {}, XDG_CACHE_HOME and HOME is set",
+            env::RUNTIME_CACHE
         )];
     };
     // Python runtimes that only external scripts use (scenarios/python/), set up by
@@ -281,9 +283,9 @@ fn validation_loads(
 ) -> Result<(), NotLoaded> {
     let dir = scratch.join("validation-check");
     std::fs::create_dir_all(&dir)?;
-    let log = dir.join(validation::LOG_FILE);
+    let log = dir.join(vkexit_evidence::files::VALIDATION_LOG);
     std::fs::write(
-        dir.join(validation::SETTINGS_FILE),
+        dir.join(vkexit_evidence::files::LAYER_SETTINGS),
         validation::settings_text(&log),
     )?;
     let chain = Chain {

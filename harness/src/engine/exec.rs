@@ -1,17 +1,15 @@
 //! `vkexit exec`: one program run once under vkexit, inside another test runner (CTest's
 //! launcher, `meson test --wrapper`, Cargo's runner), the way a sanitizer wrapper is used. The
-//! run is made and judged as every `vkexit run` run is ([`Invocation`], `run::execute`,
+//! run is made and judged as every `vkexit run` run is ([`super::invocation::Invocation`], `run::execute`,
 //! `judge::run`); its output passes through as it comes, and its exit code becomes the
 //! verdict's.
 //!
 //! Hundreds may start at once: each takes a directory of its own under
 //! `<artifacts>/exec/` and no lock, and keeps it only when the run failed.
 
-use super::invocation::{Invocation, Settings};
+use super::invocation::Resolved;
 use super::runs::{judged_runs, Judged};
 use crate::judge::run::RunRecord;
-use crate::judge::Baseline;
-use crate::plan::matrix::Matrix;
 use crate::run::observed::Termination;
 use crate::run::{self, Flow};
 use crate::support::errors::{Error, Result};
@@ -22,30 +20,24 @@ use vkexit_evidence::verdict::RunVerdict;
 /// The folder under the artifacts directory that holds every exec's own directory.
 pub(crate) const EXEC_DIR: &str = "exec";
 
-/// One program to run once: a matrix of one external case, and the settings of its run.
-pub(crate) struct Request {
-    pub(crate) matrix: Matrix,
-    /// `artifacts` is the parent of this exec's own directory.
-    pub(crate) settings: Settings,
-}
-
 /// Runs the program once, with its output passed through; says the verdict in one line on
 /// stderr and gives the exit code ([`exit_code_of`]).
-pub(crate) fn exec(request: Request) -> Result<u8> {
-    run::prepare_process()?;
-    let name = request
+/// `resolved` is a matrix of one external case; its `artifacts` is the parent of this exec's
+/// own directory.
+pub(crate) fn exec(mut resolved: Resolved) -> Result<u8> {
+    let name = resolved
         .matrix
         .externals
         .first()
         .map(|e| e.name.clone())
         .unwrap_or_default();
-    let mut settings = request.settings;
+    let settings = &mut resolved.settings;
     let own = own_dir(&settings.artifacts.join(EXEC_DIR), &name)?;
     settings.artifacts = own.clone();
     settings.keep_passing = false;
     // Another run of the program would print its output again: the runner sees one run.
     settings.rerun_without_layer = false;
-    let outcome = judged_once(&request.matrix, settings);
+    let outcome = judged_once(&resolved);
     let record = match outcome {
         Ok(Some(record)) => record,
         Ok(None) | Err(_) => {
@@ -79,9 +71,8 @@ pub(crate) fn exec(request: Request) -> Result<u8> {
 
 /// The one run of the matrix's one cell, judged; `None` when no cell could run (the
 /// reason is the error then).
-fn judged_once(matrix: &Matrix, settings: Settings) -> Result<Option<RunRecord>> {
-    let baseline = Baseline::default();
-    let mut invocation = Invocation::new(matrix, &baseline, settings)?.with_runs(1);
+fn judged_once(resolved: &Resolved) -> Result<Option<RunRecord>> {
+    let mut invocation = resolved.invocation()?.with_runs(1);
     if invocation.runnable_cells() == 0 {
         // A driver that could not be probed is red for `run`; here it is what stops the one run.
         let broken = invocation.cells().find_map(|c| match &c.not_run {
@@ -108,7 +99,6 @@ fn judged_once(matrix: &Matrix, settings: Settings) -> Result<Option<RunRecord>>
         &invocation,
         part,
         &options,
-        true,
         |_| {},
         |_, Judged { record: r, .. }| {
             record = Some(r);

@@ -223,7 +223,7 @@ pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) ->
 fn emulated_bases<'a>(
     request: &Request<'a>,
     base: &Invocation,
-) -> Result<Vec<(Emulation, Invocation<'a>)>> {
+) -> Result<Vec<(Emulation, Invocation)>> {
     if base.cells().all(|c| c.emulation != Emulation::None) {
         return Ok(Vec::new());
     }

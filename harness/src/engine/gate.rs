@@ -53,7 +53,7 @@ fn run_part(
     let mut folds: Vec<CellFold> = plan.cells.iter().map(|_| CellFold::default()).collect();
     // The allowed ids taken out of each cell's runs, sorted.
     let mut removed: Vec<BTreeSet<String>> = vec![BTreeSet::new(); plan.cells.len()];
-    let written = judged_runs(invocation, part, &options, true, &mut *tell, |_, judged| {
+    let written = judged_runs(invocation, part, &options, &mut *tell, |_, judged| {
         let Judged { record, allowed } = judged;
         removed[record.cell].extend(allowed);
         folds[record.cell].add(&record);
@@ -184,7 +184,6 @@ fn run_without_layer(
         invocation,
         &single,
         &options,
-        false,
         |_| {},
         |_, judged| {
             records.push(judged.record);

@@ -1,8 +1,12 @@
-//! The Invocation: a matrix (its file and the flags applied to it) and the settings of one
-//! command resolved, once, into everything its runs need: each layer set's chain and plan,
-//! every cell's expectation and allow-lists, the rules runs are judged by, and the run
-//! stage's options. `run`, `repro` and `bench` build one and drive it; no other code
-//! assembles `run::Options`.
+//! The Invocation: what a command asks of its runs (its [`Request`]: flags, matrix file,
+//! baseline files, reports) resolved, once, by [`Resolved::new`] into everything it needs: this
+//! process prepared from vkexit's environment (`support::env`, read once), the matrix, the
+//! baselines, the reports checked against the files read, whether no run is allowed, the
+//! artifacts directory's lock; then, by [`Resolved::invocation`], each layer set's chain and
+//! plan, every cell's expectation and allow-lists, the rules runs are judged by, and the run
+//! stage's options. `run`, `repro`, `explore`, `exec` and `bench` resolve their requests here
+//! and drive the Invocation; `cli/` only parses flags into a `Request`. No other code assembles
+//! `run::Options`.
 //!
 //! A run's layers are fixed for a whole `run::execute`, so each layer set is a part of its
 //! own, executed in turn.
@@ -12,14 +16,122 @@ use crate::host::validation::{self, ValidationLayer};
 use crate::judge::run::Rules;
 use crate::judge::{self, Allow, Baseline, Expectation};
 use crate::plan::exit_order::ExitOrder;
-use crate::plan::matrix::{LayerSet, Matrix};
+use crate::plan::matrix::{LayerSet, Matrix, Overrides};
 use crate::plan::shard::Shard;
+use crate::plan::suites::Suite;
 use crate::plan::{self, Cell, ExternalCase, Plan};
+use crate::report;
 use crate::run;
+use crate::support::env::Environment;
 use crate::support::errors::{BadSelection, Error, Result};
+use crate::support::lock::ArtifactsLock;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// What a command asks, as its flags say it: nothing read or checked yet.
+pub(crate) struct Request {
+    /// The matrix file (`--config`).
+    pub(crate) config: Option<PathBuf>,
+    /// Test suites whose tests are cases (`--ctest`, `--gtest`, …).
+    pub(crate) suites: Vec<Suite>,
+    /// The flags that replace or extend what the matrix says.
+    pub(crate) overrides: Overrides,
+    /// The baseline files (`--baseline`); none: the built-in baseline alone.
+    pub(crate) baselines: Vec<PathBuf>,
+    /// The reports to write.
+    pub(crate) outputs: report::Outputs,
+    /// `--allow-no-runs`.
+    pub(crate) allow_no_runs: bool,
+    pub(crate) settings: Settings,
+    /// When the command takes its artifacts directory.
+    pub(crate) own_artifacts: Own,
+}
+
+/// When a command takes the lock of its artifacts directory, held until it exits: the runs'
+/// slots and evidence are its alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Own {
+    /// Once its files are read, before its cells are planned (`run`, `explore`, `bench`).
+    BeforePlanning,
+    /// When it asks ([`Resolved::own_artifacts`]), once what only its plan shows is known good
+    /// (`repro`: the one cell and the bound), so that bad input makes nothing.
+    WhenAsked,
+    /// Never: it makes its own directory under the artifacts directory (`exec`).
+    Never,
+}
+
+/// A [`Request`] resolved: everything the command needs before it plans its cells.
+pub(crate) struct Resolved {
+    pub(crate) matrix: Matrix,
+    pub(crate) baseline: Baseline,
+    /// Baseline files were given (the table says what judged each cell then).
+    pub(crate) baselines_given: bool,
+    /// The reports, checked against the files the command reads.
+    pub(crate) outputs: report::Checked,
+    /// No run started is not an error (`--allow-no-runs`, or the matrix's `allow_no_runs`).
+    pub(crate) allow_no_runs: bool,
+    pub(crate) settings: Settings,
+    /// What listing the suites found, to show before the runs.
+    pub(crate) suite_notes: Vec<String>,
+    /// The artifacts directory's lock, when taken.
+    pub(crate) owner: Option<ArtifactsLock>,
+}
+
+impl Resolved {
+    /// Resolves `request`, in this order: this process prepared from vkexit's environment (a
+    /// process limit that would fail every run is refused first), the matrix (its file, the
+    /// suites listed, the flags applied, the programs checked), the baselines, the reports
+    /// checked against the files read, then the artifacts lock when it is taken now.
+    pub(crate) fn new(request: Request) -> Result<Resolved> {
+        run::prepare_process(run::Process::of(Environment::get()))?;
+        let mut matrix = match &request.config {
+            Some(path) => Matrix::read(path)?,
+            None => Matrix::default(),
+        };
+        matrix.suites.extend(request.suites);
+        let suite_notes = matrix.list_suites()?;
+        matrix.apply(request.overrides)?;
+        matrix.check_programs()?;
+        let baseline = super::baselines::read(&request.baselines)?;
+        let mut inputs: Vec<(&str, &Path)> = request
+            .baselines
+            .iter()
+            .map(|b| ("--baseline", b.as_path()))
+            .collect();
+        inputs.extend(request.config.as_deref().map(|c| ("--config", c)));
+        let outputs = request.outputs.check(&inputs)?;
+        let mut resolved = Resolved {
+            allow_no_runs: request.allow_no_runs || matrix.allow_no_runs,
+            matrix,
+            baseline,
+            baselines_given: !request.baselines.is_empty(),
+            outputs,
+            settings: request.settings,
+            suite_notes,
+            owner: None,
+        };
+        if request.own_artifacts == Own::BeforePlanning {
+            resolved.owner = Some(resolved.own_artifacts()?);
+        }
+        Ok(resolved)
+    }
+
+    /// Takes the artifacts directory's lock, or says who holds it.
+    pub(crate) fn own_artifacts(&self) -> Result<ArtifactsLock> {
+        ArtifactsLock::take(&self.settings.artifacts)
+    }
+
+    /// The Invocation of the matrix with the settings, judged against the baselines; the
+    /// suites' notes come first among its notes.
+    pub(crate) fn invocation(&self) -> Result<Invocation> {
+        let mut invocation = Invocation::new(&self.matrix, &self.baseline, self.settings.clone())?;
+        invocation
+            .notes
+            .splice(0..0, self.suite_notes.iter().cloned());
+        Ok(invocation)
+    }
+}
 
 /// What a command says of its runs beyond what the matrix says.
 #[derive(Debug, Clone)]
@@ -65,17 +177,17 @@ impl Settings {
 
 /// One layer set's runs: its chain, its plan, and each cell's expectation and allow-lists.
 #[derive(Clone)]
-pub(crate) struct Part<'a> {
+pub(crate) struct Part {
     pub(crate) chain: Chain,
     pub(crate) plan: Plan,
     pub(crate) expectations: Vec<Option<Expectation>>,
-    pub(crate) allows: Vec<Vec<&'a Allow>>,
+    pub(crate) allows: Vec<Vec<Allow>>,
 }
 
 /// Everything the runs of one command need, resolved.
 #[derive(Clone)]
-pub(crate) struct Invocation<'a> {
-    pub(crate) parts: Vec<Part<'a>>,
+pub(crate) struct Invocation {
+    pub(crate) parts: Vec<Part>,
     pub(crate) settings: Settings,
     /// Runs per cell.
     pub(crate) runs: u32,
@@ -91,10 +203,10 @@ pub(crate) struct Invocation<'a> {
     pub(crate) echo: bool,
 }
 
-impl<'a> Invocation<'a> {
+impl Invocation {
     /// Plans every layer set, so that a bad case, driver or layer stops vkexit before any
     /// run.
-    pub(crate) fn new(matrix: &Matrix, baseline: &'a Baseline, settings: Settings) -> Result<Self> {
+    pub(crate) fn new(matrix: &Matrix, baseline: &Baseline, settings: Settings) -> Result<Self> {
         crate::host::helpers::fall_back_beside(&settings.artifacts);
         let sets = matrix.layer_sets();
         let found = match sets
@@ -104,7 +216,7 @@ impl<'a> Invocation<'a> {
             true => Some(validation::find_layer()?),
             false => None,
         };
-        let mut parts: Vec<Part<'a>> = Vec::new();
+        let mut parts: Vec<Part> = Vec::new();
         let mut notes: Vec<String> = Vec::new();
         let (mut kept, mut all) = (0, 0);
         for set in sets {
@@ -144,7 +256,7 @@ impl<'a> Invocation<'a> {
                     second: path(&chain).unwrap_or_default(),
                 }));
             }
-            let mut plan = plan::plan(&request(matrix, chain.clone()))?;
+            let mut plan = plan::plan(&request(matrix, chain.clone(), Environment::get()))?;
             for note in plan.notes.drain(..) {
                 if !notes.contains(&note) {
                     notes.push(note);
@@ -162,7 +274,12 @@ impl<'a> Invocation<'a> {
             let allows = plan
                 .cells
                 .iter()
-                .map(|cell| judge::allows_for(baseline, cell))
+                .map(|cell| {
+                    judge::allows_for(baseline, cell)
+                        .into_iter()
+                        .cloned()
+                        .collect()
+                })
                 .collect();
             parts.push(Part {
                 chain,
@@ -375,7 +492,7 @@ fn chain(set: &LayerSet, validation: Option<&ValidationLayer>, fail_on_leak: boo
 }
 
 /// What to plan for one layer set of the matrix.
-fn request(matrix: &Matrix, chain: Chain) -> plan::Request {
+fn request(matrix: &Matrix, chain: Chain, env: &Environment) -> plan::Request {
     plan::Request {
         cases: matrix.cases.clone(),
         runtimes: matrix.runtimes.clone(),
@@ -394,6 +511,7 @@ fn request(matrix: &Matrix, chain: Chain) -> plan::Request {
             })
             .collect(),
         chain,
+        runtime_cache: env.runtime_cache.clone(),
     }
 }
 

@@ -2,8 +2,9 @@
 //! say its failure rate is below a bound, as one would rerun a flaky test by
 //! hand, but with every failing run's evidence kept and a number at the end.
 //!
-//! The runs go through one execution of the run stage, `-j` at a time; after the first
-//! failure no new run starts. The bound is the exact one: with no failure in
+//! The runs go through one execution of the run stage, `-j` at a time, and are judged as
+//! `vkexit run` judges them, the cell's allow-lists (the built-in baseline's) applied: a run
+//! whose only messages are allowed is no failure. After the first failure no new run starts. The bound is the exact one: with no failure in
 //! n runs, the one-sided 95 % Clopper–Pearson upper bound of the failure rate
 //! is 1 − 0.05^(1/n), below r once (1 − r)^n < 0.05. So the number of clean
 //! runs that proves "below r" is known before the first run (299 for 1 %,
@@ -11,7 +12,7 @@
 //! interval, wider at 0 failures (381 runs for 1 %), is only reported.
 
 use super::gate::layer_crash;
-use super::invocation::Invocation;
+use super::invocation::{Invocation, Resolved};
 use super::runs::judged_runs;
 use crate::plan::{Cell, Plan};
 use crate::run::{interrupt, Flow};
@@ -92,7 +93,7 @@ impl Tally {
 }
 
 /// The cell a repro runs: the invocation's one part's one cell, checked to be runnable.
-pub(crate) fn the_cell<'i>(invocation: &'i Invocation) -> Result<&'i Cell> {
+pub(crate) fn the_cell(invocation: &Invocation) -> Result<&Cell> {
     match invocation.parts.as_slice() {
         [part] => only_cell(&part.plan),
         _ => unreachable!("flags alone give one layer set"),
@@ -103,6 +104,7 @@ pub(crate) fn the_cell<'i>(invocation: &'i Invocation) -> Result<&'i Cell> {
 /// `clean_runs_needed(max_rate)` runs passed, or vkexit is interrupted.
 /// `on_batch` sees the number of runs so far after each clean one.
 pub(crate) fn repro(
+    resolved: &Resolved,
     invocation: Invocation,
     max_rate: f64,
     max_runs: u64,
@@ -121,7 +123,7 @@ pub(crate) fn repro(
     }
     // Held until the repro ends, as `run` holds it: the slots and evidence are this repro's
     // alone. Taken once the selection and the bound are known good, so bad input makes nothing.
-    let _owner = crate::support::lock::ArtifactsLock::take(&invocation.settings.artifacts)?;
+    let _owner = resolved.own_artifacts()?;
     let invocation = invocation.with_runs(u32::try_from(needed).unwrap_or(u32::MAX));
     let part = &invocation.parts[0];
     let options = invocation.options(part);
@@ -131,7 +133,6 @@ pub(crate) fn repro(
         &invocation,
         part,
         &options,
-        false,
         |_| {},
         |_, judged| {
             let r = judged.record;

@@ -3,8 +3,8 @@
 //! complete record handed on, with the events a reporter shows.
 
 use super::invocation::{Invocation, Part};
-use crate::judge::allow;
 use crate::judge::run::{self as verdict, RunRecord};
+use crate::judge::{allow, Allow};
 use crate::plan::Cell;
 use crate::report::events::GateEvent;
 use crate::run::{self, Event, Flow, Reply};
@@ -25,7 +25,6 @@ pub(crate) fn judged_runs(
     invocation: &Invocation,
     part: &Part,
     options: &run::Options,
-    allow_lists: bool,
     mut on_event: impl FnMut(&GateEvent),
     mut on_run: impl FnMut(&Cell, Judged) -> Flow,
 ) -> Result<Vec<run::shared_dir::Written>> {
@@ -35,13 +34,8 @@ pub(crate) fn judged_runs(
     // showed a leak that fails them.
     let mut kept: HashMap<(usize, u32), (RunRecord, bool)> = HashMap::new();
     let mut complete = |cell: &Cell, mut record: RunRecord, leak: bool| {
-        let allowed = match allow_lists {
-            true => {
-                let i = record.cell;
-                allow::apply(&mut record, &part.allows[i], leak)
-            }
-            false => Vec::new(),
-        };
+        let allows: Vec<&Allow> = part.allows[record.cell].iter().collect();
+        let allowed = allow::apply(&mut record, &allows, leak);
         on_event(&GateEvent::RunFinished { cell, run: &record });
         on_run(cell, Judged { record, allowed })
     };

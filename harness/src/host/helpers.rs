@@ -30,9 +30,6 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-/// Names a directory whose helpers are used as they are, unchecked.
-pub(crate) const DIR_ENV: &str = "VKEXIT_HELPERS_DIR";
-
 /// The ELF section of vkexit's executable that holds the archive.
 pub(crate) const SECTION: &str = ".vkexit_helpers";
 
@@ -189,10 +186,11 @@ pub(crate) enum Location {
     Overridden { dir: PathBuf, missing: Vec<String> },
 }
 
+/// A directory whose helpers are used as they are, unchecked (`VKEXIT_HELPERS_DIR`). Read from
+/// the process's environment, resolved once, rather than handed down: any stage may ask for a
+/// helper, before any command is resolved.
 fn overridden() -> Option<PathBuf> {
-    std::env::var_os(DIR_ENV)
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
+    crate::support::env::Environment::get().helpers_dir.clone()
 }
 
 /// Where helpers go when the user's cache cannot be written: beside the artifacts directory

@@ -16,6 +16,7 @@
 //! the validation layer's manifest directory (it replaces the default search).
 
 use crate::host::validation::{self, ValidationLayer};
+use crate::support::env;
 use crate::support::errors::{Error, Result};
 use std::path::{Path, PathBuf};
 use vkexit_evidence::validation_logs as logs;
@@ -48,10 +49,6 @@ pub(crate) fn layer_phrase(layer: &str) -> String {
 pub(crate) const TRACE_LAYER: &str = "VK_LAYER_VKEXIT_trace";
 /// vkexit's tegra-exit layer, the emulated driver exit (`--emulate`, `emulation`).
 pub(crate) const TEGRA_LAYER: &str = "VK_LAYER_VKEXIT_tegra_exit";
-/// The trace layer's records (`trace.jsonl`) in a run's directory.
-pub const TRACE_FILE: &str = vkexit_evidence::files::TRACE.name;
-/// The tegra-exit layer's records (`tegra.jsonl`) in a run's directory.
-pub const TEGRA_FILE: &str = vkexit_evidence::files::TEGRA.name;
 /// The validation layer in a cell's layers label: `validation`, or `validation@VERSION` for a
 /// layer build a matrix names by its manifest.
 const VALIDATION: &str = "validation";
@@ -232,7 +229,10 @@ impl Chain {
         if self.trace {
             env.push((
                 vkexit_evidence::files::TRACE.var.into(),
-                run_dir.join(TRACE_FILE).display().to_string(),
+                run_dir
+                    .join(vkexit_evidence::files::TRACE.name)
+                    .display()
+                    .to_string(),
             ));
         }
         if self.witnesses_messengers() {
@@ -246,10 +246,13 @@ impl Chain {
             ));
         }
         if let Some(mode) = self.emulation.mode() {
-            env.push(("VKEXIT_TEGRA_MODE".into(), mode.into()));
+            env.push((env::TEGRA_MODE.into(), mode.into()));
             env.push((
                 vkexit_evidence::files::TEGRA.var.into(),
-                run_dir.join(TEGRA_FILE).display().to_string(),
+                run_dir
+                    .join(vkexit_evidence::files::TEGRA.name)
+                    .display()
+                    .to_string(),
             ));
         }
         env
@@ -259,21 +262,23 @@ impl Chain {
 /// Variables a run never inherits: they would change which layers load,
 /// what they report, or where the diagnostics write.
 pub(crate) fn is_inherited_layer_setting(key: &str) -> bool {
-    matches!(
-        key,
-        "VK_INSTANCE_LAYERS"
-            | "VK_LOADER_LAYERS_ENABLE"
-            | "VK_LOADER_LAYERS_DISABLE"
-            | "VKEXIT_TRACE_FILE"
-            | "VKEXIT_APP_MESSAGES"
-            | "VKEXIT_TEGRA_MODE"
-            | "VKEXIT_TEGRA_LOG"
-            | "VKEXIT_CRASH_FILE"
-            | "VKEXIT_TIMELINE_FILE"
-            | "VKEXIT_TIMELINE_HANDLERS"
-            | "VKEXIT_EXIT_ORDER"
-            | "VKEXIT_CHAOS_SEED"
-    ) || validation::is_stray_setting(key)
+    use vkexit_evidence::files::{CRASH, TEGRA, TIMELINE, TRACE};
+    [
+        "VK_INSTANCE_LAYERS",
+        "VK_LOADER_LAYERS_ENABLE",
+        "VK_LOADER_LAYERS_DISABLE",
+        TRACE.var,
+        logs::APP_MESSAGES_VAR,
+        env::TEGRA_MODE,
+        TEGRA.var,
+        CRASH.var,
+        TIMELINE.var,
+        env::TIMELINE_HANDLERS,
+        env::EXIT_ORDER,
+        env::CHAOS_SEED,
+    ]
+    .contains(&key)
+        || validation::is_stray_setting(key)
 }
 
 #[cfg(test)]

@@ -25,14 +25,14 @@ use crate::support::errors::{Error, PinnedLayer, Result};
 use serde::Serialize;
 use std::io::{BufRead, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use vkexit_evidence::files;
 use vkexit_evidence::validation_logs::{self as logs, Header};
 
 /// The Khronos validation layer's name in layer manifests and in `VK_INSTANCE_LAYERS`.
 pub const LAYER_NAME: &str = "VK_LAYER_KHRONOS_validation";
-/// The layer settings file vkexit writes in each run's directory.
-pub(crate) const SETTINGS_FILE: &str = "vk_layer_settings.txt";
-/// Where the layer logs its messages, in each run's directory.
-pub(crate) const LOG_FILE: &str = "validation.log";
+/// The layer's log in a run's directory: the evidence crate's name, for the readers that have
+/// not yet taken it from there.
+pub(crate) const LOG_FILE: &str = files::VALIDATION_LOG;
 
 /// An installed validation layer, as its manifest describes it.
 #[derive(Debug, Clone, Serialize)]
@@ -245,13 +245,13 @@ pub(crate) fn settings_env(run_dir: &Path) -> Vec<(String, String)> {
     vec![
         (
             "VK_LAYER_SETTINGS_PATH".into(),
-            run_dir.join(SETTINGS_FILE).display().to_string(),
+            run_dir.join(files::LAYER_SETTINGS).display().to_string(),
         ),
         ("VK_LAYER_DUPLICATE_MESSAGE_LIMIT".into(), "0".into()),
         ("VK_LAYER_ENABLE_MESSAGE_LIMIT".into(), "0".into()),
         (
             logs::LOG_VAR.into(),
-            run_dir.join(LOG_FILE).display().to_string(),
+            run_dir.join(files::VALIDATION_LOG).display().to_string(),
         ),
         (
             logs::DIR_VAR.into(),
@@ -307,7 +307,7 @@ impl ValidationLogs {
     /// Moves a log at the configured path into `validation.d/` and writes the combined log
     /// there instead; reading again gives the same.
     pub(crate) fn read(dir: &Path) -> std::io::Result<Option<ValidationLogs>> {
-        let configured = dir.join(LOG_FILE);
+        let configured = dir.join(files::VALIDATION_LOG);
         let logs_dir = dir.join(logs::DIR);
         if configured.is_file() && !is_combined(&configured)? {
             std::fs::create_dir_all(&logs_dir)?;
@@ -477,7 +477,7 @@ fn merge<'a>(reports: impl Iterator<Item = &'a VuidReport>) -> VuidReport {
 /// `validation.log`: every instance's log in turn, each after a line that names its file, for
 /// a reader who opens the one file the layer was told to write.
 fn write_combined(dir: &Path, instances: &[InstanceLog], app_only: &str) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{LOG_FILE}.tmp"));
+    let tmp = dir.join(format!("{}.tmp", files::VALIDATION_LOG));
     let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
     writeln!(out, "{}", logs::COMBINED_HEADER)?;
     for log in instances {
@@ -514,7 +514,7 @@ fn write_combined(dir: &Path, instances: &[InstanceLog], app_only: &str) -> std:
         out.write_all(app_only.as_bytes())?;
     }
     out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    std::fs::rename(tmp, dir.join(LOG_FILE))
+    std::fs::rename(tmp, dir.join(files::VALIDATION_LOG))
 }
 
 #[cfg(test)]
@@ -556,7 +556,7 @@ mod tests {
             format!("{}{leak}cut", opened(30, 5)),
         )
         .unwrap();
-        std::fs::write(dir.path().join(LOG_FILE), leak).unwrap();
+        std::fs::write(dir.path().join(files::VALIDATION_LOG), leak).unwrap();
         let read = ValidationLogs::read(dir.path()).unwrap().unwrap();
         let files: Vec<&str> = read.instances.iter().map(|l| l.file.as_str()).collect();
         assert_eq!(
@@ -575,7 +575,7 @@ mod tests {
         );
         assert!(read.merged.cut_mid_line);
         // The configured path now holds every log in turn, and reading again gives the same.
-        let combined = std::fs::read_to_string(dir.path().join(LOG_FILE)).unwrap();
+        let combined = std::fs::read_to_string(dir.path().join(files::VALIDATION_LOG)).unwrap();
         assert!(combined.starts_with(logs::COMBINED_HEADER), "{combined}");
         assert_eq!(combined.matches(leak).count(), 3, "{combined}");
         assert!(
@@ -632,7 +632,7 @@ mod tests {
             read.unwitnessed,
             ["an instance messenger behind a chained structure of type 5"]
         );
-        let combined = std::fs::read_to_string(dir.path().join(LOG_FILE)).unwrap();
+        let combined = std::fs::read_to_string(dir.path().join(files::VALIDATION_LOG)).unwrap();
         assert!(
             combined.contains("# ---- validation.d/app-messengers.txt"),
             "{combined}"

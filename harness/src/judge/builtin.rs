@@ -110,7 +110,7 @@ mod tests {
             expectation(&s).map(|e| (e.outcome, e.reason))
         };
         let crash = |signals: &[&str]| Expected::Fail {
-            verdicts: vec![RunVerdict::Crash],
+            run_verdicts: Some(vec![RunVerdict::Crash]),
             vuids: Vec::new(),
             signals: signals.iter().map(|s| s.to_string()).collect(),
         };
@@ -181,7 +181,7 @@ mod tests {
         };
         let kept = at("buffer-kept-at-exit", MODULE, "1.4.363");
         assert!(
-            matches!(kept.outcome, Expected::Fail { ref verdicts, .. } if verdicts == &[RunVerdict::Crash]),
+            matches!(kept.outcome, Expected::Fail { run_verdicts: Some(ref v), .. } if v == &[RunVerdict::Crash]),
             "{kept:?}"
         );
         assert!(kept
@@ -274,7 +274,7 @@ mod tests {
 
         fn fail(verdicts: &[RunVerdict], vuids: &[&str], signals: &[&str]) -> Expected {
             Expected::Fail {
-                verdicts: verdicts.to_vec(),
+                run_verdicts: Some(verdicts.to_vec()),
                 vuids: vuids.iter().map(|s| s.to_string()).collect(),
                 signals: signals.iter().map(|s| s.to_string()).collect(),
             }

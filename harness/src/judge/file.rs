@@ -64,24 +64,6 @@ pub(crate) struct Pattern {
     pub(crate) layer_versions: Option<VersionRange>,
 }
 
-/// What an entry says about its cells.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Expect {
-    /// `expect = "pass"`.
-    Pass,
-    /// `expect = "fail"`.
-    Fail {
-        /// `run_verdicts`: how runs may fail; `None` (left out) allows any failure.
-        run_verdicts: Option<Vec<RunVerdict>>,
-        /// `vuids`: each seen in some run (under any of its names).
-        vuids: Vec<String>,
-        /// `signals`: each seen in some run (`SIGSEGV`, …).
-        signals: Vec<String>,
-    },
-    /// `flaky = true`.
-    Flaky,
-}
-
 /// One `[[expect]]` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -89,7 +71,7 @@ pub(crate) struct Entry {
     /// `layer_versions` keys.
     pub(crate) pattern: Pattern,
     /// `expect` (with `run_verdicts`, `vuids`, `signals`) or `flaky`.
-    pub(crate) expect: Expect,
+    pub(crate) expect: Expected,
     /// `reason`: why the cells do what they do, shown with their verdict.
     pub(crate) reason: String,
     /// "FILE:LINE" of the entry.
@@ -295,21 +277,8 @@ impl Pattern {
 
 impl Entry {
     pub(crate) fn expectation(&self) -> Expectation {
-        let outcome = match &self.expect {
-            Expect::Pass => Expected::Pass,
-            Expect::Flaky => Expected::Flaky,
-            Expect::Fail {
-                run_verdicts,
-                vuids,
-                signals,
-            } => Expected::Fail {
-                verdicts: run_verdicts.clone().unwrap_or_else(|| FAILING.to_vec()),
-                vuids: vuids.clone(),
-                signals: signals.clone(),
-            },
-        };
         Expectation {
-            outcome,
+            outcome: self.expect.clone(),
             reason: self.reason.clone(),
             source: self.source.clone(),
         }
@@ -546,9 +515,9 @@ fn check_expect(file: &TomlFile, at: usize, raw: RawExpect) -> Result<Entry> {
         }
     }
     let expect = match expect {
-        None => Expect::Flaky,
-        Some(Class::Pass) => Expect::Pass,
-        Some(Class::Fail) => Expect::Fail {
+        None => Expected::Flaky,
+        Some(Class::Pass) => Expected::Pass,
+        Some(Class::Fail) => Expected::Fail {
             run_verdicts: raw
                 .run_verdicts
                 .map(|v| check_run_verdicts(file, v))
@@ -758,13 +727,13 @@ reason = "false positive"
         assert_eq!(e.source, "b.toml:3");
         assert_eq!(
             e.expect,
-            Expect::Fail {
+            Expected::Fail {
                 run_verdicts: Some(vec![RunVerdict::Vuid]),
                 vuids: vec![CHILDREN.into()],
                 signals: vec![],
             }
         );
-        assert_eq!(f.entries[1].expect, Expect::Flaky);
+        assert_eq!(f.entries[1].expect, Expected::Flaky);
         assert_eq!(f.entries[1].source, "b.toml:14");
         assert!(!f.entries[1].pattern.is_exact());
         assert_eq!(f.allows[0].source, "b.toml:19");
@@ -1010,7 +979,7 @@ reason = "driver quirk"
     fn a_run_left_with_a_leak_is_a_leak_when_leaks_fail() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
-            dir.path().join(crate::host::layers::TRACE_FILE),
+            dir.path().join(vkexit_evidence::files::TRACE.name),
             "{\"ev\":\"loaded\"}\n{\"ev\":\"alive\",\"when\":\"exit\",\"type\":\"VkDevice\",\"handle\":\"0x1\"}\n",
         )
         .unwrap();
@@ -1023,7 +992,7 @@ reason = "driver quirk"
             source: "b.toml:1".into(),
         };
         // The run's trace, as the run stage read it from the run's directory.
-        let trace = std::fs::File::open(dir.path().join(crate::host::layers::TRACE_FILE))
+        let trace = std::fs::File::open(dir.path().join(vkexit_evidence::files::TRACE.name))
             .and_then(crate::run::summaries::read_trace)
             .unwrap();
         let leak = |fail_on_leak: bool| fail_on_leak && trace.leaked();

@@ -23,7 +23,7 @@ pub(crate) mod update;
 
 pub use file::BaselineFile;
 pub(crate) use file::{
-    allow_in_cell, layer_version_of, layers_text, Allow, Baseline, Entry, Expect, Pattern, Subject,
+    allow_in_cell, layer_version_of, layers_text, Allow, Baseline, Entry, Pattern, Subject,
 };
 pub(crate) use no_runs::{no_runs, no_runs_explored};
 pub(crate) use results_file::{contradiction, merged, rejudge, PartOutcome};
@@ -33,17 +33,23 @@ use crate::plan::{Cell, NotRun};
 use vkexit_evidence::results::Counts;
 use vkexit_evidence::verdict::{CellVerdict, RunVerdict};
 
+/// What a cell is expected to do: a baseline entry's `expect` (`flaky`), the built-in
+/// baseline's, or a test suite's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Expected {
+    /// `expect = "pass"`.
     Pass,
-    /// Every run fails, each with one of `verdicts`, and together they show
-    /// every id in `vuids` and every signal in `signals`.
+    /// `expect = "fail"`: every run fails, each with one of `run_verdicts`, and together they
+    /// show every id in `vuids` and every signal in `signals`.
     Fail {
-        verdicts: Vec<RunVerdict>,
+        /// `run_verdicts`: how runs may fail; `None` (left out) allows any failure.
+        run_verdicts: Option<Vec<RunVerdict>>,
+        /// `vuids`: each seen in some run (under any of its names).
         vuids: Vec<String>,
+        /// `signals`: each seen in some run (`SIGSEGV`, …).
         signals: Vec<String>,
     },
-    /// Some runs pass and some fail: whatever the cell does, the gate stays
+    /// `flaky = true`: some runs pass and some fail; whatever the cell does, the gate stays
     /// green, and the cell is still reported as it is (`pass`, `flaky`, `fail`).
     Flaky,
 }
@@ -125,12 +131,17 @@ pub(crate) fn evaluate(
         ),
         Some((
             Expected::Fail {
-                verdicts,
+                run_verdicts,
                 vuids,
                 signals,
             },
             reason,
-        )) => match mismatch(verdicts, vuids, signals, seen) {
+        )) => match mismatch(
+            run_verdicts.as_deref().unwrap_or(&file::FAILING),
+            vuids,
+            signals,
+            seen,
+        ) {
             None => (CellVerdict::ExpectedFail, reason.to_string()),
             Some(diff) => (
                 CellVerdict::Fail,
@@ -188,7 +199,7 @@ pub(crate) const WILL_FAIL_SOURCE: &str = "ctest WILL_FAIL";
 pub(crate) fn will_fail() -> Expectation {
     Expectation {
         outcome: Expected::Fail {
-            verdicts: vec![RunVerdict::Exit],
+            run_verdicts: Some(vec![RunVerdict::Exit]),
             vuids: Vec::new(),
             signals: Vec::new(),
         },
@@ -256,7 +267,7 @@ mod tests {
     fn expect_vuid() -> Expectation {
         Expectation {
             outcome: Expected::Fail {
-                verdicts: vec![RunVerdict::Vuid],
+                run_verdicts: Some(vec![RunVerdict::Vuid]),
                 vuids: vec![CHILDREN_ALIVE.into()],
                 signals: vec![],
             },

@@ -21,7 +21,7 @@
 //! entry says, which is what this update checked.
 
 use crate::judge::{
-    self, layers_text, BaselineFile, Entry, Expect, Expectation, Pattern, RunsSeen, Subject,
+    self, layers_text, BaselineFile, Entry, Expectation, Expected, Pattern, RunsSeen, Subject,
     BUILTIN_SOURCE,
 };
 use crate::plan::{case_rank, runtime_rank};
@@ -145,15 +145,15 @@ fn observed(cell: &CellResult, subject: &Subject, file: &BaselineFile) -> RunsSe
 fn observed_entry(cell: &CellResult, seen: &RunsSeen, reason: String) -> Entry {
     let c = &seen.counts;
     let expect = if c.passed() == c.total() {
-        Expect::Pass
+        Expected::Pass
     } else if c.passed() > 0 {
-        Expect::Flaky
+        Expected::Flaky
     } else {
         let verdicts = RunVerdict::ALL
             .into_iter()
             .filter(|&v| !v.is_success() && c.get(v) > 0)
             .collect();
-        Expect::Fail {
+        Expected::Fail {
             run_verdicts: Some(verdicts),
             vuids: seen.vuids.clone(),
             signals: seen.signals.clone(),
@@ -194,9 +194,9 @@ fn describe(e: &Entry, why: &str) -> String {
     let p = &e.pattern;
     let any = |v: &Option<String>| v.clone().unwrap_or_else(|| "*".into());
     let what = match &e.expect {
-        Expect::Pass => "pass".to_string(),
-        Expect::Flaky => "flaky".to_string(),
-        Expect::Fail {
+        Expected::Pass => "pass".to_string(),
+        Expected::Flaky => "flaky".to_string(),
+        Expected::Fail {
             run_verdicts,
             vuids,
             signals,
@@ -270,9 +270,9 @@ pub fn render(file: &BaselineFile) -> String {
             &p.layer_versions.as_ref().map(|r| r.to_string()),
         );
         match &e.expect {
-            Expect::Pass => line(&mut out, "expect", "\"pass\""),
-            Expect::Flaky => line(&mut out, "flaky", "true"),
-            Expect::Fail {
+            Expected::Pass => line(&mut out, "expect", "\"pass\""),
+            Expected::Flaky => line(&mut out, "flaky", "true"),
+            Expected::Fail {
                 run_verdicts,
                 vuids,
                 signals,
@@ -504,7 +504,7 @@ mod tests {
         );
         assert_eq!(
             file.entries[0].expect,
-            Expect::Fail {
+            Expected::Fail {
                 run_verdicts: Some(vec![RunVerdict::Vuid]),
                 vuids: vec![CHILDREN.into()],
                 signals: vec![],
@@ -599,7 +599,9 @@ reason = "a pattern"
         };
         let kept = runtime("refrt:guarded");
         assert_eq!(kept.reason, "my own words");
-        assert!(matches!(&kept.expect, Expect::Fail { run_verdicts: Some(v), .. } if v.len() == 2));
+        assert!(
+            matches!(&kept.expect, Expected::Fail { run_verdicts: Some(v), .. } if v.len() == 2)
+        );
         assert!(!text.contains("fixed since"), "{text}");
         // Kept: the guarded entry, the one about a cell not in these results, the pattern.
         assert_eq!(changes.kept, 3);
@@ -631,7 +633,7 @@ reason = "a pattern"
         let r = results(vec![pass_cell("buffer-kept-at-exit", "refrt:guarded")]);
         let (file, _) = update(&BaselineFile::default(), &r, false);
         assert_eq!(file.entries.len(), 1);
-        assert_eq!(file.entries[0].expect, Expect::Pass);
+        assert_eq!(file.entries[0].expect, Expected::Pass);
         assert_eq!(file.entries[0].reason, TODO_REASON);
     }
 
@@ -666,7 +668,7 @@ reason = "an old layer's false positive"
         assert_eq!(entry("quiet"), None);
         assert_eq!(
             entry("loud"),
-            Some(Expect::Fail {
+            Some(Expected::Fail {
                 run_verdicts: Some(vec![RunVerdict::Crash]),
                 vuids: vec![],
                 signals: vec!["SIGSEGV".into()],
@@ -674,7 +676,7 @@ reason = "an old layer's false positive"
         );
         assert_eq!(
             entry("mixed"),
-            Some(Expect::Fail {
+            Some(Expected::Fail {
                 run_verdicts: Some(vec![RunVerdict::Vuid]),
                 vuids: vec![CHILDREN.into()],
                 signals: vec![],
@@ -697,7 +699,7 @@ reason = "an old layer's false positive"
             false,
         );
         assert_eq!(file.entries.len(), 1);
-        assert_eq!(file.entries[0].expect, Expect::Flaky);
+        assert_eq!(file.entries[0].expect, Expected::Flaky);
         assert!(render(&file).contains("flaky = true\nreason = \"TODO: explain\"\n"));
     }
 

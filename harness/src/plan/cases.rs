@@ -3,7 +3,7 @@
 //! runtimes in the runtime cache).
 
 use crate::support::errors::{Error, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// An ordering scenario built into vkexit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,21 +68,6 @@ pub const REFRT_LIBRARY: &str = "libvkexit_refrt.so";
 /// directory of each in the runtime cache.
 pub const REAL_RUNTIMES: [&str; 2] = ["ggml", "halide"];
 
-/// Names the runtime cache (`ci/setup-runtimes.sh` fills it); every run of a
-/// real-runtime cell gets it, since a run's own `HOME` is not the user's.
-pub const RUNTIME_CACHE_ENV: &str = "VKEXIT_RUNTIME_CACHE";
-
-/// The runtime cache: `$VKEXIT_RUNTIME_CACHE`, else
-/// `${XDG_CACHE_HOME:-~/.cache}/vkexit/runtimes` (as `ci/setup-runtimes.sh`).
-pub fn runtime_cache() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let dir = var(RUNTIME_CACHE_ENV)
-        .map(PathBuf::from)
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("vkexit/runtimes")))
-        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache/vkexit/runtimes")))?;
-    Some(std::path::absolute(&dir).unwrap_or(dir))
-}
-
 /// Why a built-in case cannot run against `runtime` at all, for a cell that
 /// is then `skipped`: the case needs an operation the runtime does not have.
 /// (The scenario itself refuses the same way, with exit code 3, when run by hand.)
@@ -99,14 +84,15 @@ pub fn case_needs_missing_operation(case: &str, runtime: &str) -> Option<String>
 }
 
 /// Why a real-runtime cell cannot run here (`skipped`): `ggml` or `halide`
-/// without a path, and nothing of it in the runtime cache.
-pub(super) fn real_runtime_missing(runtime: &str) -> Option<String> {
+/// without a path, and nothing of it in the runtime `cache`.
+pub(super) fn real_runtime_missing(runtime: &str, cache: Option<&Path>) -> Option<String> {
     if !REAL_RUNTIMES.contains(&runtime) {
         return None;
     }
-    let Some(cache) = runtime_cache() else {
+    let Some(cache) = cache else {
         return Some(format!(
-            "`{runtime}` names the runtime cache, but none of {RUNTIME_CACHE_ENV}, XDG_CACHE_HOME and HOME is set"
+            "`{runtime}` names the runtime cache, but none of {}, XDG_CACHE_HOME and HOME is set",
+            crate::support::env::RUNTIME_CACHE
         ));
     };
     let dir = cache.join(runtime);

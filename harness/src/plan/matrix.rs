@@ -490,19 +490,21 @@ impl Matrix {
 
 /// Variables vkexit sets for every run itself: a matrix may not set them.
 pub(crate) fn is_reserved_variable(key: &str) -> bool {
+    use crate::support::env;
+    use vkexit_evidence::files::{CRASH, TIMELINE};
     layers::is_inherited_layer_setting(key)
         || crate::host::drivers::SELECTION_VARIABLES.contains(&key)
-        || matches!(
-            key,
-            "HOME"
-                | "XDG_DATA_HOME"
-                | "XDG_CONFIG_HOME"
-                | "XDG_RUNTIME_DIR"
-                | "VKEXIT_REFRT_LIB"
-                | "VKEXIT_CRASH_FILE"
-                | "VKEXIT_TIMELINE_FILE"
-                | "VKEXIT_RUN_TOKEN"
-        )
+        || [
+            "HOME",
+            "XDG_DATA_HOME",
+            "XDG_CONFIG_HOME",
+            "XDG_RUNTIME_DIR",
+            env::REFRT_LIB,
+            CRASH.var,
+            TIMELINE.var,
+            env::RUN_TOKEN,
+        ]
+        .contains(&key)
 }
 
 // ---------------------------------------------------------------------------

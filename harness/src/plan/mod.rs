@@ -11,16 +11,16 @@ use crate::host::drivers::{self, Driver};
 use crate::host::helpers;
 use crate::host::layers::{Chain, Emulation};
 use crate::host::probe::{self, DeviceInfo};
+use crate::support::env;
 use crate::support::errors::{Error, Result};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use vkexit_evidence::results::CellId;
 
-pub use cases::runtime_cache;
 use cases::{absolute_runtime, real_runtime_missing};
 pub(crate) use cases::{
     case_needs_missing_operation, case_rank, check_runtime, runtime_rank, BUILTIN_CASES, CASES,
-    POLICIES, REAL_RUNTIMES, REFRT_LIBRARY, RUNTIME_CACHE_ENV,
+    POLICIES, REAL_RUNTIMES, REFRT_LIBRARY,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,6 +167,8 @@ pub(crate) struct Request {
     pub(crate) externals: Vec<ExternalCase>,
     /// The layers every run gets (validation, trace, emulation).
     pub(crate) chain: Chain,
+    /// Where the real runtimes are (`support::env::Environment::runtime_cache`).
+    pub(crate) runtime_cache: Option<PathBuf>,
 }
 
 /// Any program, run as one case.
@@ -317,7 +319,7 @@ pub(crate) fn plan(request: &Request) -> Result<Plan> {
             let binary = helpers::path(case)?;
             for runtime in &runtimes {
                 let not_run = not_run.clone().or_else(|| {
-                    real_runtime_missing(runtime)
+                    real_runtime_missing(runtime, request.runtime_cache.as_deref())
                         .or_else(|| case_needs_missing_operation(case, runtime))
                         .map(NotRun::Skipped)
                 });
@@ -331,7 +333,7 @@ pub(crate) fn plan(request: &Request) -> Result<Plan> {
                     command: CaseCommand::Scenario(binary.clone()),
                     workdir: None,
                     not_run,
-                    env: runtime_env(runtime),
+                    env: runtime_env(runtime, request.runtime_cache.as_deref()),
                     validation_layer: validation_layer.clone(),
                     props: CellProps::default(),
                 });
@@ -354,9 +356,9 @@ pub(crate) fn plan(request: &Request) -> Result<Plan> {
 
 /// What every run of a cell with `runtime` needs in its environment: where
 /// the runtime cache is, for `ggml` and `halide` without a path.
-fn runtime_env(runtime: &str) -> Vec<(String, String)> {
-    match (REAL_RUNTIMES.contains(&runtime), runtime_cache()) {
-        (true, Some(cache)) => vec![(RUNTIME_CACHE_ENV.into(), cache.display().to_string())],
+fn runtime_env(runtime: &str, cache: Option<&Path>) -> Vec<(String, String)> {
+    match (REAL_RUNTIMES.contains(&runtime), cache) {
+        (true, Some(cache)) => vec![(env::RUNTIME_CACHE.into(), cache.display().to_string())],
         _ => Vec::new(),
     }
 }
@@ -575,6 +577,7 @@ mod tests {
                 emulation: Emulation::None,
                 manifests: None,
             },
+            runtime_cache: None,
         }
     }
 

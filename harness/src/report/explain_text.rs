@@ -19,10 +19,10 @@ pub(crate) fn text(run_dir: &Path) -> Result<(String, String)> {
     let evidence = [
         "result.json",
         "command.txt",
-        crate::explain::TIMELINE_FILE,
-        crate::host::layers::TRACE_FILE,
-        crate::host::layers::TEGRA_FILE,
-        crate::explain::CRASH_FILE,
+        vkexit_evidence::files::TIMELINE.name,
+        vkexit_evidence::files::TRACE.name,
+        vkexit_evidence::files::TEGRA.name,
+        vkexit_evidence::files::CRASH.name,
     ];
     if !evidence.iter().any(|f| run_dir.join(f).is_file()) {
         let has_runs = std::fs::read_dir(run_dir)

@@ -340,8 +340,8 @@ const RUN_FILES: [&str; 8] = [
     "stderr.txt",
     "stdout.txt",
     crate::host::validation::LOG_FILE,
-    crate::explain::TIMELINE_FILE,
-    crate::explain::CRASH_FILE,
+    vkexit_evidence::files::TIMELINE.name,
+    vkexit_evidence::files::CRASH.name,
     "hang.json",
 ];
 

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use vkexit_evidence::results::{CellResult, Results, SCHEMA};
 use vkexit_evidence::verdict::{CellVerdict, RunVerdict};
 
-pub use crate::support::output::write_atomically;
+use crate::support::output::write_atomically;
 use crate::support::output::Target;
 
 /// The results file of these cells.

@@ -26,12 +26,6 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Overrides the limit on processes and threads of one run.
-pub(crate) const MAX_PROCESSES_VAR: &str = "VKEXIT_MAX_PROCESSES";
-/// Far above what a Vulkan program needs (lavapipe starts one thread per
-/// core, up to 32, the validation layer a few), far below a full pid table.
-pub(crate) const DEFAULT_MAX_PROCESSES: u64 = 1024;
-
 const PREFIX: &str = "vkexit-";
 
 /// The cgroup mounts of this machine.
@@ -44,23 +38,23 @@ struct Mounts {
 }
 
 /// This vkexit's own cgroups, parents of the runs' ones.
-struct Invocation {
+struct Parents {
     limit: Result<u64, String>,
     /// In the unified hierarchy: runs are killed through it.
     unified: Option<PathBuf>,
     /// Where `pids.max` is: `unified` when v2 has the pids controller, else
     /// a cgroup in the v1 pids hierarchy.
     pids: Option<PathBuf>,
-    /// Write end of this invocation's `cgroup.kill`, for the signal handler.
+    /// Write end of this process's parent cgroup's `cgroup.kill`, for the signal handler.
     kill: Option<OwnedFd>,
 }
 
-static INVOCATION: Mutex<Option<Invocation>> = Mutex::new(None);
-/// The raw descriptor of `Invocation::kill`, readable from a signal handler.
+static PARENTS: Mutex<Option<Parents>> = Mutex::new(None);
+/// The raw descriptor of `Parents::kill`, readable from a signal handler.
 static KILL_FD: AtomicI32 = AtomicI32::new(-1);
 
-fn invocation() -> std::sync::MutexGuard<'static, Option<Invocation>> {
-    INVOCATION.lock().unwrap_or_else(|e| e.into_inner())
+fn parents() -> std::sync::MutexGuard<'static, Option<Parents>> {
+    PARENTS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// How the runs of a vkexit started now would be bounded, in words, or why
@@ -129,17 +123,12 @@ fn show(p: &Option<PathBuf>) -> String {
     })
 }
 
-/// The limit on processes and threads of one run: `VKEXIT_MAX_PROCESSES`, else the default.
-pub(crate) fn max_processes() -> Result<u64, String> {
-    match std::env::var(MAX_PROCESSES_VAR) {
-        Err(_) => Ok(DEFAULT_MAX_PROCESSES),
-        Ok(v) => match v.trim().parse::<u64>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!(
-                "{MAX_PROCESSES_VAR}={v:?} is not a positive number of processes"
-            )),
-        },
-    }
+/// The limit on processes and threads of one run, as this process was prepared with it.
+fn max_processes() -> Result<u64, String> {
+    super::process()
+        .max_processes
+        .clone()
+        .map_err(|e| e.to_string())
 }
 
 /// How a run's cgroup emptied once the run was over.
@@ -238,8 +227,8 @@ impl Settle {
     }
 }
 
-/// What the forked child does before exec; plain data, so that it can be
-/// used there.
+/// What the child does before exec, whether `clone3` started it in its cgroup (the usual
+/// path) or it was forked where `clone3` is refused; plain data, so that it can be used there.
 #[derive(Clone, Copy)]
 pub(crate) struct ChildSetup {
     procs: RawFd,
@@ -258,7 +247,7 @@ impl RunBound {
     /// the worker's last run from `reuse`. An error is a reason the run
     /// cannot start.
     pub(crate) fn new(token: &str, reuse: &mut Reuse) -> Result<RunBound, String> {
-        let mut guard = invocation();
+        let mut guard = parents();
         // Another vkexit that believed ours gone (another pid namespace on
         // the same cgroup file system) may have removed our empty cgroups.
         let gone = guard.as_ref().is_some_and(|inv| {
@@ -268,13 +257,13 @@ impl RunBound {
                 .any(|dir| !dir.exists())
         });
         if gone {
-            // Its cgroups went with the invocation's.
+            // Its cgroups went with the parents.
             drop(reuse.held.take());
             if let Some(old) = guard.take() {
                 old.remove();
             }
         }
-        let inv = guard.get_or_insert_with(Invocation::start);
+        let inv = guard.get_or_insert_with(Parents::start);
         let limit = inv.limit.clone()?;
         let mut bound = RunBound {
             dir: None,
@@ -292,7 +281,7 @@ impl RunBound {
             Some(h) if inv.unified.as_deref() == h.dir.parent() => (Some(h), None),
             other => (None, other),
         };
-        // One of another invocation's cgroups: removed, not reused.
+        // One of another vkexit's cgroups: removed, not reused.
         drop(other);
         if let Some(held) = held {
             if inv.pids.as_ref() == inv.unified.as_ref() {
@@ -397,8 +386,9 @@ impl RunBound {
             .filter(|&n| n > 0);
         if let Some(hits) = hits {
             faults.push(format!(
-                "the program hit vkexit's limit of {} processes and threads {hits} time(s) (a fork bomb?); raise it with {MAX_PROCESSES_VAR}",
-                self.limit
+                "the program hit vkexit's limit of {} processes and threads {hits} time(s) (a fork bomb?); raise it with {}",
+                self.limit,
+                crate::support::env::MAX_PROCESSES
             ));
         }
         // Only a cgroup that emptied by itself is kept: once anything was killed
@@ -530,8 +520,8 @@ impl ChildSetup {
         }
     }
 
-    /// Runs in the forked child before exec: async-signal-safe only.
-    /// `in_cgroup`: the child was started inside the run's cgroup already.
+    /// Runs in the child before exec: async-signal-safe only. `in_cgroup`: `clone3` started
+    /// the child inside the run's cgroup already; else it was forked and moves itself in.
     ///
     /// # Safety
     /// Call only between fork and exec; the descriptors are those of
@@ -558,12 +548,12 @@ impl ChildSetup {
     }
 }
 
-impl Invocation {
-    fn start() -> Invocation {
+impl Parents {
+    fn start() -> Parents {
         let limit = max_processes();
         let mounts = find_mounts();
-        let name = invocation_name(std::process::id());
-        let mut inv = Invocation {
+        let name = parents_name(std::process::id());
+        let mut inv = Parents {
             limit,
             unified: None,
             pids: None,
@@ -616,7 +606,7 @@ impl Invocation {
 /// Removes this vkexit's own cgroups once no run is left; the next run
 /// makes them again.
 pub(crate) fn release() {
-    if let Some(inv) = invocation().take() {
+    if let Some(inv) = parents().take() {
         inv.remove();
     }
 }
@@ -631,7 +621,7 @@ pub(crate) fn kill_all_from_signal_handler() {
     }
 }
 
-/// Lets the pids controller reach the invocation's cgroup and, through it,
+/// Lets the pids controller reach this process's parent cgroup and, through it,
 /// the runs' cgroups. The root of a v2 hierarchy may take no processes of
 /// its own, so enabling a controller there is allowed.
 fn enable_pids(root: &Path, dir: &Path) -> bool {
@@ -721,7 +711,7 @@ fn remove_when_empty(dir: &Path) {
 }
 
 /// `vkexit-PID-NS`: NS, the pid namespace, says whose PID it is.
-fn invocation_name(pid: u32) -> String {
+fn parents_name(pid: u32) -> String {
     format!("{PREFIX}{pid}-{}", pid_namespace())
 }
 

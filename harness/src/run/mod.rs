@@ -25,12 +25,13 @@ use crate::host::loader::{self, VulkanUse};
 use crate::host::sanitizer::{self, Runtimes};
 use crate::host::validation;
 use crate::plan::{CaseCommand, Cell, Plan};
+use crate::support::env::{self, BadVariable, Environment};
 use crate::support::errors::{Error, Result};
 use capture::Capture;
 use hang::HangReport;
 use observed::{ProcessTree, RunEvidence, Termination, Validation, CRASH_FILE, TIMELINE_FILE};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, OnceLock};
 use std::time::Duration;
 use summaries::{TegraSummary, TraceSummary};
 
@@ -56,10 +57,35 @@ pub(crate) struct Options {
     pub(crate) echo: bool,
 }
 
-/// The preload's variable for the exit order (diagnostics/preload, `exit_order.rs`).
-pub(crate) const EXIT_ORDER_VAR: &str = "VKEXIT_EXIT_ORDER";
-/// The preload's variable for the thread-timing seed.
-pub(crate) const CHAOS_SEED_VAR: &str = "VKEXIT_CHAOS_SEED";
+/// What the run stage takes from vkexit's environment for the whole process, not for one
+/// execution: the limit of its runs' cgroups (one parent cgroup per process), how it starts
+/// runs, and whether it reaps orphans.
+#[derive(Debug, Clone)]
+pub(crate) struct Process {
+    pub(crate) max_processes: std::result::Result<u64, BadVariable>,
+    /// Ask to be the reaper of orphaned descendants.
+    pub(crate) subreaper: bool,
+    /// Start runs with `clone3` into their cgroup, where the kernel lets it.
+    pub(crate) clone3: bool,
+}
+
+impl Process {
+    pub(crate) fn of(env: &Environment) -> Process {
+        Process {
+            max_processes: env.max_processes.clone(),
+            subreaper: env.subreaper,
+            clone3: env.clone3,
+        }
+    }
+}
+
+static PROCESS: OnceLock<Process> = OnceLock::new();
+
+/// How this process makes runs: as `prepare_process` was given it; else (code that makes runs
+/// without a command, as unit tests do) as the environment says.
+pub(crate) fn process() -> &'static Process {
+    PROCESS.get_or_init(|| Process::of(Environment::get()))
+}
 
 /// A run the stage finished: everything it left, read back from its directory, and the
 /// facts around it that its verdict depends on.
@@ -137,9 +163,11 @@ enum Message {
 }
 
 /// What a process that makes runs does before anything else: refuse a process limit that
-/// would make every run an error, then take over Ctrl-C, so that nothing may be left behind.
-pub(crate) fn prepare_process() -> Result<()> {
-    cgroup::max_processes().map_err(Error::ProcessLimit)?;
+/// would make every run an error, keep `process` for every run of this process, then take over
+/// Ctrl-C, so that nothing may be left behind.
+pub(crate) fn prepare_process(process: Process) -> Result<()> {
+    process.max_processes.clone().map_err(Error::ProcessLimit)?;
+    let _ = PROCESS.set(process);
     interrupt::install().map_err(Error::SignalHandlers)
 }
 
@@ -164,11 +192,10 @@ pub(crate) fn execute(
         .iter()
         .map(|cell| sanitizer_runtimes(cell, options))
         .collect();
-    let options = &Options {
-        artifacts: root,
-        chain,
-        ..options.clone()
-    };
+    // The same options with the paths resolved here: assembled by the Invocation only.
+    let mut resolved = options.clone();
+    (resolved.artifacts, resolved.chain) = (root, chain);
+    let options = &resolved;
     // The runnable cells, each with what holds its runs apart; nothing per run is held
     // but its record.
     let runnable: Vec<usize> = (0..plan.cells.len())
@@ -179,18 +206,18 @@ pub(crate) fn execute(
         .iter()
         .map(|&i| schedule::Rule::of(&plan.cells[i]))
         .collect();
-    let judging = Judging::new(schedule::Schedule::new(rules, options.runs));
+    let answers = Answers::new(schedule::Schedule::new(rules, options.runs));
     let watch = shared_dir::Watch::default();
     let (tx, rx) = mpsc::channel::<Message>();
     std::thread::scope(|scope| {
         for worker in 0..options.jobs.max(1).min(total.max(1)) {
             let tx = tx.clone();
-            let (runnable, judging, sanitizers, watch) = (&runnable, &judging, &sanitizers, &watch);
+            let (runnable, answers, sanitizers, watch) = (&runnable, &answers, &sanitizers, &watch);
             scope.spawn(move || {
                 let mut slot = slot::Slot::new(&options.artifacts, worker);
                 // A slot frees: the next run starts as soon as every finished run is
                 // answered and the schedule lets one start, with no timer.
-                while let Some(taken) = judging.next() {
+                while let Some(taken) = answers.next() {
                     let cell = runnable[taken.cell];
                     let index = taken.index;
                     let runtimes = &sanitizers[cell];
@@ -200,12 +227,12 @@ pub(crate) fn execute(
                         run_one(plan, cell, index, options, runtimes, &mut slot);
                     watch.after(&plan.cells[cell], cell, index, options.runs, artifacts);
                     let (answer, keep) = mpsc::sync_channel(1);
-                    judging.sent();
+                    answers.sent();
                     if tx
                         .send(Message::Finished(Box::new(finished), answer))
                         .is_err()
                     {
-                        judging.judged(Flow::Stop);
+                        answers.done(Flow::Stop);
                         break;
                     }
                     // No answer (the caller is gone) removes the run.
@@ -223,7 +250,7 @@ pub(crate) fn execute(
         }
         drop(tx);
         // Whatever ends this loop, no worker waits on it any longer.
-        let _stop = judging.stop_on_drop();
+        let _stop = answers.stop_on_drop();
         for message in rx {
             match message {
                 Message::Finished(finished, answer) => {
@@ -233,14 +260,14 @@ pub(crate) fn execute(
                     let _ = answer.send(reply.keep);
                     // A kept run is done once it is stored.
                     match kept {
-                        true => judging.stop_if(reply.flow),
-                        false => judging.judged(reply.flow),
+                        true => answers.stop_if(reply.flow),
+                        false => answers.done(reply.flow),
                     }
                 }
                 Message::Stored(stored) => {
                     let cell = stored.cell;
                     let reply = on_event(&plan.cells[cell], Event::Stored(stored));
-                    judging.judged(reply.flow);
+                    answers.done(reply.flow);
                 }
             }
         }
@@ -252,14 +279,15 @@ pub(crate) fn execute(
     Ok(watch.written())
 }
 
-/// The runs sent by the workers that are not done yet (answered, and stored when kept),
+/// The caller's answers that starting runs waits for: the runs sent by the workers that are
+/// not done yet (answered, and stored when kept),
 /// whether the caller said to stop, and the schedule of the runs left. A run starts only once
 /// every finished run is done: without that, a worker could start its next run while the
 /// record of its last, failing one was still on its way, and "no run starts after the first
 /// failure" would hold only by luck, at any `-j`.
-struct Judging {
+struct Answers {
     state: std::sync::Mutex<State>,
-    judged: std::sync::Condvar,
+    answered: std::sync::Condvar,
 }
 
 struct State {
@@ -270,7 +298,7 @@ struct State {
 
 /// A run a worker took; the schedule hears of its end when this drops.
 struct Taken<'a> {
-    judging: &'a Judging,
+    answers: &'a Answers,
     /// The cell's place among the runnable cells.
     cell: usize,
     index: u32,
@@ -278,20 +306,20 @@ struct Taken<'a> {
 
 impl Drop for Taken<'_> {
     fn drop(&mut self) {
-        self.judging.lock().schedule.release(self.cell);
-        self.judging.judged.notify_all();
+        self.answers.lock().schedule.release(self.cell);
+        self.answers.answered.notify_all();
     }
 }
 
-impl Judging {
-    fn new(schedule: schedule::Schedule) -> Judging {
-        Judging {
+impl Answers {
+    fn new(schedule: schedule::Schedule) -> Answers {
+        Answers {
             state: std::sync::Mutex::new(State {
                 undone: 0,
                 stop: false,
                 schedule,
             }),
-            judged: std::sync::Condvar::new(),
+            answered: std::sync::Condvar::new(),
         }
     }
 
@@ -310,13 +338,13 @@ impl Judging {
             if state.undone == 0 {
                 if let Some((cell, index)) = state.schedule.take() {
                     return Some(Taken {
-                        judging: self,
+                        answers: self,
                         cell,
                         index,
                     });
                 }
             }
-            state = self.judged.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = self.answered.wait(state).unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -329,24 +357,24 @@ impl Judging {
     fn stop_if(&self, flow: Flow) {
         if flow == Flow::Stop {
             self.lock().stop = true;
-            self.judged.notify_all();
+            self.answered.notify_all();
         }
     }
 
     /// A run is done, or will never be.
-    fn judged(&self, flow: Flow) {
+    fn done(&self, flow: Flow) {
         let mut state = self.lock();
         state.undone = state.undone.saturating_sub(1);
         state.stop |= flow == Flow::Stop;
-        self.judged.notify_all();
+        self.answered.notify_all();
     }
 
     fn stop_on_drop(&self) -> impl Drop + '_ {
-        struct Stop<'a>(&'a Judging);
+        struct Stop<'a>(&'a Answers);
         impl Drop for Stop<'_> {
             fn drop(&mut self) {
                 self.0.lock().stop = true;
-                self.0.judged.notify_all();
+                self.0.answered.notify_all();
             }
         }
         Stop(self)
@@ -580,8 +608,8 @@ fn prepare_run_dir(dir: &Path, validation: bool) -> std::io::Result<()> {
         .mode(0o700)
         .create(dir.join("xdg-runtime"))?;
     if validation {
-        let text = validation::settings_text(&dir.join(validation::LOG_FILE));
-        std::fs::write(dir.join(validation::SETTINGS_FILE), text)?;
+        let text = validation::settings_text(&dir.join(vkexit_evidence::files::VALIDATION_LOG));
+        std::fs::write(dir.join(vkexit_evidence::files::LAYER_SETTINGS), text)?;
     }
     Ok(())
 }
@@ -628,10 +656,10 @@ fn command_spec(
             env_set.push(("ASAN_OPTIONS".into(), asan));
         }
         if let Some(order) = &options.exit_order {
-            env_set.push((EXIT_ORDER_VAR.into(), order.clone()));
+            env_set.push((env::EXIT_ORDER.into(), order.clone()));
         }
         if let Some(seed) = options.chaos_seed {
-            env_set.push((CHAOS_SEED_VAR.into(), seed.to_string()));
+            env_set.push((env::CHAOS_SEED.into(), seed.to_string()));
         }
     }
     let env_remove: Vec<String> = std::env::vars_os()
@@ -646,7 +674,7 @@ fn command_spec(
     let (program, args) = match &cell.command {
         CaseCommand::Scenario(binary) => {
             if let Some(refrt) = &plan.helpers.refrt {
-                env_set.push(("VKEXIT_REFRT_LIB".into(), refrt.display().to_string()));
+                env_set.push((env::REFRT_LIB.into(), refrt.display().to_string()));
             }
             (
                 binary.clone(),
@@ -752,7 +780,7 @@ fn diagnostics_env(
     if !time_destructors {
         // Wrapping thousands of C++ static destructors costs tens of ms at
         // exit, enough to change the outcome of exit-time races.
-        env.push(("VKEXIT_TIMELINE_HANDLERS".into(), "atexit".into()));
+        env.push((env::TIMELINE_HANDLERS.into(), "atexit".into()));
     }
     env
 }
@@ -760,7 +788,7 @@ fn diagnostics_env(
 /// A missing or unreadable file reads as a layer that never loaded: the
 /// classifier then refuses to call the run a pass.
 fn read_trace(dir: &Path) -> TraceSummary {
-    std::fs::File::open(dir.join(layers::TRACE_FILE))
+    std::fs::File::open(dir.join(vkexit_evidence::files::TRACE.name))
         .and_then(summaries::read_trace)
         .unwrap_or_default()
 }
@@ -782,7 +810,7 @@ pub(super) fn crash_story(dir: &Path, crashes: &summaries::CrashSummary) -> Opti
 }
 
 fn read_tegra(dir: &Path) -> TegraSummary {
-    std::fs::File::open(dir.join(layers::TEGRA_FILE))
+    std::fs::File::open(dir.join(vkexit_evidence::files::TEGRA.name))
         .and_then(summaries::read_tegra)
         .unwrap_or_default()
 }
@@ -830,7 +858,7 @@ fn write_evidence(
     stderr.write_to(std::io::BufWriter::new(std::fs::File::create(
         dir.join("stderr.txt"),
     )?))?;
-    crate::support::util::write_atomically(&dir.join("result.json"), result.as_bytes())
+    crate::support::output::write_atomically(&dir.join("result.json"), result.as_bytes())
 }
 
 #[cfg(test)]

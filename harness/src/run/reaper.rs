@@ -21,8 +21,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-pub const TOKEN_VAR: &str = "VKEXIT_RUN_TOKEN";
-
 struct State {
     /// Tokens of runs whose program may still be running.
     active: BTreeSet<String>,
@@ -50,14 +48,11 @@ fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Set to 1, vkexit does not ask to be the reaper of orphans, as where the system refuses it
-/// (qemu-user answers EINVAL): for the tests of what vkexit says then.
-pub const NO_SUBREAPER_VAR: &str = "VKEXIT_NO_SUBREAPER";
-
-/// Makes this process the reaper of its orphaned descendants; whether it is. Where it is not,
-/// a detached process that dies of a signal without a crash record goes unseen.
+/// Makes this process the reaper of its orphaned descendants, unless it was prepared not to ask
+/// (`run::Process::subreaper`); whether it is. Where it is not, a detached process that dies of
+/// a signal without a crash record goes unseen.
 pub fn become_subreaper() -> bool {
-    if std::env::var(NO_SUBREAPER_VAR).is_ok_and(|v| v == "1") {
+    if !super::process().subreaper {
         return false;
     }
     // SAFETY: prctl with an integer argument; affects this process only.
@@ -305,7 +300,7 @@ fn our_children() -> Vec<libc::pid_t> {
 
 fn run_token(pid: libc::pid_t) -> Option<String> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let prefix = format!("{TOKEN_VAR}=");
+    let prefix = format!("{}=", crate::support::env::RUN_TOKEN);
     environ
         .split(|&b| b == 0)
         .find_map(|entry| entry.strip_prefix(prefix.as_bytes()))

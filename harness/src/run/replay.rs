@@ -21,7 +21,7 @@ const OUT: &str = "\"$out\"";
 /// there; the run was made in `slot`, which its settings file still names.
 pub(crate) fn write(dir: &Path, slot: &Path, spec: &CommandSpec) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let settings = std::fs::read_to_string(dir.join(crate::host::validation::SETTINGS_FILE))
+    let settings = std::fs::read_to_string(dir.join(vkexit_evidence::files::LAYER_SETTINGS))
         .ok()
         .map(|text| {
             let (slot, dir) = (slot.display(), dir.display());
@@ -56,7 +56,7 @@ fn script(dir: &Path, spec: &CommandSpec, settings: Option<&str>) -> String {
          mkdir -p -m 700 \"$out/home\" \"$out/xdg-runtime\"\n",
     );
     if let Some(settings) = settings {
-        let file = format!("{dir}/{}", crate::host::validation::SETTINGS_FILE);
+        let file = format!("{dir}/{}", vkexit_evidence::files::LAYER_SETTINGS);
         text.push_str("printf '%s\\n'");
         for line in settings.lines() {
             text.push_str(" \\\n    ");
@@ -84,7 +84,7 @@ fn script(dir: &Path, spec: &CommandSpec, settings: Option<&str>) -> String {
          cat {OUT}/{logs}/*.log > {OUT}/{log_file} 2>/dev/null\n\
          exit $status\n",
         logs = vkexit_evidence::validation_logs::DIR,
-        log_file = crate::host::validation::LOG_FILE
+        log_file = vkexit_evidence::files::VALIDATION_LOG
     ));
     text
 }

@@ -20,7 +20,11 @@ use std::path::{Path, PathBuf};
 pub const SLOTS_DIR: &str = ".slots";
 
 /// What a run directory holds before the run; everything else is the run's.
-const KEPT: [&str; 3] = ["home", "xdg-runtime", validation::SETTINGS_FILE];
+const KEPT: [&str; 3] = [
+    "home",
+    "xdg-runtime",
+    vkexit_evidence::files::LAYER_SETTINGS,
+];
 
 pub struct Slot {
     worker: usize,
@@ -107,8 +111,9 @@ impl Slot {
         private_dir(&self.dir.join("home"), false)?;
         private_dir(&self.dir.join("xdg-runtime"), false)?;
         if validation {
-            let text = validation::settings_text(&self.dir.join(validation::LOG_FILE));
-            std::fs::write(self.dir.join(validation::SETTINGS_FILE), text)?;
+            let text =
+                validation::settings_text(&self.dir.join(vkexit_evidence::files::VALIDATION_LOG));
+            std::fs::write(self.dir.join(vkexit_evidence::files::LAYER_SETTINGS), text)?;
         }
         self.ready = Some(validation);
         Ok(())
@@ -154,7 +159,8 @@ impl Slot {
             // The crash report's file, opened by every run's preload and written only when a
             // process crashes: kept while empty, the next run opens it instead of making it.
             let empty_crash_file = || {
-                name == super::observed::CRASH_FILE && entry.metadata().is_ok_and(|m| m.len() == 0)
+                name == vkexit_evidence::files::CRASH.name
+                    && entry.metadata().is_ok_and(|m| m.len() == 0)
             };
             match (kept, is_dir) {
                 (false, false) if empty_crash_file() => {}
@@ -211,15 +217,15 @@ mod tests {
         let mut slot = Slot::new(root.path(), 0);
         slot.prepare(true).unwrap();
         let dir = slot.dir().to_path_buf();
-        let settings = dir.join(validation::SETTINGS_FILE);
+        let settings = dir.join(vkexit_evidence::files::LAYER_SETTINGS);
         assert!(std::fs::read_to_string(&settings)
             .unwrap()
             .contains("validation.log"));
-        std::fs::write(dir.join(validation::LOG_FILE), "x").unwrap();
+        std::fs::write(dir.join(vkexit_evidence::files::VALIDATION_LOG), "x").unwrap();
         std::fs::create_dir_all(dir.join("home/.cache/mesa")).unwrap();
         std::fs::write(dir.join("home/.cache/mesa/x"), "x").unwrap();
         std::fs::create_dir(dir.join("left")).unwrap();
-        std::fs::write(dir.join(crate::explain::CRASH_FILE), "").unwrap();
+        std::fs::write(dir.join(vkexit_evidence::files::CRASH.name), "").unwrap();
         slot.clean();
         slot.prepare(true).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -227,21 +233,21 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        let empty_crash_file = crate::explain::CRASH_FILE;
+        let empty_crash_file = vkexit_evidence::files::CRASH.name;
         assert_eq!(
             names,
             [
                 empty_crash_file,
                 "home",
-                validation::SETTINGS_FILE,
+                vkexit_evidence::files::LAYER_SETTINGS,
                 "xdg-runtime"
             ]
         );
         assert_eq!(std::fs::read_dir(dir.join("home")).unwrap().count(), 0);
         // One that holds a crash goes.
-        std::fs::write(dir.join(crate::explain::CRASH_FILE), "{}\n").unwrap();
+        std::fs::write(dir.join(vkexit_evidence::files::CRASH.name), "{}\n").unwrap();
         slot.clean();
-        assert!(!dir.join(crate::explain::CRASH_FILE).exists());
+        assert!(!dir.join(vkexit_evidence::files::CRASH.name).exists());
     }
 
     #[test]

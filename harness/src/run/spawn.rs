@@ -20,20 +20,16 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
 
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
 /// Set once `clone3` answered ENOSYS: it will not be asked again.
 static CLONE3_MISSING: AtomicBool = AtomicBool::new(false);
 
-/// Whether to try `clone3` at all: not after ENOSYS, nor when the variable
-/// that forces the fork path is set (read once).
+/// Whether to try `clone3` at all: not after ENOSYS, nor when this process was prepared to
+/// take the fork path (`run::Process::clone3`).
 fn try_clone3() -> bool {
-    static FORCED_OFF: OnceLock<bool> = OnceLock::new();
-    let off = *FORCED_OFF
-        .get_or_init(|| std::env::var_os("VKEXIT_SPAWN_WITHOUT_CLONE3").is_some_and(|v| v == "1"));
-    !off && !CLONE3_MISSING.load(Ordering::Relaxed)
+    super::process().clone3 && !CLONE3_MISSING.load(Ordering::Relaxed)
 }
 
 /// `struct clone_args` of Linux 5.7 (CLONE_ARGS_SIZE_VER2).

@@ -49,7 +49,7 @@ pub struct Ended {
 
 /// `spec` made ready for [`run_prepared`], as many times as it runs.
 pub fn prepare(spec: &CommandSpec) -> std::io::Result<super::spawn::Prepared> {
-    super::spawn::Prepared::new(spec, &[super::reaper::TOKEN_VAR])
+    super::spawn::Prepared::new(spec, &[crate::support::env::RUN_TOKEN])
 }
 
 /// As [`run`], with `spec` prepared by [`prepare`], in the cgroup of the
@@ -79,7 +79,7 @@ pub fn run_prepared(
         Ok(b) => b,
         Err(reason) => return not_started(reason),
     };
-    let extra_env = [(super::reaper::TOKEN_VAR, token.as_str())];
+    let extra_env = [(crate::support::env::RUN_TOKEN, token.as_str())];
     let prepared = match prepared {
         Ok(p) => p,
         Err(e) => return not_started(format!("{}: {e}", spec.program.display())),

@@ -54,7 +54,7 @@ pub enum Error {
 
     /// The limit on a run's processes (`VKEXIT_MAX_PROCESSES`) is not one: every run would fail.
     #[error("{0}")]
-    ProcessLimit(String),
+    ProcessLimit(crate::support::env::BadVariable),
 
     /// vkexit cannot take over Ctrl-C and SIGTERM, so a stopped vkexit could leave runs behind.
     #[error("cannot install signal handlers: {0}")]

@@ -1,6 +1,8 @@
-//! Small helpers any stage may use: errors, atomic writes, globs, TOML files with line
-//! numbers, statistics, the terminal's width.
+//! Small helpers any stage may use: errors, vkexit's own environment variables (env.rs, their
+//! one reader), atomic writes, globs, TOML files with line numbers, statistics, the terminal's
+//! width.
 
+pub mod env;
 pub mod errors;
 pub mod glob;
 pub mod lock;

@@ -1,8 +1,6 @@
 //! Small helpers the engine's modules share, kept apart so that none of
 //! them imports another for them.
 
-pub use super::output::write_atomically;
-
 /// `SIGSEGV` for 11; `SIG99` for a number that names no signal.
 pub fn signal_name(signal: i32) -> String {
     match nix::sys::signal::Signal::try_from(signal) {

@@ -45,6 +45,7 @@ fn main() {
                 live_buffers,
                 silent_messenger,
                 disable_validation,
+                options.layer_settings,
             ),
             keep,
         )),

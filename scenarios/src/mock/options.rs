@@ -32,6 +32,10 @@ options, in the order they take effect:
   --disable-validation           create the VkInstance with VkValidationFeaturesEXT disabling
                                  every check (DISABLE_ALL), as an application that turns
                                  validation off itself does
+  --layer-settings               chain a VkLayerSettingsCreateInfoEXT (no setting) into
+                                 VkInstanceCreateInfo, as ggml does: a validation layer older
+                                 than its header (1.3.268) reports
+                                 VUID-VkInstanceCreateInfo-pNext-pNext
   --overlapping-instance         while the first instance and device are alive, create and
                                  destroy a second VkInstance (the layer opens its log again)
   --leaking-child                while the first instance and device are alive, start a copy of
@@ -127,6 +131,8 @@ pub struct MockOptions {
     pub quiet: bool,
     /// A crashing copy of mock to start (and ignore) after the Vulkan teardown.
     pub crashing_child: Option<CrashingChild>,
+    /// Chain a VkLayerSettingsCreateInfoEXT into the instance's `pNext` (`--layer-settings`).
+    pub layer_settings: bool,
     /// A second instance while the first is alive (`--overlapping-instance`).
     pub overlapping_instance: bool,
     /// A copy of mock that leaks a VkBuffer while this one's instance is alive (`--leaking-child`).
@@ -219,6 +225,7 @@ impl MockOptions {
             invalid_device_at_exit: false,
             quiet: false,
             crashing_child: None,
+            layer_settings: false,
             overlapping_instance: false,
             leaking_child: false,
             second_instance: false,
@@ -256,6 +263,7 @@ impl MockOptions {
                 "--crash-probability" => {
                     options.crash_probability = Some(probability(&mut cursor)?)
                 }
+                "--layer-settings" => options.layer_settings = true,
                 "--overlapping-instance" => options.overlapping_instance = true,
                 "--leaking-child" => options.leaking_child = true,
                 "--second-instance" => options.second_instance = true,
@@ -296,6 +304,9 @@ impl MockOptions {
                 disable_validation,
             },
         };
+        if no_vulkan && options.layer_settings {
+            return Err(conflict("--no-vulkan", "--layer-settings"));
+        }
         if no_vulkan && options.overlapping_instance {
             return Err(conflict("--no-vulkan", "--overlapping-instance"));
         }
@@ -478,6 +489,7 @@ mod tests {
             ["--no-vulkan", "--vuids=2"],
             ["--no-vulkan", "--keep-vulkan"],
             ["--no-vulkan", "--silent-messenger"],
+            ["--no-vulkan", "--layer-settings"],
             ["--vuid", "--keep-vulkan"],
             ["--vuids=2", "--keep-vulkan"],
             ["--vuid", "--vuids=2"],

@@ -30,12 +30,14 @@ impl MockVulkan {
     /// Creates an instance and a device on physical device `index`, then `live_buffers` buffers
     /// that are never destroyed; with `silent_messenger`, a debug messenger that swallows every
     /// message; with `disable_validation`, the instance asks the validation layer to check
-    /// nothing. Failure ends the mock as a failed setup.
+    /// nothing; with `layer_settings`, an empty VkLayerSettingsCreateInfoEXT is chained into the
+    /// instance's `pNext`. Failure ends the mock as a failed setup.
     pub fn create(
         index: u32,
         live_buffers: u32,
         silent_messenger: bool,
         disable_validation: bool,
+        layer_settings: bool,
     ) -> MockVulkan {
         step!("load the Vulkan loader");
         // SAFETY: loads libvulkan.so.1 with dlopen; its initialisers are the loader's own.
@@ -64,8 +66,13 @@ impl MockVulkan {
             );
             info = info.push_next(&mut features);
         }
-        // SAFETY: `info`, the `app`, the extension names and the features it points to outlive
-        // the call.
+        let mut settings = vk::LayerSettingsCreateInfoEXT::default();
+        if layer_settings {
+            step!("chain VkLayerSettingsCreateInfoEXT (no setting) into VkInstanceCreateInfo");
+            info = info.push_next(&mut settings);
+        }
+        // SAFETY: `info`, the `app`, the extension names, the features and the settings it points
+        // to outlive the call.
         let instance = unsafe { entry.create_instance(&info, None) }
             .unwrap_or_else(|err| vk_failed("vkCreateInstance", err));
         let messenger = silent_messenger.then(|| create_silent_messenger(&entry, &instance));

@@ -88,8 +88,8 @@ fn time(
     command.env_remove("LD_PRELOAD");
     if let Some(chain) = chain {
         // Evidence files of a few MB each: one per try, removed after it.
-        let _ = std::fs::remove_file(dir.join(layers::TRACE_FILE));
-        let _ = std::fs::remove_file(dir.join(layers::TEGRA_FILE));
+        let _ = std::fs::remove_file(dir.join(vkexit_evidence::files::TRACE.name));
+        let _ = std::fs::remove_file(dir.join(vkexit_evidence::files::TEGRA.name));
         command.envs(chain.env(dir));
     }
     let output = command
@@ -111,7 +111,7 @@ fn time(
     .map(figure);
     match (output.status.success(), figures) {
         (true, [Some(t), Some(u), Some(tc), Some(uc)]) => {
-            let _ = std::fs::remove_file(dir.join(layers::TRACE_FILE));
+            let _ = std::fs::remove_file(dir.join(vkexit_evidence::files::TRACE.name));
             Ok([t, u, tc, uc])
         }
         _ => Err(Error::BenchProgram {

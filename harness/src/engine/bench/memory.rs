@@ -2,6 +2,7 @@
 //! (`bench --rss-child`), which then reports its own peak resident set: the peak of vkexit
 //! alone, not of the driver probe or the runs it spawned.
 
+use crate::engine::invocation::{Own, Request, Resolved, Settings};
 use crate::support::errors::{Error, Result};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -151,23 +152,27 @@ pub fn child(spec_file: &Path) -> Result<bool> {
         path: spec_file.to_path_buf(),
         source,
     })?;
-    crate::run::prepare_process()?;
-    let mut matrix = crate::plan::matrix::Matrix::default();
-    matrix.apply(crate::plan::matrix::Overrides {
-        drivers: vec![spec.driver.clone()],
-        command: vec!["/bin/true".into()],
-        runs: Some(spec.runs),
-        jobs: Some(spec.jobs),
-        no_validation: true,
-        ..Default::default()
+    let resolved = Resolved::new(Request {
+        config: None,
+        suites: Vec::new(),
+        overrides: crate::plan::matrix::Overrides {
+            drivers: vec![spec.driver.clone()],
+            command: vec!["/bin/true".into()],
+            runs: Some(spec.runs),
+            jobs: Some(spec.jobs),
+            no_validation: true,
+            ..Default::default()
+        },
+        baselines: Vec::new(),
+        outputs: crate::report::Outputs::default(),
+        allow_no_runs: false,
+        settings: Settings {
+            diagnostics: spec.diagnostics,
+            ..Settings::new(spec.artifacts.clone())
+        },
+        own_artifacts: Own::BeforePlanning,
     })?;
-    let baseline = crate::judge::Baseline::default();
-    let settings = crate::engine::invocation::Settings {
-        diagnostics: spec.diagnostics,
-        ..crate::engine::invocation::Settings::new(spec.artifacts.clone())
-    };
-    let _owner = crate::support::lock::ArtifactsLock::take(&spec.artifacts)?;
-    let invocation = crate::engine::invocation::Invocation::new(&matrix, &baseline, settings)?;
+    let invocation = resolved.invocation()?;
     let green = crate::engine::gate::run(&invocation, &mut [])?.is_green();
     // SAFETY: getrusage writes into the zeroed struct it is given.
     let kb = unsafe {
