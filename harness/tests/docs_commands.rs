@@ -132,6 +132,12 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
         "CI runs trixie and sid; the argument picks one",
     ),
     (
+        "ci/stacks.sh --wheel",
+        "ci/test.sh",
+        "|| ci/stacks.sh",
+        "CI runs the wheel's check after the stacks; --wheel runs it alone",
+    ),
+    (
         "VKEXIT_STACK_RUNS=20 ci/stacks.sh",
         "ci/test.sh",
         "|| ci/stacks.sh",
