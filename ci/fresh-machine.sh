@@ -79,7 +79,7 @@ env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 XDG_RUNTIME_DI
     bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
     --bind /sys/fs/cgroup /sys/fs/cgroup --ro-bind /etc/resolv.conf /etc/resolv.conf \
     --perms 1777 --tmpfs /tmp --tmpfs /run --perms 0700 --dir /run/user/0 "${ca[@]}" --chdir /root/vkexit \
-    sh -c 'ci/setup.sh && cargo run --release -- run' 2>&1 |
+    bash -c 'ci/setup.sh && cargo run --release -- run; code=$?; times >/tmp/times; echo "cpu: $(tail -n 1 /tmp/times)"; exit $code' 2>&1 |
     while IFS= read -r line; do printf '%4d s  %s\n' $((SECONDS - start)) "$line"; done >"$log" || code=$?
 took=$((SECONDS - start))
 
@@ -93,6 +93,7 @@ summary="$out/summary.md"
     echo "- build done: $(at '  *Finished `release`')"
     echo "- first table: $(at '  (pass|expected-fail|unexpected-pass|fail|flaky|error|skipped) +[0-9]+ runs ')"
     echo "- the whole command: $took s, exit $code: $(grep -E '  [0-9]+ cells, ' "$log" | tail -n 1 | cut -c9-)"
+    echo "- CPU time of the command (user, system): $(sed -n 's/^ *[0-9]* s  cpu: //p' "$log")"
     echo "- log: $log"
     echo "- $(nproc) cores, load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$summary"

@@ -272,6 +272,10 @@ const NOT_RUN: &[(&str, &str)] = &[
         "it is CI itself: formatting, clippy and every test, this one included",
     ),
     (
+        "ci/fresh-machine.sh",
+        "a whole build from nothing in a new Debian 12 root, twenty minutes on 2 cores: run by hand, timed in docs/stacks.md",
+    ),
+    (
         "./vkexit run --config share/matrix/default.toml --driver \
          /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json --runs 20 -j 14 --json nvidia-h200.json",
         "it needs the NVIDIA H200; its results are ci/results/nvidia-h200.json, which \
