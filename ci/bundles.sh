@@ -15,6 +15,7 @@
 # Environment:
 #   VKEXIT_GLIBC_FLOOR   the glibc to link against and to check (default 2.31)
 #   VKEXIT_BUNDLE_OUT    where the tarballs go (default target/bundles)
+#   CARGO_TARGET_DIR     where the builds go (default target; aarch64's in its debian-rust/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -33,18 +34,19 @@ mkdir -p "$out"
 
 # The host's vkexit packs the bundles: it reads every ELF file of them against the floor.
 cargo build --release --locked -p vkexit
-host="${CARGO_TARGET_DIR:-target}/release/vkexit"
+target="${CARGO_TARGET_DIR:-$repo/target}"
+host="$target/release/vkexit"
 for arch in "${arches[@]}"; do
     triple="$arch-unknown-linux-gnu"
     case "$arch" in
-        x86_64) path="$tools:$PATH" dir="$repo/target" ;;
+        x86_64) path="$tools:$PATH" dir="$target" ;;
         aarch64)
             [ -d /usr/lib/rustlib/aarch64-unknown-linux-gnu/lib ] && [ -x /usr/bin/cargo ] || {
                 echo "ci/bundles.sh: Debian's Rust with its aarch64 standard library is missing: run ci/setup.sh --cross" >&2
                 exit 2
             }
             # That compiler's artifacts apart from the default toolchain's.
-            path="$tools:/usr/bin:/bin" dir="$repo/target/debian-rust"
+            path="$tools:/usr/bin:/bin" dir="$target/debian-rust"
             ;;
         *) echo "ci/bundles.sh: unknown architecture $arch (expected x86_64 or aarch64)" >&2; exit 2 ;;
     esac

@@ -10,7 +10,9 @@
 #     `--emulate tegra` (whose layer, linked by zig, is the one the Jetson gets);
 #   - the meta-suite: its checker (harness/tests/meta_suite.rs) runs here, on this machine,
 #     with the vkexit it starts being the bundle's, entered into the root; it reads the results
-#     and run directories the runs left and counts every false pass and false failure.
+#     and run directories the runs left and counts every false pass and false failure. The
+#     mock it runs is not in the bundle: it comes from the build the bundle was made of (the
+#     helpers' nested build in ci/bundles.sh's target directory, CARGO_TARGET_DIR or target).
 #
 #   ci/cross-stacks.sh [STACK...]      # default: bullseye bookworm-arm64 bullseye-arm64
 #
@@ -30,6 +32,7 @@ cache="${VKEXIT_STACK_CACHE:-$HOME/.cache/vkexit/stacks}"
 out="${VKEXIT_STACK_OUT:-$repo/target/stacks}"
 gate="${VKEXIT_STACK_GATE:-1}"
 bundles="${VKEXIT_BUNDLE_OUT:-$repo/target/bundles}"
+target="${CARGO_TARGET_DIR:-$repo/target}"
 meta="${VKEXIT_CROSS_META:-1}"
 stacks=("$@")
 [ ${#stacks[@]} -gt 0 ] || stacks=(bullseye bookworm-arm64 bullseye-arm64)
@@ -162,11 +165,20 @@ print(all(c["verdict"] == "error" and "itself, not through the Vulkan loader" in
 
     [ "$meta" = 1 ] || continue
     # The checker runs here; the vkexit it starts (CARGO_BIN_EXE_vkexit, read by the test kit) is
-    # the bundle's, in the root, beside the bundle's own mock and scenarios.
+    # the bundle's, in the root. Beside it, what the checker looks for there: the mock, the
+    # scenarios and refrt of this architecture, as ci/bundles.sh's build of the bundle's vkexit
+    # built them (harness/build.rs's nested build; the bundle's vkexit carries the same).
+    case "$arch" in
+        x86_64) built="$target/$arch-unknown-linux-gnu" ;;
+        aarch64) built="$target/debian-rust/$arch-unknown-linux-gnu" ;;
+    esac
+    built="$built/vkexit-helpers/$arch-unknown-linux-gnu/release"
     shim="$dir/shim"
     mkdir -p "$shim"
-    for f in "$dir"/bundle/vkexit-*/bin/*; do ln -sf "$f" "$shim/"; done
-    rm -f "$shim/vkexit"
+    cp "$built/mock" "$built/clean-exit" "$built/libvkexit_refrt.so" "$shim/" || {
+        failed+=("$stack: no $arch mock beside the bundle's build in $built (run ci/bundles.sh)")
+        continue
+    }
     cat >"$shim/vkexit" <<EOF
 #!/bin/sh
 exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \

@@ -41,6 +41,7 @@ tools=target/cross-tools
 if [ ! -x "$tools/bin/cargo-zigbuild" ]; then
     cargo=cargo
     cargo --version 2>/dev/null | grep -qE '^cargo 1\.(8[89]|9[0-9]|[1-9][0-9]{2})' || cargo=/usr/bin/cargo
-    "$cargo" install --locked --root "$tools" cargo-zigbuild@0.24.1
+    # In a directory of its own: a tool, not the workspace's build (nor its lock).
+    env -u CARGO_TARGET_DIR "$cargo" install --locked --root "$tools" cargo-zigbuild@0.24.1
 fi
 echo "setup --cross: ready ($("$tools/bin/cargo-zigbuild" --version), zig $("$tools/bin/python" -m ziglang version), $(/usr/bin/rustc --version))"

@@ -9,8 +9,17 @@
 #   - where the root's glibc runs Debian sid's ggml (2.43: sid) and the runtime cache holds it
 #     (ci/setup-runtimes.sh), ci/matrix/ggml-sid.toml on ggml 0.27 must be green against
 #     ci/baselines/real-runtimes.toml.
+# And the wheel on Debian 12: in a bookworm root that holds Debian's loader, lavapipe, the
+# validation layer and python3-venv (no Rust, nothing of the build), the wheel ci/wheel.sh left in
+# target/wheels is installed with pip into a new virtual environment, offline; from there
+# `vkexit doctor` must say ready and the built-in matrix must be green against the built-in
+# baseline.
 #
-#   ci/stacks.sh [--roots-only] [SUITE...]      # default suites: trixie sid
+#   ci/stacks.sh [--roots-only] [--wheel] [SUITE...]
+#
+# With no suite and no --wheel: trixie and sid, then the wheel; --wheel alone: the wheel alone.
+# Without a wheel in target/wheels the wheel's check is SKIPPED, a failure when VKEXIT_TEST_SKIP=fail
+# (as ci/test.sh runs it, after ci/setup-tests.sh built the wheel).
 #
 # Environment:
 #   VKEXIT_STACK_CACHE   where the roots live (default ~/.cache/vkexit/stacks)
@@ -37,17 +46,24 @@ runtimes="${VKEXIT_RUNTIME_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vkexit/runtime
 ggml_debian_glibc=2.43
 mirror="${VKEXIT_STACK_MIRROR:-http://deb.debian.org/debian}"
 packages="libvulkan1,mesa-vulkan-drivers,vulkan-validationlayers,python3"
+# The root the wheel is installed in: Debian 12 with what a Python user has, python3-venv.
+wheel_suite=bookworm
 
 roots_only=0
+wheel=0
 suites=()
 for arg in "$@"; do
     case "$arg" in
         --roots-only) roots_only=1 ;;
-        -*) echo "ci/stacks.sh: unknown flag $arg (expected --roots-only or suite names)" >&2; exit 2 ;;
+        --wheel) wheel=1 ;;
+        -*) echo "ci/stacks.sh: unknown flag $arg (expected --roots-only, --wheel or suite names)" >&2; exit 2 ;;
         *) suites+=("$arg") ;;
     esac
 done
-[ ${#suites[@]} -gt 0 ] || suites=(trixie sid)
+if [ ${#suites[@]} -eq 0 ] && [ "$wheel" -eq 0 ]; then
+    suites=(trixie sid)
+    wheel=1
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "ci/stacks.sh: needs root (debootstrap builds the roots, bwrap enters them)" >&2
@@ -61,39 +77,132 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# What a root holds: Debian's Vulkan stack and Python; the wheel's also python3-venv.
+packages_of() {
+    case "$1" in
+        "$wheel_suite") echo "$packages,python3-venv" ;;
+        *) echo "$packages" ;;
+    esac
+}
+
 # One root per suite, rebuilt only when the package list changes. A root that was being built
 # when the script stopped is thrown away, never reused half-made.
 # A suite name may end in an architecture (`bullseye-arm64`): that root is debootstrapped for it
 # and its programs run through qemu-user (binfmt_misc; ci/cross-stacks.sh registers it).
 build_root() {
-    local suite=${1%-arm64} root="$cache/$1" arch=()
+    local suite=${1%-arm64} root="$cache/$1" arch=() want
+    want=$(packages_of "$1")
     [ "$1" = "$suite" ] || arch=(--arch=arm64)
-    if [ -f "$root/.vkexit-stack" ] && [ "$(cat "$root/.vkexit-stack")" = "$packages" ]; then
+    if [ -f "$root/.vkexit-stack" ] && [ "$(cat "$root/.vkexit-stack")" = "$want" ]; then
         return
     fi
     echo "stacks: building the $1 root in $root (debootstrap, about a minute)" >&2
     mkdir -p "$cache"
     rm -rf "$root" "$root.partial"
-    debootstrap "${arch[@]}" --variant=minbase --include="$packages" "$suite" "$root.partial" "$mirror" \
+    debootstrap "${arch[@]}" --variant=minbase --include="$want" "$suite" "$root.partial" "$mirror" \
         >"$cache/$1.debootstrap.log" 2>&1 || {
         echo "stacks: debootstrap $1 failed; the end of $cache/$1.debootstrap.log:" >&2
         tail -n 20 "$cache/$1.debootstrap.log" >&2
         return 1
     }
     rm -rf "$root.partial/var/cache/apt/archives"/*.deb
-    echo "$packages" >"$root.partial/.vkexit-stack"
+    echo "$want" >"$root.partial/.vkexit-stack"
     mv "$root.partial" "$root"
 }
 
 for suite in "${suites[@]}"; do
     build_root "$suite"
 done
+[ "$wheel" -eq 0 ] || build_root "$wheel_suite"
 [ "$roots_only" -eq 0 ] || exit 0
+
+# Runs a command inside a root as root, with /proc, /dev and /sys, a private /tmp, and no
+# variable of this environment (the host's Vulkan settings must not leak in), DIR at /out; the
+# array `mounts` adds what the command needs of this machine. The cgroup file system stays
+# writable, as on a machine of that distribution: vkexit gives each run a cgroup of its own
+# there, which is how it ties a dead detached process to its run.
+mounts=()
+enter() {
+    local root=$1 dir=$2
+    shift 2
+    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 XDG_RUNTIME_DIR=/run/user/0 \
+        bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys --bind /sys/fs/cgroup /sys/fs/cgroup \
+        --tmpfs /tmp --tmpfs /run --perms 0700 --dir /run/user/0 --bind "$dir" /out "${mounts[@]}" \
+        --chdir /out "$@"
+}
+
+# What each stack versions: the packages of its Vulkan stack.
+versions_of() {
+    chroot "$1" dpkg-query -W -f '${Package} ${Version}\n' \
+        libc6 libvulkan1 mesa-vulkan-drivers vulkan-validationlayers | tr '\n' ',' | sed 's/,$//; s/,/, /g'
+}
+
+failed=()
+mkdir -p "$out"
+summary="$out/summary.md"
+: >"$summary"
+
+# Milliseconds since the epoch, for the wheel's figures.
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+seconds_since() { awk -v a="$1" -v b="$(now_ms)" 'BEGIN { printf "%.1f s", (b - a) / 1000 }'; }
+
+# The wheel as a Python user on Debian 12 gets it: pip, a new virtual environment, then vkexit.
+check_wheel() {
+    local root="$cache/$wheel_suite" dir="$out/wheel" whl code start
+    whl=$(ls -t "$repo"/target/wheels/vkexit-*_"$(uname -m)".whl 2>/dev/null | head -n 1)
+    printf '## the wheel on Debian 12 (%s)\n\n' "$wheel_suite" >>"$summary"
+    if [ -z "$whl" ]; then
+        echo "- SKIPPED: no $(uname -m) wheel in target/wheels (ci/wheel.sh builds it)" >>"$summary"
+        [ "${VKEXIT_TEST_SKIP:-}" != fail ] || failed+=("wheel: no wheel in target/wheels (ci/wheel.sh)")
+        return
+    fi
+    rm -rf "$dir" && mkdir -p "$dir"
+    printf '%s; %s\n\n' "$(versions_of "$root")" "$(basename "$whl")" >>"$summary"
+    echo "stacks: the wheel $(basename "$whl") on $wheel_suite" >&2
+    local mounts=(--ro-bind "$(dirname "$whl")" /opt/wheels)
+    local venv=(env PATH=/out/venv/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+    start=$(now_ms)
+    if ! enter "$root" "$dir" sh -c 'python3 -m venv /out/venv && /out/venv/bin/pip install -q --no-index "$0"' \
+        "/opt/wheels/$(basename "$whl")" >"$dir/pip.txt" 2>&1; then
+        failed+=("wheel: pip install failed ($dir/pip.txt)")
+        echo "- pip install: FAILED (see $dir/pip.txt)" >>"$summary"
+        return
+    fi
+    echo "- venv and pip install: $(seconds_since "$start")" >>"$summary"
+    start=$(now_ms)
+    if enter "$root" "$dir" "${venv[@]}" vkexit doctor >"$dir/doctor.txt" 2>&1; then
+        echo "- doctor: ready, $(seconds_since "$start") (helpers: $(sed -n 's/^helpers *//p' "$dir/doctor.txt"))" >>"$summary"
+    else
+        failed+=("wheel: doctor is not ready")
+        echo "- doctor: NOT ready (see $dir/doctor.txt)" >>"$summary"
+        cat "$dir/doctor.txt" >&2
+    fi
+    code=0 start=$(now_ms)
+    enter "$root" "$dir" "${venv[@]}" vkexit run --runs "$runs" -j 2 --json /out/builtin.json \
+        --markdown /out/builtin.md --artifacts /out/artifacts >"$dir/builtin.txt" 2>&1 || code=$?
+    echo "- built-in matrix, $runs runs a cell, $(seconds_since "$start"): $(tail -n 1 "$dir/builtin.txt")" >>"$summary"
+    [ "$code" -eq 0 ] || failed+=("wheel: the built-in matrix is red (exit $code; $dir/builtin.txt)")
+    printf '\n' >>"$summary"
+}
+
+finish() {
+    cat "$summary"
+    if [ ${#failed[@]} -gt 0 ]; then
+        printf 'stacks: %s\n' "${failed[@]}" >&2
+        echo "stacks: every stack's files are in $out" >&2
+        [ "$gate" = 0 ] || exit 1
+    fi
+    exit 0
+}
+
+if [ ${#suites[@]} -eq 0 ]; then
+    check_wheel
+    finish
+fi
 
 # What a new user gets: the release bundle, unpacked; and the meta-suite's test program, which
 # judges every run against what the program really did (it finds the repository and the built
 # programs by this checkout's absolute path, so the checkout is mounted at the same path).
-mkdir -p "$out"
 # The same cargo invocations as ci/setup.sh and ci/test.sh, so that after them nothing rebuilds.
 cargo build --release --locked --workspace
 # Where cargo put it (CARGO_TARGET_DIR may be outside the checkout): the meta-suite's checker and
@@ -110,32 +219,13 @@ meta_test=$(cargo test --workspace --release --locked --no-run --message-format=
     grep -o '"executable":"[^"]*/meta_suite-[^"]*"' | tail -n 1 | cut -d'"' -f4)
 [ -x "$meta_test" ] || { echo "stacks: cannot find the meta_suite test program" >&2; exit 1; }
 
-# Runs a command inside a root as root, with /proc, /dev and /sys, a private /tmp, and no
-# variable of this environment (the host's Vulkan settings must not leak in). The cgroup file
-# system stays writable, as on a machine of that distribution: vkexit gives each run a cgroup
-# of its own there, which is how it ties a dead detached process to its run.
-runtimes_bind=()
-[ ! -d "$runtimes" ] || runtimes_bind=(--ro-bind "$runtimes" /opt/vkexit-runtimes)
-enter() {
-    local root=$1 dir=$2
-    shift 2
-    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 XDG_RUNTIME_DIR=/run/user/0 \
-        bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys --bind /sys/fs/cgroup /sys/fs/cgroup \
-        --tmpfs /tmp --tmpfs /run --perms 0700 --dir /run/user/0 \
-        --ro-bind "$out/bundle" /opt/vkexit --ro-bind "$repo" "$repo" \
-        --ro-bind "$target_dir" "$target_dir" --bind "$dir" /out \
-        "${runtimes_bind[@]}" \
-        --chdir /out "$@"
-}
-
-failed=()
-summary="$out/summary.md"
-: >"$summary"
+# The bundle, this checkout and the build at their own paths, and the runtime cache, read-only.
+mounts=(--ro-bind "$out/bundle" /opt/vkexit --ro-bind "$repo" "$repo" --ro-bind "$target_dir" "$target_dir")
+[ ! -d "$runtimes" ] || mounts+=(--ro-bind "$runtimes" /opt/vkexit-runtimes)
 for suite in "${suites[@]}"; do
     root="$cache/$suite" dir="$out/$suite"
     rm -rf "$dir" && mkdir -p "$dir/explain"
-    versions=$(chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' \
-        libc6 libvulkan1 mesa-vulkan-drivers vulkan-validationlayers | tr '\n' ',' | sed 's/,$//; s/,/, /g')
+    versions=$(versions_of "$root")
     echo "stacks: $suite ($versions)" >&2
     printf '## %s\n\n%s\n\n' "$suite" "$versions" >>"$summary"
 
@@ -186,9 +276,5 @@ for suite in "${suites[@]}"; do
     printf '\n' >>"$summary"
 done
 
-cat "$summary"
-if [ ${#failed[@]} -gt 0 ]; then
-    printf 'stacks: %s\n' "${failed[@]}" >&2
-    echo "stacks: every stack's files are in $out" >&2
-    [ "$gate" = 0 ] || exit 1
-fi
+[ "$wheel" -eq 0 ] || check_wheel
+finish

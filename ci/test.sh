@@ -24,7 +24,8 @@ cargo fmt --all --check
 ci/lint-templates.sh
 cargo clippy --workspace --all-targets --release --locked -- -D warnings
 cargo test --workspace --release --locked
-# The same bundle on Debian 13's and sid's own Vulkan stacks (roots cached; ci/stacks.sh says how).
+# The same bundle on Debian 13's and sid's own Vulkan stacks, and the wheel installed with pip in a Debian 12 root
+# (roots cached; ci/stacks.sh says how).
 [ "${VKEXIT_STACKS:-1}" = 0 ] || ci/stacks.sh
 # The portable bundles (glibc 2.31, x86_64 and aarch64) on Debian 11 and arm64 roots (ci/cross-stacks.sh says how):
 # two more builds of the workspace and runs under qemu-user, 65 to 72 minutes more on a 2-core machine, which CI's

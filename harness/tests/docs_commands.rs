@@ -132,6 +132,12 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
         "CI runs trixie and sid; the argument picks one",
     ),
     (
+        "ci/stacks.sh --wheel",
+        "ci/test.sh",
+        "|| ci/stacks.sh",
+        "CI runs the wheel's check after the stacks; --wheel runs it alone",
+    ),
+    (
         "VKEXIT_STACK_RUNS=20 ci/stacks.sh",
         "ci/test.sh",
         "|| ci/stacks.sh",
@@ -264,6 +270,10 @@ const NOT_RUN: &[(&str, &str)] = &[
     (
         "ci/test.sh",
         "it is CI itself: formatting, clippy and every test, this one included",
+    ),
+    (
+        "ci/fresh-machine.sh",
+        "a whole build from nothing in a new Debian 12 root, 5 to 24 minutes on 2 cores: run by hand, timed in docs/stacks.md",
     ),
     (
         "./vkexit run --config share/matrix/default.toml --driver \
