@@ -300,7 +300,8 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
     (
         "cmake -S ggml -B build -DGGML_VULKAN=ON -DGGML_BUILD_TESTS=ON -DGGML_BUILD_EXAMPLES=OFF \
-         -DGGML_NATIVE=OFF -DCMAKE_BUILD_TYPE=Release -DVulkan_INCLUDE_DIR=$PWD/trixie-vk/usr/include",
+         -DGGML_NATIVE=OFF -DCMAKE_BUILD_TYPE=Release -DVulkan_INCLUDE_DIR=$PWD/trixie-vk/usr/include \
+         -DCMAKE_PREFIX_PATH=$PWD/trixie-vk/usr",
         "it needs a checkout of ggml and Debian 13's Vulkan headers, outside the repository; \
          harness/tests/suites.rs runs --ctest on the repository's own CMake project",
     ),
@@ -309,12 +310,8 @@ const NOT_RUN: &[(&str, &str)] = &[
         "ggml's build: 20 to 40 minutes on 2 shared cores",
     ),
     (
-        "GGML_VK_VISIBLE_DEVICES=0 vkexit run --ctest build --ctest-args \"-R test-backend-ops|test-opt\" \
-         --runs 5 --timeout 120",
-        "it needs ggml's build (above)",
-    ),
-    (
-        "GGML_VK_VISIBLE_DEVICES=0 vkexit run --ctest build --ctest-args \"-E test-backend-ops|test-opt\" --runs 1",
+        "GGML_VK_VISIBLE_DEVICES=0 vkexit run --ctest build --runs 2 --timeout 120 --json results.json \
+         --markdown summary.md",
         "it needs ggml's build (above)",
     ),
     (
