@@ -416,31 +416,21 @@ impl Invocation {
             return None;
         }
         let cells: Vec<&Cell> = self.cells().collect();
-        if cells.is_empty() {
-            let shard = self
-                .settings
-                .shard
-                .map(|s| format!(" in shard {s}"))
-                .unwrap_or_default();
-            return Some(format!("the selection has no cell{shard}"));
-        }
-        let mut reasons: Vec<String> = Vec::new();
+        let mut reasons: Vec<&str> = Vec::new();
         for cell in &cells {
-            let why = match &cell.not_run {
-                Some(plan::NotRun::Skipped(why)) => why.clone(),
+            match &cell.not_run {
+                Some(plan::NotRun::Skipped(why)) => reasons.push(why),
                 // A driver that could not be probed is an `error` cell: the gate is red.
                 Some(plan::NotRun::Broken(_)) => return None,
-                None => continue,
-            };
-            if !reasons.contains(&why) {
-                reasons.push(why);
+                None => {}
             }
         }
-        let all = match cells.len() {
-            1 => "the one cell was".to_string(),
-            n => format!("all {n} cells were"),
-        };
-        Some(format!("{all} left out: {}", reasons.join("; ")))
+        let shard = self.settings.shard.map(|s| s.to_string());
+        Some(crate::judge::why_none_ran(
+            cells.len(),
+            shard.as_deref(),
+            reasons,
+        ))
     }
 }
 

@@ -25,7 +25,7 @@ pub use file::BaselineFile;
 pub(crate) use file::{
     allow_in_cell, layer_version_of, layers_text, Allow, Baseline, Entry, Pattern, Subject,
 };
-pub(crate) use no_runs::{no_runs, no_runs_explored};
+pub(crate) use no_runs::{no_runs, no_runs_explored, why_none_ran};
 pub(crate) use results_file::{contradiction, merged, rejudge, PartOutcome};
 
 use crate::host::vuid;

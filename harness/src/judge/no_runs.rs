@@ -41,21 +41,35 @@ fn nothing_ran<'c>(
     {
         return None;
     }
-    if cells.is_empty() {
+    Some(why_none_ran(
+        cells.len(),
+        shard,
+        cells.iter().filter_map(|c| c.reason.as_deref()),
+    ))
+}
+
+/// How a gate of `cells` cells, none of which ran, says why: no cell at all, or each reason
+/// its cells were left out for, once. Also said by the plan before any run (`exec`).
+pub(crate) fn why_none_ran<'r>(
+    cells: usize,
+    shard: Option<&str>,
+    reasons: impl IntoIterator<Item = &'r str>,
+) -> String {
+    if cells == 0 {
         let shard = shard.map(|s| format!(" in shard {s}")).unwrap_or_default();
-        return Some(format!("the selection has no cell{shard}"));
+        return format!("the selection has no cell{shard}");
     }
-    let mut reasons: Vec<&str> = Vec::new();
-    for why in cells.iter().filter_map(|c| c.reason.as_deref()) {
-        if !reasons.contains(&why) {
-            reasons.push(why);
+    let mut once: Vec<&str> = Vec::new();
+    for why in reasons {
+        if !once.contains(&why) {
+            once.push(why);
         }
     }
-    let all = match cells.len() {
+    let all = match cells {
         1 => "the one cell was".to_string(),
         n => format!("all {n} cells were"),
     };
-    Some(format!("{all} left out: {}", reasons.join("; ")))
+    format!("{all} left out: {}", once.join("; "))
 }
 
 #[cfg(test)]
