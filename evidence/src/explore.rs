@@ -3,15 +3,18 @@
 //! where the natural exit fails. Fields may be added; the ones here keep their meaning.
 
 use crate::results::{CellResult, Counts};
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The exploration file's `schema`.
 pub const SCHEMA: &str = "vkexit.explore/1";
 
 /// A vkexit exploration file.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[schemars(title = "vkexit exploration file (vkexit.explore/1)")]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(
+    feature = "schema",
+    schemars(title = "vkexit exploration file (vkexit.explore/1)")
+)]
 pub struct Exploration {
     /// Always "vkexit.explore/1".
     pub schema: String,
@@ -34,7 +37,8 @@ pub struct Exploration {
 }
 
 /// One cell: its natural exit and each perturbation.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ExploredCell {
     /// The natural exit, exactly as `vkexit run` judges the cell.
     pub natural: CellResult,
@@ -53,7 +57,8 @@ pub struct ExploredCell {
 }
 
 /// One perturbation of a cell's exit.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Perturbation {
     /// Its name: an exit order (`module`, `linked`, `link-order`), `driver-exit:tegra`,
     /// `driver-exit:tegra-racy` or `threads:seed=N`.
@@ -82,7 +87,8 @@ pub struct Perturbation {
 }
 
 /// The change of order that makes a failing exit clean.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Fix {
     /// The exit order that made it clean (`--exit-order` replays it).
     pub exit_order: String,
@@ -97,6 +103,7 @@ pub struct Fix {
 }
 
 /// The JSON Schema of the exploration file.
+#[cfg(feature = "schema")]
 pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(Exploration)).expect("a schema is JSON")
 }

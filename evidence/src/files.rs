@@ -52,3 +52,7 @@ pub const VALIDATION_LOG: &str = "validation.log";
 pub const LAYER_SETTINGS: &str = "vk_layer_settings.txt";
 /// The run's verdict and what it rests on, written by the harness.
 pub const RESULT: &str = "result.json";
+/// The command line and environment the run was started with, written by the harness.
+pub const COMMAND: &str = "command.txt";
+/// What the harness saw of a run that hung (its process tree and stacks), written by the harness.
+pub const HANG: &str = "hang.json";

@@ -2,7 +2,6 @@
 //! Fields may be added; the ones here keep their meaning.
 
 use crate::verdict::{CellVerdict, RunVerdict};
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The results file's `schema`: changes only when a field changes meaning or goes away.
@@ -10,16 +9,21 @@ pub const SCHEMA: &str = "vkexit.results/1";
 
 /// The JSON Schema of the results file, from these types; committed as
 /// `docs/results.schema.json` and printed by `vkexit schema`.
+#[cfg(feature = "schema")]
 pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(Results)).expect("a schema is JSON")
 }
 
 /// A vkexit results file.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[schemars(title = "vkexit results file (vkexit.results/1)")]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(
+    feature = "schema",
+    schemars(title = "vkexit results file (vkexit.results/1)")
+)]
 pub struct Results {
     /// Always "vkexit.results/1".
-    #[schemars(extend("const" = "vkexit.results/1"))]
+    #[cfg_attr(feature = "schema", schemars(extend("const" = "vkexit.results/1")))]
     pub schema: String,
     /// The version of the vkexit that wrote the file.
     pub vkexit_version: String,
@@ -42,7 +46,8 @@ impl Results {
 }
 
 /// How many runs of a cell ended each way.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Counts {
     /// Runs that exited 0 with nothing found.
     pub pass: u64,
@@ -117,7 +122,8 @@ impl Counts {
 }
 
 /// One cell: case × runtime × driver × layers × emulation, its runs and verdict.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CellResult {
     /// The scenario run: a built-in case's name, or a user program's (`--name`, else its
     /// file's).
@@ -205,7 +211,8 @@ pub struct CellResult {
 /// Where a cell's runs came from: the device and driver, the loader, the validation layer, the
 /// kernel and the C library. A result from another machine (a shard, a CI runner) says what it
 /// was measured on.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Provenance {
     /// The physical device's name (`VkPhysicalDeviceProperties::deviceName`); absent when
     /// the driver was not probed.
@@ -252,7 +259,8 @@ pub struct Provenance {
 
 /// Crashes inside a layer that observes the application, and whether the
 /// application crashes without it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LayerCrash {
     /// `validation`, `trace`, or another layer's file name.
     pub layer: String,
@@ -270,7 +278,8 @@ pub struct LayerCrash {
 }
 
 /// The runs of a cell made again without one layer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WithoutLayer {
     /// How many runs were made without the layer (as many as the cell's).
     pub runs: u64,

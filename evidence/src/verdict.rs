@@ -71,7 +71,8 @@ impl fmt::Display for RunVerdict {
 }
 
 /// The verdict of a cell (case × runtime × driver × layers × emulation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum CellVerdict {
     /// Every run passed.

@@ -662,3 +662,76 @@ mod tests {
         ]
     );
 }
+
+/// The names of a run directory's files, as the evidence crate defines them.
+fn run_file_names() -> Vec<&'static str> {
+    use vkexit_evidence::files;
+    let mut names: Vec<&str> = files::EVIDENCE.iter().map(|f| f.name).collect();
+    names.extend([
+        files::STDOUT,
+        files::STDERR,
+        files::VALIDATION_LOG,
+        files::LAYER_SETTINGS,
+        files::RESULT,
+        files::COMMAND,
+        files::HANG,
+    ]);
+    names
+}
+
+/// The lines of `text`'s shipping code that spell a run file's name as a string literal, each
+/// as `SHOWN:LINE: "NAME"`.
+fn file_name_literals(shown: &str, text: &str, names: &[&str]) -> Vec<String> {
+    shipping_lines(text)
+        .into_iter()
+        .flat_map(|(i, line)| {
+            names
+                .iter()
+                .filter(move |name| line.contains(&format!("\"{name}\"")))
+                .map(move |name| format!("{shown}:{}: \"{name}\"", i + 1))
+        })
+        .collect()
+}
+
+/// One file-name table: the harness names a run directory's files through the evidence
+/// crate's constants, never by a literal of its own.
+#[test]
+fn run_files_are_named_by_the_evidence_crate_only() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    files.sort();
+    let names = run_file_names();
+    assert!(names.len() >= 11, "{names:?}");
+    let literals: Vec<String> = files
+        .iter()
+        .flat_map(|file| {
+            let shown = file.strip_prefix(&root).unwrap().display().to_string();
+            file_name_literals(&shown, &std::fs::read_to_string(file).unwrap(), &names)
+        })
+        .collect();
+    assert!(
+        literals.is_empty(),
+        "name these through vkexit_evidence::files: {literals:?}"
+    );
+}
+
+#[test]
+fn the_check_sees_a_run_file_named_by_a_literal() {
+    let text = "\
+//! Writes \"result.json\" (a comment)
+fn write(dir: &Path) {
+    std::fs::write(dir.join(\"result.json\"), b\"\").unwrap();
+    let log = dir.join(files::VALIDATION_LOG);
+    let other = dir.join(\"result.json.tmp\");
+}
+#[cfg(test)]
+mod tests {
+    fn f() { let _ = \"stderr.txt\"; }
+}
+";
+    assert_eq!(
+        file_name_literals("run/mod.rs", text, &run_file_names()),
+        ["run/mod.rs:3: \"result.json\""]
+    );
+}

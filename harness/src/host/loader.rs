@@ -264,24 +264,16 @@ fn ask_loader(path: &Path) -> Option<String> {
 
 /// `vkexit probe-loader PATH`: the loader's own version, from `vkEnumerateInstanceVersion`.
 pub fn probe_loader_here(path: &Path) -> Result<String, crate::support::errors::ProbeError> {
+    use crate::host::vk;
     use crate::support::errors::ProbeError;
-    // SAFETY: loads the named loader in this short-lived child process; nothing else runs
-    // Vulkan here.
-    let entry =
-        unsafe { ash::Entry::load_from(path) }.map_err(|e| ProbeError::LoaderNotLoaded {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-    // SAFETY: a valid entry; the call has no preconditions.
-    let version = unsafe { entry.try_enumerate_instance_version() }
-        .map_err(|e| ProbeError::vulkan("vkEnumerateInstanceVersion", e))?
-        .unwrap_or(ash::vk::API_VERSION_1_0);
-    Ok(format!(
-        "{}.{}.{}",
-        ash::vk::api_version_major(version),
-        ash::vk::api_version_minor(version),
-        ash::vk::api_version_patch(version)
-    ))
+    let loader = vk::Loader::at(path).map_err(|reason| ProbeError::LoaderNotLoaded {
+        path: path.to_path_buf(),
+        reason,
+    })?;
+    let version = loader
+        .instance_version()
+        .map_err(|e| ProbeError::vulkan("vkEnumerateInstanceVersion", e))?;
+    Ok(vk::version_text(version))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! … | TEXT The Vulkan spec states: …`); 1.4.3xx writes the header, then
 //! `vkCall(): TEXT`, the spec quote and an `Objects:` list on lines of their own.
 
-use super::vuid::{id_pattern, is_information, severity_of, STATUS_MESSAGE};
+use super::vuid::{is_information, message_id, severity_of, STATUS_MESSAGE};
 use std::io::{BufRead, BufReader, Read};
 
 /// At most this many bytes of a log are read for messages; the ids themselves are
@@ -51,16 +51,15 @@ pub fn first_messages(reader: impl Read, max: usize) -> Vec<LayerMessage> {
         let Ok(line) = line else { break };
         let line = String::from_utf8_lossy(&line);
         let line = line.trim_end_matches('\r');
-        if let Some(caps) = id_pattern().captures(line) {
+        if let Some((id, header_end)) = message_id(line) {
             finish(&mut out, open.take(), max);
             in_objects = false;
-            let id = caps[1].to_string();
+            let id = id.to_string();
             let skip = is_information(line, severity_of(line))
                 || id == STATUS_MESSAGE
                 || line.contains("status-message")
                 || out.iter().any(|m| m.id == id);
             if !skip {
-                let header_end = caps.get(0).map_or(0, |m| m.end());
                 open = Some(header(id, &line[header_end..]));
             }
             continue;

@@ -12,4 +12,5 @@ pub mod probe;
 pub mod provenance;
 pub mod sanitizer;
 pub mod validation;
+pub mod vk;
 pub mod vuid;

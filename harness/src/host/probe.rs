@@ -6,8 +6,8 @@
 mod cache;
 
 use crate::host::drivers::Driver;
+use crate::host::vk;
 use crate::support::errors::ProbeError;
-use ash::vk;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -49,87 +49,46 @@ pub struct ProbeReport {
     pub libraries: Vec<std::path::PathBuf>,
 }
 
-fn version_string(v: u32) -> String {
-    format!(
-        "{}.{}.{}",
-        vk::api_version_major(v),
-        vk::api_version_minor(v),
-        vk::api_version_patch(v)
-    )
-}
-
 /// Enumerates devices in this process, with whatever driver and layers the
 /// environment selects. The instance is destroyed before returning.
 pub fn probe_here() -> Result<ProbeReport, ProbeError> {
-    // SAFETY: loads the system Vulkan loader; nothing else runs Vulkan here.
-    let entry = unsafe { ash::Entry::load() }.map_err(|e| ProbeError::NoLoader(e.to_string()))?;
-    // SAFETY: a valid entry; the call has no preconditions.
-    let loader = unsafe { entry.try_enumerate_instance_version() }
-        .map_err(|e| ProbeError::vulkan("vkEnumerateInstanceVersion", e))?
-        .unwrap_or(vk::API_VERSION_1_0);
-    let app = vk::ApplicationInfo::default()
-        .application_name(c"vkexit-probe")
-        .api_version(vk::API_VERSION_1_2);
-    let info = vk::InstanceCreateInfo::default().application_info(&app);
-    // SAFETY: a well-formed create info that outlives the call.
-    let instance = unsafe { entry.create_instance(&info, None) }
+    let loader = vk::Loader::system().map_err(ProbeError::NoLoader)?;
+    let loader_version = loader
+        .instance_version()
+        .map_err(|e| ProbeError::vulkan("vkEnumerateInstanceVersion", e))?;
+    let instance = loader
+        .create_instance(c"vkexit-probe", vk::API_VERSION_1_2)
         .map_err(|e| ProbeError::vulkan("vkCreateInstance", e))?;
-    let devices = describe_devices(&instance);
-    let libraries = cache::mapped_files();
-    // SAFETY: no object of this instance is alive any more.
-    unsafe { instance.destroy_instance(None) };
-    Ok(ProbeReport {
-        loader_version: version_string(loader),
-        devices: devices?,
-        libraries,
-    })
-}
-
-fn describe_devices(instance: &ash::Instance) -> Result<Vec<DeviceInfo>, ProbeError> {
-    // SAFETY: a live instance.
-    let physical = match unsafe { instance.enumerate_physical_devices() } {
-        Ok(list) => list,
+    let devices = match instance.devices() {
+        Ok(devices) => devices,
         // What the loader answers when no driver has hardware to drive.
-        Err(vk::Result::ERROR_INITIALIZATION_FAILED) => Vec::new(),
+        Err(vk::VkResult::ERROR_INITIALIZATION_FAILED) => Vec::new(),
         Err(e) => return Err(ProbeError::vulkan("vkEnumeratePhysicalDevices", e)),
     };
-    let mut out = Vec::new();
-    for (index, &pd) in physical.iter().enumerate() {
-        // SAFETY: `pd` comes from this instance.
-        let props = unsafe { instance.get_physical_device_properties(pd) };
-        let (driver_name, driver_info) = if props.api_version >= vk::API_VERSION_1_2 {
-            let mut driver = vk::PhysicalDeviceDriverProperties::default();
-            let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
-            // SAFETY: the chain is well-formed and lives across the call.
-            unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
-            let name = driver
-                .driver_name_as_c_str()
-                .ok()
-                .map(|s| s.to_string_lossy().into_owned());
-            let info = driver
-                .driver_info_as_c_str()
-                .ok()
-                .map(|s| s.to_string_lossy().into_owned());
-            (name, info)
-        } else {
-            (None, None)
-        };
-        out.push(DeviceInfo {
-            index: index as u32,
-            name: props
-                .device_name_as_c_str()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            device_type: format!("{:?}", props.device_type),
-            api_version: version_string(props.api_version),
-            vendor_id: props.vendor_id,
-            driver_version: props.driver_version,
-            driver_name,
-            driver_info,
-            loader_version: None,
-        });
-    }
-    Ok(out)
+    let libraries = cache::mapped_files();
+    drop(instance);
+    Ok(ProbeReport {
+        loader_version: vk::version_text(loader_version),
+        devices: devices
+            .into_iter()
+            .enumerate()
+            .map(|(index, d)| {
+                let (driver_name, driver_info) = d.driver.unwrap_or_default();
+                DeviceInfo {
+                    index: index as u32,
+                    name: d.name,
+                    device_type: d.device_type,
+                    api_version: vk::version_text(d.api_version),
+                    vendor_id: d.vendor_id,
+                    driver_version: d.driver_version,
+                    driver_name,
+                    driver_info,
+                    loader_version: None,
+                }
+            })
+            .collect(),
+        libraries,
+    })
 }
 
 /// Probes one driver in a child process. `extra_env` adds variables (the

@@ -30,9 +30,6 @@ use vkexit_evidence::validation_logs::{self as logs, Header};
 
 /// The Khronos validation layer's name in layer manifests and in `VK_INSTANCE_LAYERS`.
 pub const LAYER_NAME: &str = "VK_LAYER_KHRONOS_validation";
-/// The layer's log in a run's directory: the evidence crate's name, for the readers that have
-/// not yet taken it from there.
-pub(crate) const LOG_FILE: &str = files::VALIDATION_LOG;
 
 /// An installed validation layer, as its manifest describes it.
 #[derive(Debug, Clone, Serialize)]

@@ -16,11 +16,9 @@
 //! `VkValidationFlagsEXT` leave a silent log that proves nothing.
 
 use crate::support::glob;
-use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::sync::OnceLock;
 
 /// Lines longer than this are cut: the id sits at the start of its line.
 const MAX_LINE: usize = 64 * 1024;
@@ -149,7 +147,7 @@ impl VuidReport {
             }
             return;
         }
-        let Some(caps) = id_pattern().captures(line) else {
+        let Some((id, _)) = message_id(line) else {
             if line.contains("| MessageID = ") {
                 // The header of a message whose id is neither VUID- nor UNASSIGNED-.
                 *status = Status::Outside;
@@ -158,7 +156,7 @@ impl VuidReport {
             }
             return;
         };
-        let id = caps[1].to_string();
+        let id = id.to_string();
         let severity = severity_of(line);
         *status = Status::Outside;
         if is_information(line, severity) {
@@ -204,11 +202,27 @@ impl VuidReport {
     }
 }
 
-pub(super) fn id_pattern() -> &'static Regex {
-    static PATTERN: OnceLock<Regex> = OnceLock::new();
-    PATTERN.get_or_init(|| {
-        Regex::new(r"\[ ((?:VUID|UNASSIGNED)-[A-Za-z0-9_-]+) \]").expect("valid VUID pattern")
-    })
+/// A message's id as the layer prints it in its header, `[ VUID-… ]` or `[ UNASSIGNED-… ]`:
+/// the first such id in `line`, and where in `line` its closing bracket ends.
+pub(super) fn message_id(line: &str) -> Option<(&str, usize)> {
+    let mut from = 0;
+    while let Some(at) = line[from..].find("[ ") {
+        let start = from + at + 2;
+        let rest = &line[start..];
+        if rest.starts_with("VUID-") || rest.starts_with("UNASSIGNED-") {
+            let dash = rest.find('-').expect("both prefixes hold a dash") + 1;
+            let len = dash
+                + rest[dash..]
+                    .bytes()
+                    .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+                    .count();
+            if len > dash && rest[len..].starts_with(" ]") {
+                return Some((&rest[..len], start + len + 2));
+            }
+        }
+        from = start - 1;
+    }
+    None
 }
 
 pub(super) fn severity_of(line: &str) -> Severity {
@@ -327,6 +341,33 @@ pub(crate) fn renamed_ids<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_id_is_read_where_the_layer_prints_it() {
+        let line = "Validation Error: [ VUID-vkDestroyDevice-device-05137 ] | MessageID = 0x1";
+        let (id, end) = message_id(line).expect("an id");
+        assert_eq!(id, "VUID-vkDestroyDevice-device-05137");
+        assert_eq!(&line[end..], " | MessageID = 0x1");
+        let unassigned = "x [ UNASSIGNED-Threading-MultipleThreads ] y";
+        assert_eq!(
+            message_id(unassigned).map(|m| m.0),
+            Some("UNASSIGNED-Threading-MultipleThreads")
+        );
+        // The first whole id counts; brackets that hold no id, an empty id or a space inside
+        // it, and ids of other kinds are passed over.
+        let later = "[ [ VUID- ] [ VUID-a b ] [ SYNC-HAZARD ] [ VUID-x_1-2 ] [ VUID-y ]";
+        assert_eq!(message_id(later), Some(("VUID-x_1-2", 55)));
+        for none in [
+            "",
+            "[ VUID-x",
+            "VUID-x ]",
+            "[VUID-x ]",
+            "[ vuid-x ]",
+            "[ VUID-é ]",
+        ] {
+            assert_eq!(message_id(none), None, "{none:?}");
+        }
+    }
 
     const LAYER_1_3_239: &str = "VUID-vkDestroyDevice-device-00378(ERROR / SPEC): msgNum: 1901072314 - Validation Error: [ VUID-vkDestroyDevice-device-00378 ] Object 0: handle = 0x55d0c6f3b0a0, type = VK_OBJECT_TYPE_DEVICE; Object 1: handle = 0xfab64d0000000002, type = VK_OBJECT_TYPE_BUFFER; | MessageID = 0x71500fba | OBJ ERROR : For VkDevice 0x55d0c6f3b0a0[], VkBuffer 0xfab64d0000000002[] has not been destroyed. The Vulkan spec states: All child objects created on device must have been destroyed prior to destroying device (https://vulkan.lunarg.com/doc/view/1.3.239.0/linux/1.3-extensions/vkspec.html#VUID-vkDestroyDevice-device-00378)
     Objects: 2

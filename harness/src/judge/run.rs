@@ -17,6 +17,7 @@ use crate::run::Finished;
 use crate::support::util::signal_name;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use vkexit_evidence::files;
 use vkexit_evidence::verdict::RunVerdict;
 
 /// The id under which a call on an already destroyed handle, seen by the
@@ -556,7 +557,7 @@ fn classify_clean_logs(logs: &ValidationLogs) -> (RunVerdict, String) {
              preload (--no-diagnostics, a static program, or one that clears LD_PRELOAD; kept as \
              {}): each instance there truncates the report of the one before, so that log \
              proves nothing",
-            crate::host::validation::LOG_FILE,
+            files::VALIDATION_LOG,
             log.file
         ));
     }

@@ -5,6 +5,7 @@ use super::first_run::FirstRun;
 use crate::support::errors::{Error, Result};
 use std::fmt::Write;
 use std::path::Path;
+use vkexit_evidence::files;
 
 /// The text `vkexit explain RUN_DIR` prints: the run's header, then its story, as two parts
 /// (a picture of it may be drawn between). A directory that holds no run's evidence is an
@@ -17,12 +18,12 @@ pub(crate) fn text(run_dir: &Path) -> Result<(String, String)> {
         ));
     }
     let evidence = [
-        "result.json",
-        "command.txt",
-        vkexit_evidence::files::TIMELINE.name,
-        vkexit_evidence::files::TRACE.name,
-        vkexit_evidence::files::TEGRA.name,
-        vkexit_evidence::files::CRASH.name,
+        files::RESULT,
+        files::COMMAND,
+        files::TIMELINE.name,
+        files::TRACE.name,
+        files::TEGRA.name,
+        files::CRASH.name,
     ];
     if !evidence.iter().any(|f| run_dir.join(f).is_file()) {
         let has_runs = std::fs::read_dir(run_dir)
@@ -43,7 +44,7 @@ pub(crate) fn text(run_dir: &Path) -> Result<(String, String)> {
         ));
     }
     let mut out = String::new();
-    match read_if_there(run_dir, "result.json").and_then(|text| {
+    match read_if_there(run_dir, files::RESULT).and_then(|text| {
         text.map(|t| serde_json::from_str::<serde_json::Value>(&t))
             .transpose()
             .map_err(|e| format!("result.json: {e}"))
@@ -58,7 +59,7 @@ pub(crate) fn text(run_dir: &Path) -> Result<(String, String)> {
             let _ = writeln!(out, "could not read {why}");
         }
     }
-    match read_if_there(run_dir, "command.txt") {
+    match read_if_there(run_dir, files::COMMAND) {
         Ok(Some(command)) => {
             if let Some(line) = command.lines().last() {
                 let _ = writeln!(out, "command: {line}");
@@ -115,7 +116,7 @@ pub(crate) fn text(run_dir: &Path) -> Result<(String, String)> {
     if let Some(why) = story.backtrace_why_not() {
         let _ = writeln!(out, "  no backtrace: {why}");
     }
-    let log = run_dir.join(crate::host::validation::LOG_FILE);
+    let log = run_dir.join(files::VALIDATION_LOG);
     if log.is_file() {
         let _ = writeln!(out, "validation log: {}", log.display());
     }

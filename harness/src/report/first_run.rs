@@ -10,6 +10,7 @@
 use crate::host::messages::{first_messages, LayerMessage};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use vkexit_evidence::files;
 use vkexit_evidence::results::CellResult;
 
 /// Messages shown per cell: the first of each id, up to this many ids.
@@ -64,10 +65,10 @@ impl FirstRun {
     }
 
     pub(crate) fn read(dir: &Path) -> FirstRun {
-        let messages = std::fs::File::open(dir.join(crate::host::validation::LOG_FILE))
+        let messages = std::fs::File::open(dir.join(files::VALIDATION_LOG))
             .map(|f| first_messages(f, MAX_MESSAGES))
             .unwrap_or_default();
-        let exit_code = std::fs::read_to_string(dir.join("result.json"))
+        let exit_code = std::fs::read_to_string(dir.join(files::RESULT))
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .and_then(|r| {
@@ -77,13 +78,13 @@ impl FirstRun {
                     .flatten()
             })
             .filter(|&code| code != 0);
-        let stderr = tail_lines(&dir.join("stderr.txt"), STDERR_LINES);
+        let stderr = tail_lines(&dir.join(files::STDERR), STDERR_LINES);
         let c_library = stderr.iter().rev().find_map(|l| c_library_message(l));
         let (stderr_tail, stdout_tail) = match (exit_code, stderr.is_empty()) {
             (Some(_), false) => (stderr, Vec::new()),
             (Some(_), true) => (
                 Vec::new(),
-                tail_lines(&dir.join("stdout.txt"), STDERR_LINES),
+                tail_lines(&dir.join(files::STDOUT), STDERR_LINES),
             ),
             (None, _) => (Vec::new(), Vec::new()),
         };

@@ -11,6 +11,7 @@ use super::markup::{attr, text, url_path};
 use super::{groups, observation, pass_rate_line, red_first, short_vuid, summary_line};
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
+use vkexit_evidence::files;
 use vkexit_evidence::results::{CellResult, Counts, Results};
 use vkexit_evidence::verdict::CellVerdict;
 
@@ -335,14 +336,14 @@ const STORY_LINES: usize = 80;
 
 /// The files of a run directory worth a link, in the order a reader wants them.
 const RUN_FILES: [&str; 8] = [
-    "result.json",
-    "command.txt",
-    "stderr.txt",
-    "stdout.txt",
-    crate::host::validation::LOG_FILE,
-    vkexit_evidence::files::TIMELINE.name,
-    vkexit_evidence::files::CRASH.name,
-    "hang.json",
+    files::RESULT,
+    files::COMMAND,
+    files::STDERR,
+    files::STDOUT,
+    files::VALIDATION_LOG,
+    files::TIMELINE.name,
+    files::CRASH.name,
+    files::HANG,
 ];
 
 /// For each cell with failing runs, red cells first: what failed, links to the first kept run's

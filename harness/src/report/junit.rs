@@ -21,6 +21,7 @@
 use super::markup::{attr, text};
 use super::{observation, pass_rate_line, short_vuid};
 use std::fmt::Write as _;
+use vkexit_evidence::files;
 use vkexit_evidence::results::{CellResult, Results};
 use vkexit_evidence::verdict::{CellVerdict, RunVerdict};
 
@@ -355,7 +356,7 @@ fn details(c: &CellResult) -> String {
     }
     if let Some(run) = super::first_run::FirstRun::of(c) {
         lines.extend(run.lines());
-        let log = run.dir.join(crate::host::validation::LOG_FILE);
+        let log = run.dir.join(files::VALIDATION_LOG);
         if log.is_file() {
             lines.push(format!("validation log: {}", log.display()));
         }

@@ -7,6 +7,7 @@ use super::first_run::FirstRun;
 use super::markup::{md, md_code, url_path};
 use super::{groups, observation, summary_line};
 use std::fmt::Write as _;
+use vkexit_evidence::files;
 use vkexit_evidence::results::{CellResult, Results};
 
 pub fn render(results: &Results) -> String {
@@ -138,7 +139,7 @@ fn artifacts(c: &CellResult) -> String {
     let Some(first) = c.artifacts.first() else {
         return String::new();
     };
-    let log = std::path::Path::new(first).join(crate::host::validation::LOG_FILE);
+    let log = std::path::Path::new(first).join(files::VALIDATION_LOG);
     match log.is_file() {
         true => format!(
             "{} [validation.log](<{}>)",

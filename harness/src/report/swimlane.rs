@@ -13,6 +13,7 @@ use crate::explain::{Kind, Line, Story};
 use crate::host::messages::LayerMessage;
 use crate::run::hang::HangReport;
 use std::fmt::Write as _;
+use vkexit_evidence::files;
 
 /// Width of the lane names.
 const LEFT: usize = 230;
@@ -85,7 +86,7 @@ struct Mark {
 pub fn of_run(dir: &std::path::Path) -> String {
     let story = Story::read(dir);
     let messages = super::first_run::FirstRun::read(dir).messages;
-    let hang = std::fs::read_to_string(dir.join("hang.json"))
+    let hang = std::fs::read_to_string(dir.join(files::HANG))
         .ok()
         .and_then(|t| serde_json::from_str::<HangReport>(&t).ok());
     render(&story, &messages, hang.as_ref())

@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, OnceLock};
 use std::time::Duration;
 use summaries::{TegraSummary, TraceSummary};
+use vkexit_evidence::files;
 
 /// How the runs are made: what the run stage needs, and nothing a verdict is made by.
 #[derive(Debug, Clone)]
@@ -516,7 +517,7 @@ fn run_one(
     };
     if let Some(report) = &hang {
         let json = serde_json::to_string_pretty(report).expect("a hang report serialises");
-        let _ = std::fs::write(dir.join("hang.json"), json + "\n");
+        let _ = std::fs::write(dir.join(files::HANG), json + "\n");
     }
     let copy = options
         .artifacts
@@ -830,7 +831,7 @@ fn write_command(dir: &Path, spec: &unix::CommandSpec) -> std::io::Result<()> {
         text.push_str(&shell_quote(&a.to_string_lossy()));
     }
     text.push('\n');
-    std::fs::write(dir.join("command.txt"), text)
+    std::fs::write(dir.join(files::COMMAND), text)
 }
 
 fn shell_quote(s: &str) -> String {
@@ -853,12 +854,12 @@ fn write_evidence(
 ) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     stdout.write_to(std::io::BufWriter::new(std::fs::File::create(
-        dir.join("stdout.txt"),
+        dir.join(files::STDOUT),
     )?))?;
     stderr.write_to(std::io::BufWriter::new(std::fs::File::create(
-        dir.join("stderr.txt"),
+        dir.join(files::STDERR),
     )?))?;
-    crate::support::output::write_atomically(&dir.join("result.json"), result.as_bytes())
+    crate::support::output::write_atomically(&dir.join(files::RESULT), result.as_bytes())
 }
 
 #[cfg(test)]

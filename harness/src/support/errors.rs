@@ -139,7 +139,7 @@ pub enum Error {
 /// Why a probe of a driver or a loader gave no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
-    /// No Vulkan loader could be loaded (ash's reason).
+    /// No Vulkan loader could be loaded (the dynamic linker's reason).
     #[error("no Vulkan loader: {0}")]
     NoLoader(String),
     /// The loader at a path could not be loaded.
@@ -156,7 +156,7 @@ pub enum ProbeError {
         /// The call, `vkCreateInstance`.
         call: &'static str,
         /// What it returned.
-        result: ash::vk::Result,
+        result: VkResult,
     },
     /// vkexit cannot find its own binary to start the probe with.
     #[error("cannot find vkexit itself: {0}")]
@@ -183,9 +183,56 @@ pub enum ProbeError {
     BrokenReport(#[source] serde_json::Error),
 }
 
+/// A `VkResult` a Vulkan command returned (`host::vk` calls them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct VkResult(pub i32);
+
+impl VkResult {
+    pub(crate) const SUCCESS: VkResult = VkResult(0);
+    pub(crate) const INCOMPLETE: VkResult = VkResult(5);
+    /// What the loader answers when no driver has hardware to drive.
+    pub(crate) const ERROR_INITIALIZATION_FAILED: VkResult = VkResult(-3);
+    /// No result of Vulkan's: the loader has no such command.
+    pub(crate) const NO_COMMAND: VkResult = VkResult(i32::MIN);
+
+    fn name(self) -> Option<&'static str> {
+        Some(match self.0 {
+            0 => "VK_SUCCESS",
+            5 => "VK_INCOMPLETE",
+            -1 => "VK_ERROR_OUT_OF_HOST_MEMORY",
+            -2 => "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+            -3 => "VK_ERROR_INITIALIZATION_FAILED",
+            -4 => "VK_ERROR_DEVICE_LOST",
+            -6 => "VK_ERROR_LAYER_NOT_PRESENT",
+            -7 => "VK_ERROR_EXTENSION_NOT_PRESENT",
+            -9 => "VK_ERROR_INCOMPATIBLE_DRIVER",
+            -13 => "VK_ERROR_UNKNOWN",
+            i32::MIN => "no such command in the loader",
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn check(self) -> std::result::Result<(), VkResult> {
+        match self {
+            VkResult::SUCCESS => Ok(()),
+            other => Err(other),
+        }
+    }
+}
+
+impl std::fmt::Display for VkResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.name() {
+            Some(name) => f.write_str(name),
+            None => write!(f, "VkResult {}", self.0),
+        }
+    }
+}
+
 impl ProbeError {
     /// A Vulkan call that returned `result`.
-    pub fn vulkan(call: &'static str, result: ash::vk::Result) -> Self {
+    pub fn vulkan(call: &'static str, result: VkResult) -> Self {
         ProbeError::Vulkan { call, result }
     }
 }

@@ -9,10 +9,10 @@ mod loops;
 pub(crate) mod memory;
 pub mod startup;
 
-use super::invocation::{Invocation, Settings};
-use crate::judge::Baseline;
-use crate::plan::matrix::{Matrix, Overrides};
+use super::invocation::{self, Own, Resolved, Settings};
+use crate::plan::matrix::Overrides;
 use crate::plan::{Cell, Plan};
+use crate::report;
 use crate::run;
 use crate::support::errors::{BadSelection, Error, Result};
 use serde::Serialize;
@@ -249,8 +249,7 @@ pub fn bench(args: Request) -> Result<bool> {
 /// the flags' one cell, without diagnostics (the plain loop and CTest run the program as it
 /// is; vkexit adds its diagnostics, and their cost counts as vkexit's).
 fn plan_one(args: &Request, work: &Path) -> Result<(Plan, run::Options)> {
-    let mut matrix = Matrix::default();
-    matrix.apply(Overrides {
+    let overrides = Overrides {
         cases: match args.command.is_empty() {
             true => vec![args.case.clone()],
             false => Vec::new(),
@@ -263,13 +262,22 @@ fn plan_one(args: &Request, work: &Path) -> Result<(Plan, run::Options)> {
         timeout: Some(60.0),
         no_validation: args.no_validation,
         ..Overrides::default()
-    })?;
-    let baseline = Baseline::default();
-    let settings = Settings {
-        diagnostics: false,
-        ..Settings::new(work.join("unused"))
     };
-    let invocation = Invocation::new(&matrix, &baseline, settings)?;
+    let resolved = Resolved::new(invocation::Request {
+        config: None,
+        suites: Vec::new(),
+        overrides,
+        baselines: Vec::new(),
+        outputs: report::Outputs::default(),
+        allow_no_runs: false,
+        settings: Settings {
+            diagnostics: false,
+            ..Settings::new(work.join("unused"))
+        },
+        // The loops' runs go to scratch directories of their own.
+        own_artifacts: Own::Never,
+    })?;
+    let invocation = resolved.invocation()?;
     let [part] = &invocation.parts[..] else {
         unreachable!("flags alone give one layer set")
     };
