@@ -50,6 +50,26 @@ pub(crate) struct Helper<'a> {
     pub(crate) bytes: &'a [u8],
 }
 
+/// Bytes that are no archive of helpers: where they stop making sense.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BadArchive {
+    #[error("no end to the index")]
+    NoIndexEnd,
+    #[error("an index not in UTF-8")]
+    IndexNotUtf8,
+    #[error("does not start with {MAGIC}")]
+    NoMagic,
+    /// A line of the index that is not `name mode size sha256`, or whose name is a path.
+    #[error("a bad index line: {0:?}")]
+    BadLine(String),
+    /// A file, by name, whose size goes past the archive's end.
+    #[error("{0} runs past the end")]
+    PastTheEnd(String),
+    /// How many bytes follow the last file.
+    #[error("{0} bytes after the last file")]
+    Trailing(usize),
+}
+
 /// An archive of helpers, read.
 #[derive(Debug)]
 pub(crate) struct Archive<'a> {
@@ -61,12 +81,12 @@ pub(crate) struct Archive<'a> {
 impl<'a> Archive<'a> {
     /// Reads an archive; anything that is not one is an error saying where it stops making
     /// sense.
-    pub(crate) fn parse(bytes: &'a [u8]) -> std::result::Result<Archive<'a>, String> {
-        let end = find(bytes, b"\n\n").ok_or("no end to the index")?;
-        let index = std::str::from_utf8(&bytes[..end]).map_err(|_| "an index not in UTF-8")?;
+    pub(crate) fn parse(bytes: &'a [u8]) -> std::result::Result<Archive<'a>, BadArchive> {
+        let end = find(bytes, b"\n\n").ok_or(BadArchive::NoIndexEnd)?;
+        let index = std::str::from_utf8(&bytes[..end]).map_err(|_| BadArchive::IndexNotUtf8)?;
         let mut lines = index.lines();
         if lines.next() != Some(MAGIC) {
-            return Err(format!("does not start with {MAGIC}"));
+            return Err(BadArchive::NoMagic);
         }
         let mut at = end + 2;
         let mut helpers = Vec::new();
@@ -76,7 +96,7 @@ impl<'a> Archive<'a> {
             at = next;
         }
         if at != bytes.len() {
-            return Err(format!("{} bytes after the last file", bytes.len() - at));
+            return Err(BadArchive::Trailing(bytes.len() - at));
         }
         let key = hex(&Sha256::digest(index.as_bytes()))[..20].to_string();
         Ok(Archive { helpers, key })
@@ -100,8 +120,8 @@ fn entry<'a>(
     line: &'a str,
     bytes: &'a [u8],
     at: usize,
-) -> std::result::Result<(Helper<'a>, usize), String> {
-    let bad = || format!("a bad index line: {line:?}");
+) -> std::result::Result<(Helper<'a>, usize), BadArchive> {
+    let bad = || BadArchive::BadLine(line.to_string());
     let fields: Vec<&str> = line.split(' ').collect();
     let [name, mode, size, sha] = fields[..] else {
         return Err(bad());
@@ -115,7 +135,7 @@ fn entry<'a>(
     let end = at
         .checked_add(size)
         .filter(|e| *e <= bytes.len())
-        .ok_or_else(|| format!("{name} runs past the end"))?;
+        .ok_or_else(|| BadArchive::PastTheEnd(name.to_string()))?;
     let helper = Helper {
         name,
         mode,
@@ -205,6 +225,89 @@ pub(crate) fn fall_back_beside(artifacts: &Path) {
 
 static FALLBACK: OnceLock<PathBuf> = OnceLock::new();
 
+/// Why the helpers cannot be unpacked, or not where they would go.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unpack {
+    /// Neither XDG_CACHE_HOME nor HOME says where.
+    #[error(
+        "nowhere to unpack them: none of XDG_CACHE_HOME and HOME is set; set XDG_CACHE_HOME to a directory of yours"
+    )]
+    Nowhere,
+    /// No directory could be made: each one tried, and why not.
+    #[error(
+        "cannot unpack them ({}); set XDG_CACHE_HOME to a writable directory of yours",
+        tried(.0)
+    )]
+    NoDirectory(Vec<(PathBuf, std::io::Error)>),
+    /// A path that cannot be looked at.
+    #[error("{}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    /// A directory someone else owns or may write in.
+    #[error(
+        "{} is not private (owner uid {owner}, mode {mode:o}; it must be uid {me}'s, mode 700): \
+         refused; remove it, or set XDG_CACHE_HOME to a directory of yours",
+        dir.display()
+    )]
+    NotPrivate {
+        dir: PathBuf,
+        owner: u32,
+        mode: u32,
+        me: u32,
+    },
+    /// A directory below one that others could swap it out of.
+    #[error(
+        "{} is below {}, which others could change (owner uid {owner}, mode {mode:o}): refused; \
+         set XDG_CACHE_HOME to a directory of yours",
+        dir.display(),
+        above.display()
+    )]
+    Exposed {
+        dir: PathBuf,
+        above: PathBuf,
+        owner: u32,
+        mode: u32,
+    },
+    /// A helper cannot be written into the directory.
+    #[error("cannot write in {}: {source}", dir.display())]
+    Write {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A helper's mode cannot be set.
+    #[error("cannot set the mode of a file in {}: {source}", dir.display())]
+    Mode {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A helper, written, cannot be renamed into place.
+    #[error("cannot rename a file in {}: {source}", dir.display())]
+    Rename {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A helper, written and renamed into place, reads back other than written.
+    #[error("{} does not hold what was written", .0.display())]
+    NotHeld(PathBuf),
+}
+
+/// `DIR: why; DIR: why`, the directories tried.
+fn tried(tried: &[(PathBuf, std::io::Error)]) -> String {
+    let each: Vec<String> = tried
+        .iter()
+        .map(|(dir, e)| format!("{}: {e}", dir.display()))
+        .collect();
+    each.join("; ")
+}
+
 /// The directory the helpers are unpacked in, and the names checked in it by this process.
 struct Store {
     dir: PathBuf,
@@ -212,11 +315,13 @@ struct Store {
 }
 
 fn store() -> Result<&'static Store> {
-    static STORE: OnceLock<std::result::Result<Store, String>> = OnceLock::new();
+    static STORE: OnceLock<std::result::Result<Store, Unpack>> = OnceLock::new();
     STORE
         .get_or_init(|| open_store(&roots(), &Archive::carried().key))
         .as_ref()
-        .map_err(|why| Error::Helpers { why: why.clone() })
+        .map_err(|why| Error::Helpers {
+            why: why.to_string(),
+        })
 }
 
 /// `${XDG_CACHE_HOME:-~/.cache}/vkexit/helpers`, then the fallback.
@@ -235,7 +340,7 @@ fn roots() -> Vec<PathBuf> {
 
 /// The first root whose `<key>` directory can be made; one that exists but is not safe stops
 /// the search: a directory someone else could write is a reason to stop, not to look elsewhere.
-fn open_store(roots: &[PathBuf], key: &str) -> std::result::Result<Store, String> {
+fn open_store(roots: &[PathBuf], key: &str) -> std::result::Result<Store, Unpack> {
     let mut tried = Vec::new();
     for root in roots {
         // Runs work in directories of their own: every path they get is absolute.
@@ -252,56 +357,49 @@ fn open_store(roots: &[PathBuf], key: &str) -> std::result::Result<Store, String
                     checked: Mutex::default(),
                 });
             }
-            Err(e) => tried.push(format!("{}: {e}", dir.display())),
+            Err(e) => tried.push((dir, e)),
         }
     }
-    if tried.is_empty() {
-        return Err(
-            "nowhere to unpack them: none of XDG_CACHE_HOME and HOME is set; set XDG_CACHE_HOME to a directory of yours"
-                .into(),
-        );
+    match tried.is_empty() {
+        true => Err(Unpack::Nowhere),
+        false => Err(Unpack::NoDirectory(tried)),
     }
-    Err(format!(
-        "cannot unpack them ({}); set XDG_CACHE_HOME to a writable directory of yours",
-        tried.join("; ")
-    ))
 }
 
 /// Holds `dir` to be this user's, writable by nobody else, below directories only this user,
 /// root, or (sticky, as `/tmp`) nobody can swap it in.
-pub(crate) fn check_dir(dir: &Path) -> std::result::Result<(), String> {
+pub(crate) fn check_dir(dir: &Path) -> std::result::Result<(), Unpack> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
-    let meta = fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let unreadable = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Unpack::Unreadable { path, source }
+    };
+    let meta = fs::symlink_metadata(dir).map_err(unreadable(dir))?;
     if !meta.is_dir() {
-        return Err(format!("{} is not a directory", dir.display()));
+        return Err(Unpack::NotADirectory(dir.to_path_buf()));
     }
     if meta.uid() != me || meta.mode() & 0o077 != 0 {
-        return Err(format!(
-            "{} is not private (owner uid {}, mode {:o}; it must be uid {me}'s, mode 700): \
-             refused; remove it, or set XDG_CACHE_HOME to a directory of yours",
-            dir.display(),
-            meta.uid(),
-            meta.mode() & 0o7777
-        ));
+        return Err(Unpack::NotPrivate {
+            dir: dir.to_path_buf(),
+            owner: meta.uid(),
+            mode: meta.mode() & 0o7777,
+            me,
+        });
     }
-    let real = dir
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let real = dir.canonicalize().map_err(unreadable(dir))?;
     for above in real.ancestors().skip(1) {
-        let meta = fs::metadata(above).map_err(|e| format!("{}: {e}", above.display()))?;
+        let meta = fs::metadata(above).map_err(unreadable(above))?;
         let owner_ok = meta.uid() == me || meta.uid() == 0;
         let sticky = meta.mode() & 0o1000 != 0;
         let others_write = meta.mode() & 0o022 != 0;
         if !owner_ok || (others_write && !sticky) {
-            return Err(format!(
-                "{} is below {}, which others could change (owner uid {}, mode {:o}): refused; \
-                 set XDG_CACHE_HOME to a directory of yours",
-                dir.display(),
-                above.display(),
-                meta.uid(),
-                meta.mode() & 0o7777
-            ));
+            return Err(Unpack::Exposed {
+                dir: dir.to_path_buf(),
+                above: above.to_path_buf(),
+                owner: meta.uid(),
+                mode: meta.mode() & 0o7777,
+            });
         }
     }
     Ok(())
@@ -321,12 +419,13 @@ impl Store {
             return Ok(path);
         }
         if !holds(&path, helper) {
-            install(&self.dir, helper).map_err(|why| Error::Helpers { why })?;
-            if !holds(&path, helper) {
-                return Err(Error::Helpers {
-                    why: format!("{} does not hold what was written", path.display()),
-                });
-            }
+            let installed = install(&self.dir, helper).and_then(|()| match holds(&path, helper) {
+                true => Ok(()),
+                false => Err(Unpack::NotHeld(path.clone())),
+            });
+            installed.map_err(|why| Error::Helpers {
+                why: why.to_string(),
+            })?;
         }
         checked.insert(name.to_string());
         Ok(path)
@@ -369,20 +468,31 @@ fn holds(path: &Path, helper: &Helper) -> bool {
 
 /// Writes `helper` whole under a temporary name in `dir`, then renames it into place over
 /// whatever was there.
-fn install(dir: &Path, helper: &Helper) -> std::result::Result<(), String> {
-    let fail = |what: &str, e: std::io::Error| format!("{what} {}: {e}", dir.display());
+fn install(dir: &Path, helper: &Helper) -> std::result::Result<(), Unpack> {
+    let dir_buf = || dir.to_path_buf();
+    let write = |source| Unpack::Write {
+        dir: dir_buf(),
+        source,
+    };
     let mut temp = tempfile::Builder::new()
         .prefix(&format!(".{}.", helper.name))
         .permissions(fs::Permissions::from_mode(0o600))
         .tempfile_in(dir)
-        .map_err(|e| fail("cannot write in", e))?;
+        .map_err(write)?;
     temp.write_all(helper.bytes)
         .and_then(|()| temp.as_file().sync_all())
-        .map_err(|e| fail("cannot write in", e))?;
-    fs::set_permissions(temp.path(), fs::Permissions::from_mode(helper.mode & 0o555))
-        .map_err(|e| fail("cannot set the mode of a file in", e))?;
+        .map_err(write)?;
+    fs::set_permissions(temp.path(), fs::Permissions::from_mode(helper.mode & 0o555)).map_err(
+        |source| Unpack::Mode {
+            dir: dir_buf(),
+            source,
+        },
+    )?;
     temp.persist(dir.join(helper.name))
-        .map_err(|e| fail("cannot rename a file in", e.error))?;
+        .map_err(|e| Unpack::Rename {
+            dir: dir_buf(),
+            source: e.error,
+        })?;
     Ok(())
 }
 
@@ -454,7 +564,7 @@ mod tests {
             ),
         ];
         for (bytes, why) in cases {
-            let e = Archive::parse(&bytes).unwrap_err();
+            let e = Archive::parse(&bytes).unwrap_err().to_string();
             assert!(e.contains(why), "{e} (wanted {why})");
         }
     }

@@ -106,28 +106,56 @@ pub(crate) struct VersionRange {
     pub(crate) to: Option<[u32; 3]>,
 }
 
+/// A `layer_versions` value that is no range: the text and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{text}`: {why}; expected FROM..TO (FROM included, TO not, either may be left out), e.g. \"1.4.300..\", \"..1.3.268\" or \"1.4.0..1.4.400\""
+)]
+pub(crate) struct BadRange {
+    text: String,
+    why: RangeFault,
+}
+
+/// What is wrong with a version range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RangeFault {
+    /// No `..` between the ends.
+    #[error("no `..`")]
+    NoDots,
+    /// An end that is no version: the end.
+    #[error("`{0}` is not a version such as 1.3.268")]
+    NotAVersion(String),
+    /// `..`
+    #[error("both ends are left out")]
+    NoEnd,
+    /// FROM is not below TO.
+    #[error("it holds no version")]
+    Empty,
+}
+
 impl VersionRange {
     /// Parses `1.4.300..`, `..1.3.268` or `1.4.0..1.4.400`.
-    pub(crate) fn parse(text: &str) -> Result<VersionRange, String> {
-        let bad = |why: &str| {
-            format!(
-                "`{text}`: {why}; expected FROM..TO (FROM included, TO not, either may be left out), e.g. \"1.4.300..\", \"..1.3.268\" or \"1.4.0..1.4.400\""
-            )
+    pub(crate) fn parse(text: &str) -> Result<VersionRange, BadRange> {
+        let bad = |why| BadRange {
+            text: text.to_string(),
+            why,
         };
-        let (from, to) = text.split_once("..").ok_or_else(|| bad("no `..`"))?;
+        let (from, to) = text
+            .split_once("..")
+            .ok_or_else(|| bad(RangeFault::NoDots))?;
         let end = |v: &str| match v.trim() {
             "" => Ok(None),
             v => parse_version(v)
                 .map(Some)
-                .ok_or_else(|| bad(&format!("`{v}` is not a version such as 1.3.268"))),
+                .ok_or_else(|| bad(RangeFault::NotAVersion(v.to_string()))),
         };
         let range = VersionRange {
             from: end(from)?,
             to: end(to)?,
         };
         match (range.from, range.to) {
-            (None, None) => Err(bad("both ends are left out")),
-            (Some(a), Some(b)) if a >= b => Err(bad("it holds no version")),
+            (None, None) => Err(bad(RangeFault::NoEnd)),
+            (Some(a), Some(b)) if a >= b => Err(bad(RangeFault::Empty)),
             _ => Ok(range),
         }
     }
@@ -661,12 +689,12 @@ mod tests {
     use vkexit_evidence::results::Counts;
     use vkexit_evidence::verdict::CellVerdict;
 
-    fn parse(text: &str) -> Result<BaselineFile, String> {
+    fn parse(text: &str) -> Result<BaselineFile> {
         let file = TomlFile {
             path: "b.toml".into(),
             text: text.into(),
         };
-        BaselineFile::parse(&file).map_err(|e| e.to_string())
+        BaselineFile::parse(&file)
     }
 
     fn baseline(text: &str) -> Baseline {
@@ -759,7 +787,7 @@ reason = "false positive"
             ("[[expect]\n", "b.toml:1:"),
         ];
         for (text, want) in cases {
-            let e = parse(text).unwrap_err();
+            let e = parse(text).unwrap_err().to_string();
             assert!(e.starts_with(want), "{text:?}\n  got:  {e}\n  want: {want}");
         }
     }
@@ -1152,7 +1180,7 @@ reason = "old layers only"
             let text = format!(
                 "[[expect]]\nreason = \"r\"\nexpect = \"pass\"\nlayer_versions = \"{range}\"\n"
             );
-            let e = parse(&text).unwrap_err();
+            let e = parse(&text).unwrap_err().to_string();
             assert!(
                 e.starts_with("b.toml:4:18: layer_versions `") && e.contains(why),
                 "{range}: {e}"

@@ -123,10 +123,15 @@ pub const GGML_LAYOUTS: &str = "a directory holding libggml.so, a libggml.so[.N]
      GGML_BACKEND_DL module libggml-<backend>.so (Debian: \
      /usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so)";
 
+/// A `ggml:<path>` that names a file ggml's adapter cannot open: its name.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is none of ggml's layouts; expected {GGML_LAYOUTS}")]
+struct NoGgmlLayout(String);
+
 /// Whether an existing `path` is one of ggml's layouts, by what it is: a directory, or a file
 /// named as ggml names its registry library or its backend modules. What the files need is
 /// found by the scenario, in the environment it runs in.
-fn check_ggml_layout(path: &Path) -> std::result::Result<(), String> {
+fn check_ggml_layout(path: &Path) -> std::result::Result<(), NoGgmlLayout> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -135,9 +140,7 @@ fn check_ggml_layout(path: &Path) -> std::result::Result<(), String> {
     let module = name.starts_with("libggml-") && name.contains(".so");
     match path.is_dir() || library || module {
         true => Ok(()),
-        false => Err(format!(
-            "`{name}` is none of ggml's layouts; expected {GGML_LAYOUTS}"
-        )),
+        false => Err(NoGgmlLayout(name)),
     }
 }
 
@@ -157,7 +160,9 @@ pub fn check_runtime(spec: &str) -> Result<()> {
             POLICIES.join(", ")
         ))),
         Some((kind, path)) if REAL_RUNTIMES.contains(&kind) => match Path::new(path).exists() {
-            true if kind == "ggml" => check_ggml_layout(Path::new(path)).map_err(bad),
+            true if kind == "ggml" => {
+                check_ggml_layout(Path::new(path)).map_err(|e| bad(e.to_string()))
+            }
             true => Ok(()),
             false => Err(bad(format!("{path} does not exist"))),
         },

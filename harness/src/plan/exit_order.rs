@@ -112,20 +112,30 @@ impl Order {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ExitOrder(pub(crate) Vec<Order>);
 
+/// An `--exit-order` value (or a matrix's `exit_order`) that is none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BadExitOrder {
+    /// A name of no order.
+    #[error(
+        "`{0}` is no exit order; expected one or more of {known}, comma-separated",
+        known = Order::ALL.map(Order::name).join(", ")
+    )]
+    Unknown(String),
+    /// An order named twice.
+    #[error("`{0}` is given twice")]
+    Twice(String),
+}
+
 impl ExitOrder {
     /// Reads `module,linked`: every name known, none twice, at least one.
-    pub(crate) fn parse(text: &str) -> Result<ExitOrder, String> {
+    pub(crate) fn parse(text: &str) -> Result<ExitOrder, BadExitOrder> {
         let mut orders = Vec::new();
         for name in text.split(',').map(str::trim) {
             let Some(order) = Order::parse(name) else {
-                let known: Vec<&str> = Order::ALL.iter().map(|o| o.name()).collect();
-                return Err(format!(
-                    "`{name}` is no exit order; expected one or more of {}, comma-separated",
-                    known.join(", ")
-                ));
+                return Err(BadExitOrder::Unknown(name.to_string()));
             };
             if orders.contains(&order) {
-                return Err(format!("`{name}` is given twice"));
+                return Err(BadExitOrder::Twice(name.to_string()));
             }
             orders.push(order);
         }
@@ -141,7 +151,7 @@ impl fmt::Display for ExitOrder {
 }
 
 impl std::str::FromStr for ExitOrder {
-    type Err = String;
+    type Err = BadExitOrder;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         ExitOrder::parse(s)
@@ -164,12 +174,13 @@ mod tests {
 
     #[test]
     fn a_bad_exit_order_names_what_was_expected() {
-        let err = ExitOrder::parse("module,static").unwrap_err();
+        let err = ExitOrder::parse("module,static").unwrap_err().to_string();
         assert!(err.contains("`static` is no exit order"), "{err}");
         assert!(err.contains("module, linked, link-order"), "{err}");
-        assert!(ExitOrder::parse("linked,linked")
-            .unwrap_err()
-            .contains("twice"));
+        assert_eq!(
+            ExitOrder::parse("linked,linked").unwrap_err().to_string(),
+            "`linked` is given twice"
+        );
         assert!(ExitOrder::parse("").is_err());
     }
 }

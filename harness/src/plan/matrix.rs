@@ -96,29 +96,56 @@ fn check_timeout(secs: f64) -> std::result::Result<f64, BadTimeout> {
     }
 }
 
+/// Why a program cannot be started as the runs would start it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NoProgram {
+    /// A path that cannot be looked at (most often: nothing is there).
+    #[error("{}: {source}", path.display())]
+    Unreadable {
+        /// The program's path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path that is a directory.
+    #[error("{}: is a directory", .0.display())]
+    Directory(PathBuf),
+    /// A file without an execute bit.
+    #[error("{}: not executable", .0.display())]
+    NotExecutable(PathBuf),
+    /// A bare name that no directory of the runs' PATH holds.
+    #[error("{}: not found in PATH", .0.display())]
+    NotInPath(PathBuf),
+}
+
 /// Whether `program` names a file vkexit can start, as the runs will look
 /// it up: a path with a `/` from the directory vkexit runs in, a bare name
 /// in `path` (the runs' PATH).
 pub(crate) fn find_program(
     program: &Path,
     path: Option<&std::ffi::OsStr>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), NoProgram> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
+    let program = program.to_path_buf();
     if program.components().count() > 1 || program.is_absolute() {
-        return match std::fs::metadata(program) {
-            Err(e) => Err(format!("{}: {e}", program.display())),
-            Ok(m) if m.is_dir() => Err(format!("{}: is a directory", program.display())),
-            Ok(_) if !executable(program) => Err(format!("{}: not executable", program.display())),
+        return match std::fs::metadata(&program) {
+            Err(source) => Err(NoProgram::Unreadable {
+                path: program,
+                source,
+            }),
+            Ok(m) if m.is_dir() => Err(NoProgram::Directory(program)),
+            Ok(_) if !executable(&program) => Err(NoProgram::NotExecutable(program)),
             Ok(_) => Ok(()),
         };
     }
     let dirs = path.map(std::env::split_paths).into_iter().flatten();
-    match dirs.into_iter().any(|d| executable(&d.join(program))) {
+    match dirs.into_iter().any(|d| executable(&d.join(&program))) {
         true => Ok(()),
-        false => Err(format!("{}: not found in PATH", program.display())),
+        false => Err(NoProgram::NotInPath(program)),
     }
 }
 
@@ -476,7 +503,7 @@ impl Matrix {
             find_program(Path::new(program), run_path.as_deref()).map_err(|why| {
                 Error::BadSelection(BadSelection::ProgramNotFound {
                     case: e.name.clone(),
-                    why,
+                    why: why.to_string(),
                 })
             })?;
         }
@@ -620,19 +647,20 @@ impl RawMatrix {
             m.suites.push(check_suite(file, at, raw.into_inner())?);
         }
         if let Some(cases) = self.cases {
-            m.cases = list(file, cases, "cases", "every built-in case", |name| {
-                match BUILTIN_CASES.contains(&name) {
+            m.cases = list(
+                file,
+                cases,
+                "cases",
+                "every built-in case",
+                |name| match BUILTIN_CASES.contains(&name) {
                     true => Ok(()),
-                    false => Err(format!(
-                        "unknown case `{name}`; built-in cases: {} (any other program is an [[external]] entry)",
-                        BUILTIN_CASES.join(", ")
-                    )),
-                }
-            })?;
+                    false => Err(BadItem::UnknownCase(name.to_string())),
+                },
+            )?;
         }
         if let Some(runtimes) = self.runtimes {
             m.runtimes = list(file, runtimes, "runtimes", "every refrt policy", |spec| {
-                plan::check_runtime(spec).map_err(|e| e.to_string())
+                plan::check_runtime(spec).map_err(BadItem::Runtime)
             })?;
         }
         if let Some(drivers) = self.drivers {
@@ -642,7 +670,7 @@ impl RawMatrix {
                 "drivers",
                 "every driver with a device",
                 |d| match d.is_empty() {
-                    true => Err("empty driver name".to_string()),
+                    true => Err(BadItem::EmptyDriver),
                     false => Ok(()),
                 },
             )?;
@@ -716,6 +744,23 @@ impl RawLayerSet {
     }
 }
 
+/// Why an entry of a matrix's `cases`, `runtimes` or `drivers` cannot be used.
+#[derive(Debug, thiserror::Error)]
+enum BadItem {
+    /// A case that is not built in.
+    #[error(
+        "unknown case `{0}`; built-in cases: {cases} (any other program is an [[external]] entry)",
+        cases = BUILTIN_CASES.join(", ")
+    )]
+    UnknownCase(String),
+    /// A runtime spec that is none ([`plan::check_runtime`]'s error).
+    #[error(transparent)]
+    Runtime(Error),
+    /// `""` for a driver.
+    #[error("empty driver name")]
+    EmptyDriver,
+}
+
 /// A list of names, each checked, without repeats; an empty list is refused
 /// since leaving the key out means `all`.
 fn list(
@@ -723,7 +768,7 @@ fn list(
     items: Spanned<Vec<Spanned<String>>>,
     key: &str,
     all: &str,
-    check: impl Fn(&str) -> std::result::Result<(), String>,
+    check: impl Fn(&str) -> std::result::Result<(), BadItem>,
 ) -> Result<Vec<String>> {
     let span = items.span();
     let items = items.into_inner();
@@ -767,15 +812,24 @@ fn check_env(
     Ok(out)
 }
 
+/// A name an external case cannot have.
+#[derive(Debug, thiserror::Error)]
+enum BadName {
+    /// Empty, or only spaces.
+    #[error("the name is empty")]
+    Empty,
+    /// The name of a built-in case.
+    #[error("`{0}` is a built-in case: give the program another name")]
+    Builtin(String),
+}
+
 /// Why `name` cannot name an external case.
-fn check_name(name: &str) -> std::result::Result<(), String> {
+fn check_name(name: &str) -> std::result::Result<(), BadName> {
     if name.trim().is_empty() {
-        return Err("the name is empty".into());
+        return Err(BadName::Empty);
     }
     if BUILTIN_CASES.contains(&name) {
-        return Err(format!(
-            "`{name}` is a built-in case: give the program another name"
-        ));
+        return Err(BadName::Builtin(name.to_string()));
     }
     Ok(())
 }
@@ -802,23 +856,37 @@ fn check_external(file: &TomlFile, raw: RawExternal) -> Result<External> {
     })
 }
 
+/// Where a suite's tests would come from that they cannot.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BadSuiteTarget {
+    /// CTest's build directory is none.
+    #[error("{}: not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    /// A directory, but no CMake build directory with tests.
+    #[error(
+        "{}: no CTestTestfile.cmake there: give a CMake build directory of a project that calls enable_testing()",
+        .0.display()
+    )]
+    NoCtestFile(PathBuf),
+    /// The test program, or pytest's interpreter, cannot be started.
+    #[error(transparent)]
+    Program(#[from] NoProgram),
+}
+
 /// Where a suite's tests come from, checked before anything is listed: a CTest build
 /// directory, a test program, or pytest's interpreter; what is wrong, else.
 pub(crate) fn check_suite_target(
     kind: Kind,
     target: &Path,
-) -> std::result::Result<PathBuf, String> {
+) -> std::result::Result<PathBuf, BadSuiteTarget> {
     let absolute = std::path::absolute(target).unwrap_or_else(|_| target.to_path_buf());
     match kind {
         Kind::Ctest => {
             if !target.is_dir() {
-                return Err(format!("{}: not a directory", target.display()));
+                return Err(BadSuiteTarget::NotADirectory(target.to_path_buf()));
             }
             if !target.join("CTestTestfile.cmake").is_file() {
-                return Err(format!(
-                    "{}: no CTestTestfile.cmake there: give a CMake build directory of a project that calls enable_testing()",
-                    target.display()
-                ));
+                return Err(BadSuiteTarget::NoCtestFile(target.to_path_buf()));
             }
             Ok(absolute)
         }
@@ -936,12 +1004,12 @@ mod tests {
         );
     }
 
-    fn parse(text: &str) -> Result<Matrix, String> {
+    fn parse(text: &str) -> Result<Matrix> {
         let file = TomlFile {
             path: "ci/matrix/m.toml".into(),
             text: text.into(),
         };
-        Matrix::parse(&file).map_err(|e| e.to_string())
+        Matrix::parse(&file)
     }
 
     #[test]
@@ -1027,16 +1095,19 @@ emulation = "tegra-racy"
             ("[[external]]\nname = \"t\"\nargv = []\n", "ci/matrix/m.toml:3:8: `argv` needs the program"),
         ];
         for (text, want) in cases {
-            let e = parse(text).unwrap_err();
+            let e = parse(text).unwrap_err().to_string();
             assert!(e.starts_with(want), "{text:?}\n  got:  {e}\n  want: {want}");
         }
         let e = parse("[[external]]\nname = \"t\"\nargv = [\"a\"]\n[[external]]\nname = \"t\"\nargv = [\"b\"]\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("ci/matrix/m.toml:4:1: a second [[external]] named `t`"),
             "{e}"
         );
-        let e = parse("[[layers]]\n[[layers]]\nvalidation = true\n").unwrap_err();
+        let e = parse("[[layers]]\n[[layers]]\nvalidation = true\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("ci/matrix/m.toml:2:1: this layer set is given twice"),
             "{e}"
@@ -1071,7 +1142,7 @@ emulation = "tegra-racy"
             ),
         ];
         for (text, want) in cases {
-            let e = parse(&text).unwrap_err();
+            let e = parse(&text).unwrap_err().to_string();
             assert!(
                 e.starts_with(&want),
                 "{text:?}\n  got:  {e}\n  want: {want}"
@@ -1248,7 +1319,8 @@ emulation = "tegra"
         let e = parse(
             "[[external]]\nname = \"t\"\nargv = [\"a\"]\n[[external]]\nname = \"t\"\nargv = [\"b\", \"-x\"]\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("named `t`: `a` and `b -x`"), "{e}");
     }
 

@@ -47,7 +47,10 @@ pub(crate) fn text(run_dir: &Path) -> Result<(String, String)> {
     match read_if_there(run_dir, files::RESULT).and_then(|text| {
         text.map(|t| serde_json::from_str::<serde_json::Value>(&t))
             .transpose()
-            .map_err(|e| format!("result.json: {e}"))
+            .map_err(|source| Unreadable::NotJson {
+                name: "result.json",
+                source,
+            })
     }) {
         Ok(Some(result)) => {
             let verdict = result["verdict"].as_str().unwrap_or("?");
@@ -124,12 +127,34 @@ pub(crate) fn text(run_dir: &Path) -> Result<(String, String)> {
     Ok((out, story.render()))
 }
 
+/// A file of the run directory that is there but cannot be read: its name and why.
+#[derive(Debug, thiserror::Error)]
+enum Unreadable {
+    /// It cannot be read as text.
+    #[error("{name}: {source}")]
+    Io {
+        name: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// It is not the JSON it should be.
+    #[error("{name}: {source}")]
+    NotJson {
+        name: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// A file of the run directory: `None` when it is not there, the reason when it is there but
 /// cannot be read.
-fn read_if_there(dir: &Path, name: &str) -> std::result::Result<Option<String>, String> {
+fn read_if_there(
+    dir: &Path,
+    name: &'static str,
+) -> std::result::Result<Option<String>, Unreadable> {
     match std::fs::read_to_string(dir.join(name)) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{name}: {e}")),
+        Err(source) => Err(Unreadable::Io { name, source }),
     }
 }

@@ -18,6 +18,7 @@
 //! root falls back to RLIMIT_NPROC; root then has no bound, and `bound_here`
 //! says so.
 
+use crate::support::env::BadVariable;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -39,7 +40,7 @@ struct Mounts {
 
 /// This vkexit's own cgroups, parents of the runs' ones.
 struct Parents {
-    limit: Result<u64, String>,
+    limit: Result<u64, BadVariable>,
     /// In the unified hierarchy: runs are killed through it.
     unified: Option<PathBuf>,
     /// Where `pids.max` is: `unified` when v2 has the pids controller, else
@@ -57,9 +58,30 @@ fn parents() -> std::sync::MutexGuard<'static, Option<Parents>> {
     PARENTS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Why the runs of a vkexit started now would not be bounded.
+#[derive(Debug, thiserror::Error)]
+pub enum Unbounded {
+    /// The limit itself is none (`VKEXIT_MAX_PROCESSES`).
+    #[error(transparent)]
+    Limit(#[from] BadVariable),
+    /// No cgroup with the pids controller can be made, and vkexit is root: the cgroup
+    /// mounts, where there are any.
+    #[error(
+        "no cgroup with the pids controller can be made here (cgroup v2: {}, cgroup v1 pids: {}) and RLIMIT_NPROC does not bind root",
+        show(unified),
+        show(pids_v1)
+    )]
+    NoPidsCgroup {
+        /// The cgroup v2 hierarchy, if mounted.
+        unified: Option<PathBuf>,
+        /// The cgroup v1 hierarchy of the pids controller, if mounted.
+        pids_v1: Option<PathBuf>,
+    },
+}
+
 /// How the runs of a vkexit started now would be bounded, in words, or why
 /// they would not be. Makes and removes a probe cgroup; starts nothing.
-pub fn bound_here() -> Result<String, String> {
+pub fn bound_here() -> Result<String, Unbounded> {
     let limit = max_processes()?;
     let mounts = find_mounts();
     let name = format!("{PREFIX}probe-{}", std::process::id());
@@ -89,31 +111,41 @@ pub fn bound_here() -> Result<String, String> {
             "RLIMIT_NPROC: this user's processes now + {limit} per run"
         ));
     }
-    Err(format!(
-        "no cgroup with the pids controller can be made here (cgroup v2: {}, cgroup v1 pids: {}) and RLIMIT_NPROC does not bind root",
-        show(&mounts.unified),
-        show(&mounts.pids_v1)
-    ))
+    Err(Unbounded::NoPidsCgroup {
+        unified: mounts.unified,
+        pids_v1: mounts.pids_v1,
+    })
+}
+
+/// Why a run's processes cannot all be killed at once.
+#[derive(Debug, thiserror::Error)]
+pub enum NoKill {
+    /// No cgroup v2.
+    #[error("no cgroup v2 hierarchy is mounted")]
+    NoUnified,
+    /// No cgroup can be made or used under the cgroup v2 hierarchy, at this path.
+    #[error("cannot make a cgroup under {} and move a process into it", .0.display())]
+    NoCgroup(PathBuf),
+    /// A kernel before Linux 5.14.
+    #[error("this kernel has no cgroup.kill (Linux 5.14)")]
+    NoCgroupKill,
 }
 
 /// Whether a run's processes can all be killed at once, wherever they went
 /// (`cgroup.kill`), or why not. Makes and removes a probe cgroup.
-pub fn kill_here() -> Result<String, String> {
+pub fn kill_here() -> Result<String, NoKill> {
     let Some(unified) = find_mounts().unified else {
-        return Err("no cgroup v2 hierarchy is mounted".into());
+        return Err(NoKill::NoUnified);
     };
     let dir = unified.join(format!("{PREFIX}probe-kill-{}", std::process::id()));
     let Some(dir) = make_dir(&dir).filter(|d| usable(d)) else {
-        return Err(format!(
-            "cannot make a cgroup under {} and move a process into it",
-            unified.display()
-        ));
+        return Err(NoKill::NoCgroup(unified));
     };
     let kill = dir.join("cgroup.kill").exists();
     let _ = std::fs::remove_dir(&dir);
     match kill {
         true => Ok(format!("cgroup.kill under {}", unified.display())),
-        false => Err("this kernel has no cgroup.kill (Linux 5.14)".into()),
+        false => Err(NoKill::NoCgroupKill),
     }
 }
 
@@ -124,11 +156,51 @@ fn show(p: &Option<PathBuf>) -> String {
 }
 
 /// The limit on processes and threads of one run, as this process was prepared with it.
-fn max_processes() -> Result<u64, String> {
-    super::process()
-        .max_processes
-        .clone()
-        .map_err(|e| e.to_string())
+fn max_processes() -> Result<u64, BadVariable> {
+    super::process().max_processes.clone()
+}
+
+/// Why a run cannot be placed in its cgroups: the cgroup, and what failed there.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unplaced {
+    /// The limit itself is none (`VKEXIT_MAX_PROCESSES`).
+    #[error(transparent)]
+    Limit(#[from] BadVariable),
+    /// The run's cgroup v2 cannot be made.
+    #[error("cannot make the run's cgroup {}: {source}", dir.display())]
+    MakeRun {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The worker's cgroup v1 cannot be made.
+    #[error("cannot make the cgroup {}", .0.display())]
+    MakeWorker(PathBuf),
+    #[error("cannot set pids.max of {}: {source}", dir.display())]
+    PidsMax {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot open the cgroup {}: {source}", dir.display())]
+    Open {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot open {}/cgroup.procs: {source}", dir.display())]
+    OpenProcs {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The worker thread cannot move itself into its cgroup v1.
+    #[error("cannot move into the cgroup {}: {source}", dir.display())]
+    MoveWorker {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// How a run's cgroup emptied once the run was over.
@@ -246,7 +318,7 @@ impl RunBound {
     /// Makes the cgroups of the run `token`, or takes the emptied one of
     /// the worker's last run from `reuse`. An error is a reason the run
     /// cannot start.
-    pub(crate) fn new(token: &str, reuse: &mut Reuse) -> Result<RunBound, String> {
+    pub(crate) fn new(token: &str, reuse: &mut Reuse) -> Result<RunBound, Unplaced> {
         let mut guard = parents();
         // Another vkexit that believed ours gone (another pid namespace on
         // the same cgroup file system) may have removed our empty cgroups.
@@ -294,22 +366,32 @@ impl RunBound {
             bound.events = Some(held.events);
         } else if let Some(parent) = &inv.unified {
             let dir = parent.join(format!("run-{token}"));
-            std::fs::create_dir(&dir)
-                .map_err(|e| format!("cannot make the run's cgroup {}: {e}", dir.display()))?;
+            std::fs::create_dir(&dir).map_err(|source| Unplaced::MakeRun {
+                dir: dir.clone(),
+                source,
+            })?;
             bound.dir = Some(dir.clone());
             if inv.pids.as_ref() == Some(parent) {
-                std::fs::write(dir.join("pids.max"), limit.to_string())
-                    .map_err(|e| format!("cannot set pids.max of {}: {e}", dir.display()))?;
+                std::fs::write(dir.join("pids.max"), limit.to_string()).map_err(|source| {
+                    Unplaced::PidsMax {
+                        dir: dir.clone(),
+                        source,
+                    }
+                })?;
                 bound.pids = Some((dir.clone(), 0));
             }
-            bound.dir_fd = Some(
-                open(&dir, libc::O_RDONLY | libc::O_DIRECTORY)
-                    .map_err(|e| format!("cannot open the cgroup {}: {e}", dir.display()))?,
-            );
-            bound.procs = Some(
-                open(&dir.join("cgroup.procs"), libc::O_WRONLY)
-                    .map_err(|e| format!("cannot open {}/cgroup.procs: {e}", dir.display()))?,
-            );
+            bound.dir_fd = Some(open(&dir, libc::O_RDONLY | libc::O_DIRECTORY).map_err(
+                |source| Unplaced::Open {
+                    dir: dir.clone(),
+                    source,
+                },
+            )?);
+            bound.procs = Some(open(&dir.join("cgroup.procs"), libc::O_WRONLY).map_err(
+                |source| Unplaced::OpenProcs {
+                    dir: dir.clone(),
+                    source,
+                },
+            )?);
             bound.kill = open_write(&dir.join("cgroup.kill")).ok();
             bound.events = open(&dir.join("cgroup.events"), libc::O_RDONLY).ok();
         }
@@ -488,7 +570,7 @@ impl Drop for RunBound {
 /// This thread's v1 pids cgroup under `parent`, the thread moved into it the
 /// first time. The thread counts as one of the cgroup's tasks: the limit is
 /// one above the runs'.
-fn worker_pids(parent: &Path, limit: u64) -> Result<PathBuf, String> {
+fn worker_pids(parent: &Path, limit: u64) -> Result<PathBuf, Unplaced> {
     let ready = WORKER_PIDS.with(|w| {
         w.borrow()
             .clone()
@@ -500,12 +582,18 @@ fn worker_pids(parent: &Path, limit: u64) -> Result<PathBuf, String> {
     // SAFETY: gettid cannot fail.
     let tid = unsafe { libc::gettid() };
     let dir = parent.join(format!("worker-{tid}"));
-    make_dir(&dir).ok_or_else(|| format!("cannot make the cgroup {}", dir.display()))?;
-    std::fs::write(dir.join("pids.max"), (limit + 1).to_string())
-        .map_err(|e| format!("cannot set pids.max of {}: {e}", dir.display()))?;
+    make_dir(&dir).ok_or_else(|| Unplaced::MakeWorker(dir.clone()))?;
+    std::fs::write(dir.join("pids.max"), (limit + 1).to_string()).map_err(|source| {
+        Unplaced::PidsMax {
+            dir: dir.clone(),
+            source,
+        }
+    })?;
     // "0" moves the writing thread alone.
-    std::fs::write(dir.join("tasks"), "0")
-        .map_err(|e| format!("cannot move into the cgroup {}: {e}", dir.display()))?;
+    std::fs::write(dir.join("tasks"), "0").map_err(|source| Unplaced::MoveWorker {
+        dir: dir.clone(),
+        source,
+    })?;
     WORKER_PIDS.with(|w| *w.borrow_mut() = Some(dir.clone()));
     Ok(dir)
 }

@@ -77,7 +77,7 @@ pub fn run_prepared(
     let token = super::reaper::new_token();
     let bound = match super::cgroup::RunBound::new(&token, cgroups) {
         Ok(b) => b,
-        Err(reason) => return not_started(reason),
+        Err(reason) => return not_started(reason.to_string()),
     };
     let extra_env = [(crate::support::env::RUN_TOKEN, token.as_str())];
     let prepared = match prepared {

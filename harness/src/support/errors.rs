@@ -321,20 +321,20 @@ impl Error {
     pub fn bad_flag(
         flag: &'static str,
         value: impl std::fmt::Display,
-        why: impl Into<String>,
+        why: impl std::fmt::Display,
     ) -> Self {
         Error::BadFlag {
             flag,
             value: Some(value.to_string()),
-            why: why.into(),
+            why: why.to_string(),
         }
     }
 
     /// A file given that is not what it must be, and why.
-    pub fn bad_input(path: impl Into<PathBuf>, why: impl Into<String>) -> Self {
+    pub fn bad_input(path: impl Into<PathBuf>, why: impl std::fmt::Display) -> Self {
         Error::BadInput {
             path: path.into(),
-            why: why.into(),
+            why: why.to_string(),
         }
     }
 

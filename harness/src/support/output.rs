@@ -71,7 +71,8 @@ impl Target {
                         meta.permissions().mode() & 0o7777
                     )));
                 }
-                check_dir(real.parent().unwrap_or(Path::new("."))).map_err(refuse)?;
+                check_dir(real.parent().unwrap_or(Path::new(".")))
+                    .map_err(|e| refuse(e.to_string()))?;
                 Ok(Target {
                     given: path.to_path_buf(),
                     real,
@@ -83,7 +84,7 @@ impl Target {
                 let dir = real.parent().unwrap_or(Path::new("."));
                 let dir_meta = std::fs::metadata(dir)
                     .map_err(|e| refuse(format!("its directory {}: {e}", dir.display())))?;
-                check_dir(dir).map_err(refuse)?;
+                check_dir(dir).map_err(|e| refuse(e.to_string()))?;
                 let name = real.file_name().unwrap_or_default().to_os_string();
                 Ok(Target {
                     given: path.to_path_buf(),
@@ -210,13 +211,25 @@ fn absolute(path: &Path, exists: bool) -> std::io::Result<PathBuf> {
     Ok(dir.join(name))
 }
 
+/// A directory vkexit cannot make a file in, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot create files in {}: {source}", dir.display())]
+struct NoFilesIn {
+    dir: PathBuf,
+    #[source]
+    source: std::io::Error,
+}
+
 /// A directory vkexit can make a file in: a probe file made and removed, which also finds a
 /// read-only file system and a directory that root could write but whose mode says no.
-fn check_dir(dir: &Path) -> std::result::Result<(), String> {
+fn check_dir(dir: &Path) -> std::result::Result<(), NoFilesIn> {
     let probe = dir.join(format!(".vkexit-probe.{}", std::process::id()));
     std::fs::File::create(&probe)
         .map(|_| ())
-        .map_err(|e| format!("cannot create files in {}: {e}", dir.display()))?;
+        .map_err(|source| NoFilesIn {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }

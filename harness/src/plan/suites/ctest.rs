@@ -4,7 +4,7 @@
 //! directory of the `CTestTestfile.cmake` that adds it, which the JSON does not give and
 //! is found by reading those files.
 
-use super::{command_line, run_listing, Props, Suite, Test};
+use super::{command_line, run_listing, ListingError, Props, Suite, Test};
 use crate::plan::NotRun;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -28,7 +28,7 @@ const HARMLESS: [&str; 8] = [
 pub(super) fn list(
     suite: &Suite,
     tool: &mut Duration,
-) -> Result<(String, Vec<Test>), (String, String)> {
+) -> Result<(String, Vec<Test>), (String, ListingError)> {
     let mut args = vec!["--show-only=json-v1".to_string()];
     args.extend(suite.args.iter().cloned());
     let command = format!(
@@ -40,8 +40,29 @@ pub(super) fn list(
     ctest.args(&args).current_dir(&suite.target);
     let text = run_listing(&mut ctest, &suite.env, tool).map_err(|why| (command.clone(), why))?;
     let dirs = test_dirs(&suite.target);
-    let tests = parse(&text, &suite.target, &dirs).map_err(|why| (command.clone(), why))?;
+    let tests = parse(&text, &suite.target, &dirs)
+        .map_err(|why| (command.clone(), ListingError::Ctest(why)))?;
     Ok((command, tests))
+}
+
+/// What CTest printed that is not its `json-v1` listing.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BadJson {
+    /// Not JSON at all.
+    #[error("its output is not CTest's JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// JSON of another kind or version: what it says it is.
+    #[error("its output is not CTest's json-v1 (kind {kind}, version {version})")]
+    OtherKind { kind: Value, version: Value },
+    /// No `tests` list.
+    #[error("its JSON has no `tests` list")]
+    NoTests,
+    /// A test without a name: the test as written.
+    #[error("a test without a name: {0}")]
+    Unnamed(Value),
+    /// A word of a test's command that is not a string: the test's name.
+    #[error("test {0}: a word of its command is not a string")]
+    CommandWord(String),
 }
 
 /// The tests of a `json-v1` document; `dirs` gives the directory each test was added in.
@@ -49,25 +70,24 @@ pub(super) fn parse(
     text: &str,
     build_dir: &Path,
     dirs: &HashMap<String, PathBuf>,
-) -> Result<Vec<Test>, String> {
-    let doc: Value =
-        serde_json::from_str(text).map_err(|e| format!("its output is not CTest's JSON: {e}"))?;
+) -> Result<Vec<Test>, BadJson> {
+    let doc: Value = serde_json::from_str(text).map_err(BadJson::NotJson)?;
     if doc["kind"] != "ctestInfo" || doc["version"]["major"] != 1 {
-        return Err(format!(
-            "its output is not CTest's json-v1 (kind {}, version {})",
-            doc["kind"], doc["version"]
-        ));
+        return Err(BadJson::OtherKind {
+            kind: doc["kind"].clone(),
+            version: doc["version"].clone(),
+        });
     }
     let Some(tests) = doc["tests"].as_array() else {
-        return Err("its JSON has no `tests` list".into());
+        return Err(BadJson::NoTests);
     };
     tests.iter().map(|t| test(t, build_dir, dirs)).collect()
 }
 
-fn test(t: &Value, build_dir: &Path, dirs: &HashMap<String, PathBuf>) -> Result<Test, String> {
+fn test(t: &Value, build_dir: &Path, dirs: &HashMap<String, PathBuf>) -> Result<Test, BadJson> {
     let name = t["name"]
         .as_str()
-        .ok_or_else(|| format!("a test without a name: {t}"))?
+        .ok_or_else(|| BadJson::Unnamed(t.clone()))?
         .to_string();
     let mut props = Props::default();
     let argv: Vec<OsString> = match t["command"].as_array() {
@@ -75,7 +95,7 @@ fn test(t: &Value, build_dir: &Path, dirs: &HashMap<String, PathBuf>) -> Result<
             .iter()
             .map(|w| w.as_str().map(OsString::from))
             .collect::<Option<_>>()
-            .ok_or_else(|| format!("test {name}: a word of its command is not a string"))?,
+            .ok_or_else(|| BadJson::CommandWord(name.clone()))?,
         None => {
             props.not_run = Some(NotRun::Broken(
                 "CTest gives it no command: its program is not built for this configuration \
@@ -388,9 +408,12 @@ mod tests {
     #[test]
     fn output_that_is_not_ctest_json_is_refused_with_why() {
         let e = parse("Test project /b\n", Path::new("/b"), &HashMap::new()).unwrap_err();
-        assert!(e.contains("not CTest's JSON"), "{e}");
+        assert!(e.to_string().contains("not CTest's JSON"), "{e}");
         let e = parse(r#"{"kind":"codemodel"}"#, Path::new("/b"), &HashMap::new()).unwrap_err();
-        assert!(e.contains("not CTest's json-v1"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            r#"its output is not CTest's json-v1 (kind "codemodel", version null)"#
+        );
     }
 
     #[test]

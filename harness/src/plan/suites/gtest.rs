@@ -4,7 +4,7 @@
 //! `DISABLED_` tests are listed but run nothing (GoogleTest exits 0), so they are skipped
 //! unless the arguments hold `--gtest_also_run_disabled_tests`.
 
-use super::{command_line, run_listing, Suite, Test};
+use super::{command_line, run_listing, ListingError, Suite, Test};
 use crate::plan::NotRun;
 use std::ffi::OsString;
 use std::process::Command;
@@ -15,14 +15,14 @@ const ALSO_DISABLED: &str = "--gtest_also_run_disabled_tests";
 pub(super) fn list(
     suite: &Suite,
     tool: &mut Duration,
-) -> Result<(String, Vec<Test>), (String, String)> {
+) -> Result<(String, Vec<Test>), (String, ListingError)> {
     let mut args = suite.args.clone();
     args.push("--gtest_list_tests".into());
     let command = command_line(&suite.target, &args);
     let mut gtest = Command::new(&suite.target);
     gtest.args(&args);
     let text = run_listing(&mut gtest, &suite.env, tool).map_err(|why| (command.clone(), why))?;
-    let names = parse(&text).map_err(|why| (command.clone(), why))?;
+    let names = parse(&text).map_err(|why| (command.clone(), ListingError::Gtest(why)))?;
     let disabled_run = suite.args.iter().any(|a| a == ALSO_DISABLED);
     let tests = names
         .into_iter()
@@ -42,9 +42,20 @@ pub(super) fn list(
     Ok((command, tests))
 }
 
+/// A line of a listing that GoogleTest does not print: its number, from 1, and what it says.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BadLine {
+    /// An indented test before any suite.
+    #[error("line {line}: a test `{test}` before any suite")]
+    TestBeforeSuite { line: usize, test: String },
+    /// After the first suite, a line that is neither.
+    #[error("line {line}: `{text}` is neither a suite (`Name.`) nor a test (indented)")]
+    Neither { line: usize, text: String },
+}
+
 /// The full names of a `--gtest_list_tests` listing, in its order. Lines before the first
 /// suite (what a `main` prints first) are not part of it.
-pub(super) fn parse(text: &str) -> Result<Vec<String>, String> {
+pub(super) fn parse(text: &str) -> Result<Vec<String>, BadLine> {
     let mut names = Vec::new();
     let mut suite: Option<&str> = None;
     for (n, line) in text.lines().enumerate() {
@@ -54,11 +65,10 @@ pub(super) fn parse(text: &str) -> Result<Vec<String>, String> {
         }
         if let Some(name) = bare.strip_prefix("  ") {
             let Some(suite) = suite else {
-                return Err(format!(
-                    "line {}: a test `{}` before any suite",
-                    n + 1,
-                    name.trim()
-                ));
+                return Err(BadLine::TestBeforeSuite {
+                    line: n + 1,
+                    test: name.trim().to_string(),
+                });
             };
             names.push(format!("{suite}.{}", name.trim()));
         } else if let Some(name) = bare.trim_end().strip_suffix('.') {
@@ -66,10 +76,10 @@ pub(super) fn parse(text: &str) -> Result<Vec<String>, String> {
                 suite = Some(name);
             }
         } else if suite.is_some() {
-            return Err(format!(
-                "line {}: `{line}` is neither a suite (`Name.`) nor a test (indented)",
-                n + 1
-            ));
+            return Err(BadLine::Neither {
+                line: n + 1,
+                text: line.to_string(),
+            });
         }
     }
     Ok(names)
@@ -107,12 +117,12 @@ mod tests {
     #[test]
     fn a_listing_that_is_not_googletests_is_refused_with_the_line() {
         let e = parse("  Orphan\n").unwrap_err();
-        assert!(
-            e.contains("line 1") && e.contains("before any suite"),
-            "{e}"
-        );
+        assert_eq!(e.to_string(), "line 1: a test `Orphan` before any suite");
         let e = parse("Suite.\n  A\nsomething else\n").unwrap_err();
-        assert!(e.contains("line 3"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "line 3: `something else` is neither a suite (`Name.`) nor a test (indented)"
+        );
         assert!(parse("usage: prog [options]\n").unwrap().is_empty());
     }
 

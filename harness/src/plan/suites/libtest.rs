@@ -4,7 +4,7 @@
 //! listed again with `--ignored`, are skipped unless the arguments hold `--include-ignored`
 //! or `--ignored`, which the runs then get too.
 
-use super::{command_line, run_listing, Suite, Test};
+use super::{command_line, run_listing, ListingError, Suite, Test};
 use crate::plan::NotRun;
 use std::ffi::OsString;
 use std::process::Command;
@@ -13,7 +13,7 @@ use std::time::Duration;
 pub(super) fn list(
     suite: &Suite,
     tool: &mut Duration,
-) -> Result<(String, Vec<Test>), (String, String)> {
+) -> Result<(String, Vec<Test>), (String, ListingError)> {
     let mut listing = |extra: &[&str]| {
         let mut args: Vec<String> = ["--list", "--format", "terse"].map(String::from).to_vec();
         args.extend(extra.iter().map(|s| s.to_string()));
@@ -29,8 +29,8 @@ pub(super) fn list(
         libtest.args(&args);
         let text =
             run_listing(&mut libtest, &suite.env, tool).map_err(|why| (command.clone(), why))?;
-        let names = parse(&text).map_err(|why| (command.clone(), why))?;
-        Ok::<_, (String, String)>((command, names))
+        let names = parse(&text).map_err(|why| (command.clone(), ListingError::Libtest(why)))?;
+        Ok::<_, (String, ListingError)>((command, names))
     };
     let (command, names) = listing(&[])?;
     let (_, ignored) = listing(&["--ignored"])?;
@@ -59,9 +59,18 @@ pub(super) fn list(
     Ok((command, tests))
 }
 
+/// A line of a listing that `--list --format terse` does not print: its number, from 1, and
+/// what it says.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: `{text}` is not `NAME: test` as `--list --format terse` prints")]
+pub(super) struct BadLine {
+    line: usize,
+    text: String,
+}
+
 /// `(name, kind)` of every `name: kind` line; the summary line (`N tests, M benchmarks`)
 /// of older toolchains is not a test.
-pub(super) fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
+pub(super) fn parse(text: &str) -> Result<Vec<(String, String)>, BadLine> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -73,10 +82,10 @@ pub(super) fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
             }
             _ if line.ends_with(" tests, 0 benchmarks") || line.contains(" benchmarks") => {}
             _ => {
-                return Err(format!(
-                    "line {}: `{line}` is not `NAME: test` as `--list --format terse` prints",
-                    n + 1
-                ))
+                return Err(BadLine {
+                    line: n + 1,
+                    text: line.to_string(),
+                })
             }
         }
     }
@@ -97,6 +106,9 @@ mod tests {
         );
         assert_eq!(got[2].1, "benchmark");
         let e = parse("running 2 tests\n").unwrap_err();
-        assert!(e.contains("line 1"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "line 1: `running 2 tests` is not `NAME: test` as `--list --format terse` prints"
+        );
     }
 }

@@ -13,11 +13,11 @@ mod gtest;
 mod libtest;
 mod pytest;
 
-use crate::plan::matrix::is_reserved_variable;
+use crate::plan::matrix::{find_program, is_reserved_variable, NoProgram};
 use crate::plan::NotRun;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// The test tools vkexit can list.
@@ -111,6 +111,30 @@ pub(crate) struct Props {
     pub(crate) notes: Vec<String>,
 }
 
+/// Why a listing gave no test: its tool could not start or failed, or what it printed is not
+/// the listing its kind prints.
+#[derive(Debug, thiserror::Error)]
+enum ListingError {
+    /// The tool cannot be started.
+    #[error("cannot start it: {0}")]
+    NotStarted(#[source] std::io::Error),
+    /// The tool ended other than with exit 0: how, and the end of what it said.
+    #[error("{}; it said: {said}", describe(status))]
+    Failed { status: ExitStatus, said: String },
+    /// The tool listed nothing.
+    #[error("`{command}` listed no test")]
+    NoTest { command: String },
+    /// CTest's output is not its JSON.
+    #[error(transparent)]
+    Ctest(ctest::BadJson),
+    /// GoogleTest's listing has a line it does not print.
+    #[error(transparent)]
+    Gtest(gtest::BadLine),
+    /// libtest's listing has a line it does not print.
+    #[error(transparent)]
+    Libtest(libtest::BadLine),
+}
+
 /// A suite's tests and what the listing cost.
 #[derive(Debug)]
 pub(crate) struct Listing {
@@ -150,7 +174,9 @@ impl Suite {
         let took = start.elapsed();
         let (command, tests, failed) = match listed {
             Ok((command, tests)) if tests.is_empty() => {
-                let why = format!("`{command}` listed no test");
+                let why = ListingError::NoTest {
+                    command: command.clone(),
+                };
                 (command, vec![self.failed(why)], true)
             }
             Ok((command, mut tests)) => {
@@ -170,7 +196,7 @@ impl Suite {
         }
     }
 
-    fn failed(&self, why: String) -> Test {
+    fn failed(&self, why: ListingError) -> Test {
         Test {
             name: self.label(),
             argv: vec![OsString::from(self.kind.name())],
@@ -211,10 +237,21 @@ impl Suite {
     }
 }
 
+/// Why a test of a suite cannot be started.
+#[derive(Debug, thiserror::Error)]
+enum Unstartable {
+    /// The suite gives it no command.
+    #[error("it has no command")]
+    NoCommand,
+    /// Its program cannot be started where it starts.
+    #[error(transparent)]
+    Program(NoProgram),
+}
+
 /// Whether the test's program can be started where it starts.
-fn startable(test: &Test) -> Result<(), String> {
+fn startable(test: &Test) -> Result<(), Unstartable> {
     let Some(program) = test.argv.first() else {
-        return Err("it has no command".into());
+        return Err(Unstartable::NoCommand);
     };
     let path = test
         .props
@@ -232,22 +269,22 @@ fn startable(test: &Test) -> Result<(), String> {
         (Some(dir), true) => dir.join(program),
         _ => program.to_path_buf(),
     };
-    crate::plan::matrix::find_program(&program, path.as_deref())
+    find_program(&program, path.as_deref()).map_err(Unstartable::Program)
 }
 
 /// Runs a listing command; its stdout when it exits 0, else why not (its stderr, cut).
 /// `tool` adds the time it took.
-pub(super) fn run_listing(
+fn run_listing(
     command: &mut Command,
     env: &[(String, String)],
     tool: &mut Duration,
-) -> Result<String, String> {
+) -> Result<String, ListingError> {
     command.envs(env.iter().map(|(k, v)| (k, v)));
     command.stdin(std::process::Stdio::null());
     let start = Instant::now();
     let out = command.output();
     *tool += start.elapsed();
-    let out = out.map_err(|e| format!("cannot start it: {e}"))?;
+    let out = out.map_err(ListingError::NotStarted)?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if out.status.success() {
         return Ok(stdout);
@@ -257,10 +294,13 @@ pub(super) fn run_listing(
         true => tail(&stdout),
         false => said,
     };
-    Err(format!("{}; it said: {said}", describe(out.status)))
+    Err(ListingError::Failed {
+        status: out.status,
+        said,
+    })
 }
 
-fn describe(status: std::process::ExitStatus) -> String {
+fn describe(status: &ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("it exited {code}"),

@@ -4,7 +4,7 @@
 //! collected. The cache plugin is off for both, so that no run leaves a cache behind that
 //! changes the next one.
 
-use super::{run_listing, Suite, Test};
+use super::{run_listing, ListingError, Suite, Test};
 use std::ffi::OsString;
 use std::process::Command;
 use std::time::Duration;
@@ -14,7 +14,7 @@ const FLAGS: [&str; 3] = ["-m", "pytest", "-p"];
 pub(super) fn list(
     suite: &Suite,
     tool: &mut Duration,
-) -> Result<(String, Vec<Test>), (String, String)> {
+) -> Result<(String, Vec<Test>), (String, ListingError)> {
     let mut args: Vec<String> = FLAGS.map(String::from).to_vec();
     args.extend(["no:cacheprovider", "--collect-only", "-q"].map(String::from));
     args.extend(suite.args.iter().cloned());
