@@ -2,14 +2,14 @@
 # The README's first command on a fresh Debian 12 machine, timed: a bookworm root made by
 # debootstrap (minbase: no Rust, no compiler, no CA certificates, no git), with Debian 12's
 # sources (bookworm, bookworm-updates, bookworm-security), this checkout's last commit copied in;
-# then, in that root, as root, with the network (Debian's archive and crates.io only):
+# then, in that root, as root, with the network (Debian's archive, crates.io and PyPI only):
 #
-#   ci/setup.sh && cargo run --release -- run
+#   ci/setup.sh && cargo run --release -- run       (ci/fresh-machine.sh)
+#   ci/test.sh                                       (ci/fresh-machine.sh --tests)
 #
 # Every line it prints is written to the log with the seconds since it started; the summary
-# says when the packages were in, when the build was done, and when the first table came.
-#
-#   ci/fresh-machine.sh
+# says when the packages were in, when the build was done, and when the first table came (with
+# --tests: when the tests' setup, the build, the tests and the stacks began, and how it ended).
 #
 # Environment:
 #   VKEXIT_STACK_CACHE   where the pristine root is kept, made once (default ~/.cache/vkexit/stacks)
@@ -27,6 +27,13 @@ cache="${VKEXIT_STACK_CACHE:-$HOME/.cache/vkexit/stacks}"
 out="${VKEXIT_FRESH_OUT:-$repo/target/fresh-machine}"
 mirror="${VKEXIT_STACK_MIRROR:-http://deb.debian.org/debian}"
 pristine="$cache/bookworm-minbase"
+
+command='ci/setup.sh && cargo run --release -- run'
+case "${1:-}" in
+    "") ;;
+    --tests) command='ci/test.sh' ;;
+    *) echo "ci/fresh-machine.sh: unknown argument $1 (expected nothing, or --tests)" >&2; exit 2 ;;
+esac
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "ci/fresh-machine.sh: needs root (debootstrap builds the root, bwrap enters it)" >&2
@@ -79,23 +86,39 @@ env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 XDG_RUNTIME_DI
     bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
     --bind /sys/fs/cgroup /sys/fs/cgroup --ro-bind /etc/resolv.conf /etc/resolv.conf \
     --perms 1777 --tmpfs /tmp --tmpfs /run --perms 0700 --dir /run/user/0 "${ca[@]}" --chdir /root/vkexit \
-    bash -c 'ci/setup.sh && cargo run --release -- run; code=$?; times >/tmp/times; echo "cpu: $(tail -n 1 /tmp/times)"; exit $code' 2>&1 |
+    bash -c "$command"'; code=$?; times >/tmp/times; echo "cpu: $(tail -n 1 /tmp/times)"; exit $code' 2>&1 |
     while IFS= read -r line; do printf '%4d s  %s\n' $((SECONDS - start)) "$line"; done >"$log" || code=$?
 took=$((SECONDS - start))
 
 # When each part ended: the packages (cargo's first line), the build, the table's first cell.
 at() { grep -E "$1" "$log" | head -n 1 | awk '{print $1 " s"}'; }
+last_at() { grep -E "$1" "$log" | tail -n 1 | awk '{print $1 " s"}'; }
 summary="$out/summary.md"
-{
-    echo "## The README's first command on a fresh Debian 12 root"
-    echo
-    echo "- packages installed, build started: $(at '  (Compiling|Downloaded|Updating) ')"
-    echo "- build done: $(at '  *Finished `release`')"
-    echo "- first table: $(at '  (pass|expected-fail|unexpected-pass|fail|flaky|error|skipped) +[0-9]+ runs ')"
-    echo "- the whole command: $took s, exit $code: $(grep -E '  [0-9]+ cells, ' "$log" | tail -n 1 | cut -c9-)"
-    echo "- CPU time of the command (user, system): $(sed -n 's/^ *[0-9]* s  cpu: //p' "$log")"
-    echo "- log: $log"
-    echo "- $(nproc) cores, load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-} >"$summary"
+if [ "$command" = ci/test.sh ]; then
+    {
+        echo "## The README's test command on a fresh Debian 12 root"
+        echo
+        echo "- ci/setup.sh done (packages, vkexit built), ci/setup-tests.sh began: $(at '  *Finished `release`')"
+        echo "- the workspace's test build done: $(last_at '  *Finished `release`')"
+        echo "- the first test binary ran: $(at '  *Running (unittests|tests/)')"
+        echo "- the stacks began (ci/stacks.sh): $(at '  stacks: ')"
+        echo "- the whole command: $took s, exit $code; failing tests: $(grep -cE '  test .* \.\.\. FAILED' "$log" || true)"
+        echo "- CPU time of the command (user, system): $(sed -n 's/^ *[0-9]* s  cpu: //p' "$log")"
+        echo "- log: $log"
+        echo "- $(nproc) cores, load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    } >"$summary"
+else
+    {
+        echo "## The README's first command on a fresh Debian 12 root"
+        echo
+        echo "- packages installed, build started: $(at '  (Compiling|Downloaded|Updating) ')"
+        echo "- build done: $(at '  *Finished `release`')"
+        echo "- first table: $(at '  (pass|expected-fail|unexpected-pass|fail|flaky|error|skipped) +[0-9]+ runs ')"
+        echo "- the whole command: $took s, exit $code: $(grep -E '  [0-9]+ cells, ' "$log" | tail -n 1 | cut -c9-)"
+        echo "- CPU time of the command (user, system): $(sed -n 's/^ *[0-9]* s  cpu: //p' "$log")"
+        echo "- log: $log"
+        echo "- $(nproc) cores, load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    } >"$summary"
+fi
 cat "$summary"
 [ "$code" -eq 0 ]
