@@ -156,16 +156,6 @@ impl Sandbox {
         args.extend_from_slice(mock_args);
         self.run(&args)
     }
-
-    /// `vkexit run --driver lavapipe --runs N [ARGS] -- PROGRAM`: its only cell.
-    pub fn cell(&self, runs: u32, args: &[&str], program: &str) -> Value {
-        let runs = runs.to_string();
-        let mut all = vec!["--runs", runs.as_str()];
-        all.extend_from_slice(args);
-        all.extend(["--", program]);
-        let (_, r) = self.run(&all);
-        only_cell(&r).clone()
-    }
 }
 
 /// The only cell of a results file.
