@@ -154,7 +154,9 @@ fn an_impostor_trace_layer_never_lets_a_run_pass() {
     let c = the_cell(&r);
     assert_eq!(c.counts.error, 2, "{c:#?}");
     assert!(
-        (c.reason.as_deref()).is_some_and(|r| r.contains("trace layer was not active")),
+        c.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("trace layer was not active")),
         "{c:#?}"
     );
 }

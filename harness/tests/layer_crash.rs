@@ -42,7 +42,9 @@ fn a_crash_in_a_layer_is_named_and_the_cell_run_again_without_it() {
     let result = run_record(Path::new(run));
     assert_eq!(result.crash_layer.as_deref(), Some("trace"));
     assert!(
-        (result.reason).starts_with("killed by SIGSEGV, in the trace layer"),
+        result
+            .reason
+            .starts_with("killed by SIGSEGV, in the trace layer"),
         "{result:#?}"
     );
     // The story shows the layer's own exit handler running, then the crash inside it.

@@ -327,7 +327,9 @@ fn truth_of_run(truth: Truth, run: &Path) -> Truth {
 /// [`Truth::LoaderRejects`] for the loader the run used (its `result.json` names it).
 fn loader_rejects(run: &Path) -> Truth {
     let result = run_record(run);
-    let version = (result.vulkan.as_ref())
+    let version = result
+        .vulkan
+        .as_ref()
         .and_then(|vulkan| vulkan.loaders.first()?.version.as_deref())
         .unwrap_or_else(|| panic!("{}: no loader version in result.json", run.display()));
     let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap_or(0)).collect();
@@ -611,7 +613,9 @@ fn every_program_is_judged_as_what_it_did_in_every_run() {
     // Every duplicate counted, none lost to a message limit.
     let dupes = cell_for(&results, program_named("vuid-150-duplicates"));
     let counted = under_any_name(&dupes.vuid_counts, CHILDREN).copied();
-    let logged: u64 = (dupes.artifacts.iter())
+    let logged: u64 = dupes
+        .artifacts
+        .iter()
         .map(|run| messages_per_run(150, Path::new(run)))
         .sum();
     assert_eq!(logged % 20, 0, "{dupes:#?}");

@@ -115,7 +115,9 @@ fn a_plain_ncnn_script_passes_under_validation_through_the_loader() {
     // The run went through the system loader, which read VK_LOADER_DRIVERS_SELECT.
     let provenance = c.provenance.as_ref().expect("provenance");
     assert!(
-        (provenance.driver_selection.as_deref())
+        provenance
+            .driver_selection
+            .as_deref()
             .is_some_and(|s| s.starts_with("VK_LOADER_DRIVERS_SELECT")),
         "{c:#?}"
     );

@@ -78,7 +78,8 @@ fn script(runtime: &str, name: &str) -> Result<String, String> {
 
 /// Whether the trace layer saw an object of `kind` alive at exit in some run of the cell.
 fn alive_at_exit(cell: &CellResult, kind: &str) -> bool {
-    (cell.findings.iter())
+    cell.findings
+        .iter()
         .any(|f| f.starts_with(&format!("{kind} ")) && f.contains("alive at exit"))
 }
 

@@ -26,7 +26,9 @@ fn junit_has_one_failure_per_failing_cell_with_its_evidence() {
     args.extend(["--junit", junit.to_str().unwrap()]);
     let (code, r) = sb.gate_run(&args);
     assert_eq!(code, 1);
-    let failing: Vec<_> = (r.cells.iter())
+    let failing: Vec<_> = r
+        .cells
+        .iter()
         .filter(|c| c.verdict == CellVerdict::Fail)
         .collect();
     assert_eq!(failing.len(), 3, "{r:#?}");

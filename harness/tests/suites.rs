@@ -188,7 +188,9 @@ fn ctest_properties_are_honoured_or_said_per_test() {
     let off = cell(&r, "disabled-for-now", "none");
     assert_eq!((off.verdict, off.runs), (CellVerdict::Skipped, 0));
     assert!(
-        (off.reason.as_deref()).is_some_and(|r| r.contains("DISABLED in CTest")),
+        off.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("DISABLED in CTest")),
         "{off:#?}"
     );
     let fixture = cell(&r, "needs-a-fixture", "none");
@@ -362,8 +364,11 @@ fn a_matrix_of_suites_is_judged_by_its_baseline_and_lists_each_suite_once() {
     assert_eq!(stderr.matches("tests listed").count(), 4, "{stderr}");
     let cells = &r.cells;
     assert_eq!(cells.len(), 30, "{r:#?}");
-    let by_file =
-        |c: &&CellResult| (c.expectation.as_deref()).is_some_and(|e| e.contains("suites.toml:"));
+    let by_file = |c: &&CellResult| {
+        c.expectation
+            .as_deref()
+            .is_some_and(|e| e.contains("suites.toml:"))
+    };
     assert_eq!(cells.iter().filter(by_file).count(), 9, "{r:#?}");
     for c in cells.iter().filter(by_file) {
         assert_eq!(c.verdict, CellVerdict::ExpectedFail, "{c:#?}");
@@ -403,7 +408,9 @@ fn a_listing_that_fails_or_lists_nothing_is_an_error_with_what_the_tool_said() {
     assert_eq!((code, c.verdict), (1, CellVerdict::Error), "{r:#?}");
     assert!(c.case.starts_with("ctest:"), "{c:#?}");
     assert!(
-        (c.reason.as_deref()).is_some_and(|r| r.contains("-R no-such-test` listed no test")),
+        c.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("-R no-such-test` listed no test")),
         "{c:#?}"
     );
 

@@ -221,7 +221,9 @@ fn a_clean_program_with_two_instances_passes() {
         assert_eq!(instance_logs(run).len(), 3, "{run}");
         let result = run_record(Path::new(run));
         assert!(
-            (result.reason).contains("validation clean in each of 3 instances"),
+            result
+                .reason
+                .contains("validation clean in each of 3 instances"),
             "{result:#?}"
         );
     }
@@ -259,7 +261,9 @@ fn a_log_no_preload_saw_is_never_a_pass() {
     assert_all(&cell, RunVerdict::Error, 2);
     let result = run_record(Path::new(&cell.artifacts[0]));
     assert!(
-        (result.reason).contains("without vkexit's diagnostics preload"),
+        result
+            .reason
+            .contains("without vkexit's diagnostics preload"),
         "{result:#?}"
     );
     let cell = mock_cell(&sb, &["--no-diagnostics"], &["--vuid"]);
@@ -293,7 +297,9 @@ fn a_finding_the_application_messenger_swallows_under_layer_1_2_is_a_vuid() {
     let config = config.to_str().unwrap();
     let (_, results) = sb.gate_run(&["--config", config, "--keep-passing"]);
     let cell = |case: &str| {
-        (results.cells.iter())
+        results
+            .cells
+            .iter()
             .find(|c| c.case == case)
             .unwrap_or_else(|| panic!("no cell {case}: {results:#?}"))
     };
