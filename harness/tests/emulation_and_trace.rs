@@ -3,56 +3,51 @@
 //! trace layer shows what is alive; neither adds a VUID of its own, and a
 //! layer that does not prove it loaded never lets a run pass.
 
-use serde_json::Value;
+use vkexit_testkit::results::{the_cell, CellResult, CellVerdict, Results};
 use vkexit_testkit::vkexit::*;
 
-fn cell<'a>(r: &'a Value, runtime: &str) -> &'a Value {
-    r["cells"]
-        .as_array()
-        .unwrap()
+fn cell<'a>(r: &'a Results, runtime: &str) -> &'a CellResult {
+    r.cells
         .iter()
-        .find(|c| c["runtime"] == runtime)
-        .unwrap_or_else(|| panic!("no cell for {runtime}: {r:#}"))
+        .find(|c| c.runtime == runtime)
+        .unwrap_or_else(|| panic!("no cell for {runtime}: {r:#?}"))
 }
 
 #[test]
 fn tegra_emulation_crashes_a_device_left_alive_and_spares_a_timely_teardown() {
     let sb = Sandbox::new();
-    let (code, r) = sb.run(&["--emulate", "tegra", "--case", "clean-exit", "--runs", "20"]);
+    let (code, r) = sb.gate_run(&["--emulate", "tegra", "--case", "clean-exit", "--runs", "20"]);
     for policy in ["never", "static-destructor"] {
         let c = cell(&r, &format!("refrt:{policy}"));
-        assert!(count(c, "crash") >= 19, "{c:#}");
-        assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
-        assert_eq!(c["verdict"], "expected-fail");
-        assert_eq!(c["emulation"], "tegra");
+        assert!(c.counts.crash >= 19, "{c:#?}");
+        assert_eq!(c.signals, ["SIGSEGV"]);
+        assert_eq!(c.verdict, CellVerdict::ExpectedFail);
+        assert_eq!(c.emulation, "tegra");
     }
     for policy in ["atexit-after-init", "guarded", "release-children"] {
         let c = cell(&r, &format!("refrt:{policy}"));
-        assert_eq!(count(c, "pass"), 20, "{c:#}");
-        assert!(
-            strings(&c["vuids"]).is_empty(),
-            "the layer added a VUID: {c:#}"
-        );
+        assert_eq!(c.counts.pass, 20, "{c:#?}");
+        assert!(c.vuids.is_empty(), "the layer added a VUID: {c:#?}");
     }
-    assert_eq!(code, 0, "{r:#}");
+    assert_eq!(code, 0, "{r:#?}");
 }
 
 #[test]
 fn tegra_emulation_judges_any_program_by_whether_it_destroys_its_device() {
     let sb = Sandbox::new();
-    let (_, r) = sb.run_mock(3, &["--emulate", "tegra"], &["--keep-vulkan"]);
-    let c = only_cell(&r);
-    assert_eq!(count(c, "crash"), 3, "{c:#}");
-    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
-    let findings = strings(&c["findings"]);
+    let (_, r) = sb.gate_mock(3, &["--emulate", "tegra"], &["--keep-vulkan"]);
+    let c = the_cell(&r);
+    assert_eq!(c.counts.crash, 3, "{c:#?}");
+    assert_eq!(c.signals, ["SIGSEGV"]);
+    let findings = &c.findings;
     assert!(
         findings.iter().any(|f| f.contains("still running")),
-        "{c:#}"
+        "{c:#?}"
     );
 
     let sb = Sandbox::new();
-    let (code, r) = sb.run_mock(3, &["--emulate", "tegra"], &[]);
-    assert_eq!(count(only_cell(&r), "pass"), 3, "{r:#}");
+    let (code, r) = sb.gate_mock(3, &["--emulate", "tegra"], &[]);
+    assert_eq!(the_cell(&r).counts.pass, 3, "{r:#?}");
     assert_eq!(code, 0);
 }
 
@@ -68,31 +63,31 @@ fn the_trace_shows_what_never_leaves_alive_and_fails_it_only_when_asked() {
         "2",
     ];
     let sb = Sandbox::new();
-    let (code, r) = sb.run(&args);
-    let c = only_cell(&r);
-    assert_eq!(count(c, "pass"), 2, "validation cannot see it: {c:#}");
-    assert_eq!(strings(&c["layers"]), ["trace", "validation"]);
-    let findings = strings(&c["findings"]);
+    let (code, r) = sb.gate_run(&args);
+    let c = the_cell(&r);
+    assert_eq!(c.counts.pass, 2, "validation cannot see it: {c:#?}");
+    assert_eq!(c.layers, ["trace", "validation"]);
+    let findings = &c.findings;
     assert!(
         findings.contains(&"VkDevice 0x… alive at exit (created on thread main)".to_string()),
-        "{c:#}"
+        "{c:#?}"
     );
     assert_eq!(code, 0);
 
     let sb = Sandbox::new();
     let mut strict = args.to_vec();
     strict.push("--fail-on-leak");
-    let (code, r) = sb.run(&strict);
-    let c = only_cell(&r);
-    assert_eq!(count(c, "leak"), 2, "{c:#}");
-    assert_eq!(c["verdict"], "fail");
+    let (code, r) = sb.gate_run(&strict);
+    let c = the_cell(&r);
+    assert_eq!(c.counts.leak, 2, "{c:#?}");
+    assert_eq!(c.verdict, CellVerdict::Fail);
     assert_eq!(code, 1);
 }
 
 #[test]
 fn a_call_on_a_destroyed_device_is_recorded_before_the_crash() {
     let sb = Sandbox::new();
-    let (_, r) = sb.run(&[
+    let (_, r) = sb.gate_run(&[
         "--trace",
         "--case",
         "events-freed-after-teardown",
@@ -101,18 +96,18 @@ fn a_call_on_a_destroyed_device_is_recorded_before_the_crash() {
         "--runs",
         "2",
     ]);
-    let c = only_cell(&r);
-    assert_eq!(count(c, "crash"), 2, "{c:#}");
+    let c = the_cell(&r);
+    assert_eq!(c.counts.crash, 2, "{c:#?}");
     assert!(
-        strings(&c["vuids"]).contains(&"VKEXIT-trace-dead-handle".to_string()),
-        "{c:#}"
+        c.vuids.contains(&"VKEXIT-trace-dead-handle".to_string()),
+        "{c:#?}"
     );
-    let findings = strings(&c["findings"]);
+    let findings = &c.findings;
     assert!(
         findings
             .iter()
             .any(|f| f.contains("on a destroyed VkDevice")),
-        "{c:#}"
+        "{c:#?}"
     );
 }
 
@@ -155,15 +150,14 @@ fn an_impostor_trace_layer_never_lets_a_run_pass() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: Value = sb.read_results();
-    let c = only_cell(&r);
-    assert_eq!(count(c, "error"), 2, "{c:#}");
+    let r = sb.gate_results();
+    let c = the_cell(&r);
+    assert_eq!(c.counts.error, 2, "{c:#?}");
     assert!(
-        c["reason"]
-            .as_str()
-            .unwrap()
-            .contains("trace layer was not active"),
-        "{c:#}"
+        c.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("trace layer was not active")),
+        "{c:#?}"
     );
 }
 
@@ -174,7 +168,7 @@ fn an_impostor_trace_layer_never_lets_a_run_pass() {
 #[test]
 fn an_emulated_jetson_crash_is_explained_from_its_run_directory() {
     let sb = Sandbox::new();
-    let (_, r) = sb.run(&[
+    let (_, r) = sb.gate_run(&[
         "--emulate",
         "tegra",
         "--case",
@@ -184,8 +178,8 @@ fn an_emulated_jetson_crash_is_explained_from_its_run_directory() {
         "--runs",
         "1",
     ]);
-    let c = only_cell(&r);
-    let summary = &strings(&c["findings"])[0];
+    let c = the_cell(&r);
+    let summary = &c.findings[0];
     for piece in [
         "SIGSEGV (SEGV_MAPERR) on thread vkexit-tegra-0",
         "in an unmapped region",
@@ -195,7 +189,7 @@ fn an_emulated_jetson_crash_is_explained_from_its_run_directory() {
     ] {
         assert!(summary.contains(piece), "{piece} not in {summary}");
     }
-    let run = &strings(&c["artifacts"])[0];
+    let run = &c.artifacts[0];
     let out = sb.vkexit().args(["explain", run]).output().unwrap();
     assert!(out.status.success());
     let story = String::from_utf8_lossy(&out.stdout);
@@ -219,9 +213,9 @@ fn an_emulated_jetson_crash_is_explained_from_its_run_directory() {
 #[test]
 fn a_crash_in_an_exit_handler_of_any_program_is_reported_through_the_preload() {
     let sb = Sandbox::new();
-    let (_, r) = sb.run_mock(1, &[], &["--crash-at-exit"]);
-    let c = only_cell(&r);
-    let summary = &strings(&c["findings"])[0];
+    let (_, r) = sb.gate_mock(1, &[], &["--crash-at-exit"]);
+    let c = the_cell(&r);
+    let summary = &c.findings[0];
     assert!(
         summary.starts_with("SIGSEGV (SEGV_MAPERR) on thread mock at pc 0x…"),
         "{summary}"
@@ -251,8 +245,8 @@ fn explain_refuses_what_is_not_a_run_directory() {
 #[test]
 fn explain_names_the_evidence_it_could_not_read() {
     let sb = Sandbox::new();
-    let (_, r) = sb.run_mock(1, &[], &["--crash-at-exit"]);
-    let run = std::path::PathBuf::from(&strings(&only_cell(&r)["artifacts"])[0]);
+    let (_, r) = sb.gate_mock(1, &[], &["--crash-at-exit"]);
+    let run = std::path::PathBuf::from(&the_cell(&r).artifacts[0]);
     std::fs::write(
         run.join("timeline.jsonl"),
         "\u{0}\u{1} cut by a full disk\n",

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use vkexit_evidence::explore::{Exploration, ExploredCell};
-use vkexit_testkit::vkexit::{only_cell, Sandbox};
+use vkexit_testkit::results::{exploration, the_cell, Exploration, ExploredCell};
+use vkexit_testkit::vkexit::Sandbox;
 
 /// Builds `sources` (file name, C text) in `dir` with `cc ARGS`; panics with the compiler's
 /// words when it fails.
@@ -73,12 +73,14 @@ fn verdict<'a>(cell: &'a ExploredCell, name: &str) -> &'a str {
 
 /// `vkexit run --no-validation --runs N ARGS -- PROGRAM`: the cell's counts of pass and crash.
 fn replay(sb: &Sandbox, runs: u32, args: &[&str], program: &Path) -> (u64, u64) {
-    let mut all = vec!["--no-validation"];
+    let runs = runs.to_string();
+    let mut all = vec!["--runs", runs.as_str(), "--no-validation"];
     all.extend_from_slice(args);
-    let cell = sb.cell(runs, &all, program.to_str().unwrap());
-    let n = |v: &str| cell["counts"][v].as_u64().unwrap();
+    all.extend(["--", program.to_str().unwrap()]);
+    let (_, r) = sb.gate_run(&all);
+    let counts = the_cell(&r).counts;
     // These programs never use Vulkan: a clean run of theirs is `no-vulkan`, a pass.
-    (n("pass") + n("no-vulkan"), n("crash"))
+    (counts.pass + counts.no_vulkan, counts.crash)
 }
 
 /// Two libraries whose load-time exit handlers depend on each other: `second` reads what
@@ -225,8 +227,7 @@ fn a_module_whose_teardown_crashes_only_when_moved_is_found_and_replays() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let exploration: Exploration =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let exploration = exploration(&json);
     let cell = &exploration.cells[0];
     assert_eq!(cell.natural.counts.passed(), 2, "{cell:#?}");
     assert_eq!(verdict(cell, "module"), "fail", "{cell:#?}");
@@ -235,8 +236,8 @@ fn a_module_whose_teardown_crashes_only_when_moved_is_found_and_replays() {
         let mut all = vec!["--no-validation", "--runs", "2"];
         all.extend_from_slice(args);
         all.extend(["--", program.to_str().unwrap(), module.to_str().unwrap()]);
-        let (_, r) = sb.run(&all);
-        only_cell(&r)["counts"]["crash"].as_u64().unwrap()
+        let (_, r) = sb.gate_run(&all);
+        the_cell(&r).counts.crash
     };
     assert_eq!(replayed(&["--exit-order", "module"]), 2);
     assert_eq!(replayed(&[]), 0);
@@ -315,30 +316,14 @@ fn the_seeds_history_is_found_by_exploring_the_built_in_cells() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let exploration: Exploration =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let exploration = exploration(&json);
     assert_eq!(exploration.cells.len(), 20);
-    let (code, run) = sb.run(&["--runs", "1"]);
+    let (code, run) = sb.gate_run(&["--runs", "1"]);
     assert_eq!(code, 0);
-    for (explored, ran) in exploration
-        .cells
-        .iter()
-        .zip(run["cells"].as_array().unwrap())
-    {
+    for (explored, ran) in exploration.cells.iter().zip(&run.cells) {
         let n = &explored.natural;
-        assert_eq!(
-            (n.case.as_str(), n.runtime.as_str()),
-            (
-                ran["case"].as_str().unwrap(),
-                ran["runtime"].as_str().unwrap()
-            )
-        );
-        assert_eq!(
-            serde_json::to_value(n.verdict).unwrap(),
-            ran["verdict"],
-            "{}",
-            n.case
-        );
+        assert_eq!((&n.case, &n.runtime), (&ran.case, &ran.runtime));
+        assert_eq!(n.verdict, ran.verdict, "{}", n.case);
     }
     let failing = |c: &ExploredCell| {
         c.natural.counts.pass < c.natural.runs
@@ -424,8 +409,7 @@ fn the_static_destructor_after_the_tegra_exit_gets_the_seeds_fix() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let exploration: Exploration =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let exploration = exploration(&json);
     let cell = |runtime: &str| {
         exploration
             .cells
@@ -609,8 +593,7 @@ fn an_exploration_split_in_shards_merges_into_the_whole() {
         stdout.contains("4 cells explored: "),
         "the merged table: {stdout}"
     );
-    let whole: Exploration =
-        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let whole = exploration(&merged);
     assert_eq!((whole.cells.len(), whole.shard.as_deref()), (4, None));
     let static_destructor = whole
         .cells

@@ -3,6 +3,7 @@
 
 use predicates::prelude::*;
 use predicates::str::contains;
+use vkexit_testkit::results::the_cell;
 use vkexit_testkit::vkexit::*;
 use vkexit_testkit::vulkan::lavapipe_library;
 
@@ -11,14 +12,14 @@ fn a_script_given_by_a_relative_path_runs_in_the_callers_directory() {
     let sb = Sandbox::new();
     std::fs::write(sb.path().join("data.txt"), "x").unwrap();
     std::fs::write(sb.path().join("check.sh"), "test -f data.txt\n").unwrap();
-    let (code, r) = sb.run(&["--runs", "2", "--no-validation", "--", "bash", "check.sh"]);
-    let c = only_cell(&r);
-    assert_eq!((code, c["case"].as_str()), (0, Some("check.sh")), "{r:#}");
+    let (code, r) = sb.gate_run(&["--runs", "2", "--no-validation", "--", "bash", "check.sh"]);
+    let c = the_cell(&r);
+    assert_eq!((code, c.case.as_str()), (0, "check.sh"), "{r:#?}");
     // bash never asks the Vulkan loader for a driver: green, and said so.
-    assert_eq!(count(c, "no-vulkan"), 2, "{c:#}");
+    assert_eq!(c.counts.no_vulkan, 2, "{c:#?}");
 
     // In a private directory the relative path names nothing: bash exits 127.
-    let (code, r) = sb.run(&[
+    let (code, r) = sb.gate_run(&[
         "--runs",
         "1",
         "--no-validation",
@@ -29,9 +30,9 @@ fn a_script_given_by_a_relative_path_runs_in_the_callers_directory() {
         "bash",
         "check.sh",
     ]);
-    let c = only_cell(&r);
-    assert_eq!((code, c["case"].as_str()), (1, Some("private")), "{r:#}");
-    assert_eq!(count(c, "exit"), 1, "{c:#}");
+    let c = the_cell(&r);
+    assert_eq!((code, c.case.as_str()), (1, "private"), "{r:#?}");
+    assert_eq!(c.counts.exit, 1, "{c:#?}");
 }
 
 #[test]
@@ -55,15 +56,15 @@ if len(sys.argv) > 1:
 "#;
     std::fs::write(sb.path().join("opens_driver.py"), script).unwrap();
     // Through the loader only, the same program passes: validation was active.
-    let (code, r) = sb.run(&["--runs", "1", "--", "python3", "opens_driver.py"]);
-    assert_eq!((code, count(only_cell(&r), "pass")), (0, 1), "{r:#}");
+    let (code, r) = sb.gate_run(&["--runs", "1", "--", "python3", "opens_driver.py"]);
+    assert_eq!((code, the_cell(&r).counts.pass), (0, 1), "{r:#?}");
 
     let lavapipe = lavapipe_library();
-    let (code, r) = sb.run(&["--runs", "2", "--", "python3", "opens_driver.py", &lavapipe]);
-    let c = only_cell(&r);
-    assert_eq!(code, 1, "{r:#}");
-    assert_eq!(count(c, "error"), 2, "{c:#}");
-    let reason = c["reason"].as_str().unwrap();
+    let (code, r) = sb.gate_run(&["--runs", "2", "--", "python3", "opens_driver.py", &lavapipe]);
+    let c = the_cell(&r);
+    assert_eq!(code, 1, "{r:#?}");
+    assert_eq!(c.counts.error, 2, "{c:#?}");
+    let reason = c.reason.as_deref().expect("a reason");
     assert!(
         reason.contains(&format!("loaded the driver {lavapipe} itself"))
             && reason.contains("no layer can see its calls")
@@ -118,13 +119,13 @@ fn a_manifest_outside_the_search_path_is_chosen_through_the_loader() {
         .arg(&mock)
         .output()
         .unwrap();
-    let r = sb.read_results();
-    let c = only_cell(&r);
-    assert_eq!((out.status.code(), count(c, "pass")), (Some(0), 1), "{c:#}");
-    assert_eq!(c["driver_manifest"], manifest);
-    let run_dir = strings(&c["artifacts"]).remove(0);
+    let r = sb.gate_results();
+    let c = the_cell(&r);
+    assert_eq!((out.status.code(), c.counts.pass), (Some(0), 1), "{c:#?}");
+    assert_eq!(c.driver_manifest.as_deref(), Some(manifest));
+    let run_dir = &c.artifacts[0];
     let command =
-        std::fs::read_to_string(std::path::Path::new(&run_dir).join("command.txt")).unwrap();
+        std::fs::read_to_string(std::path::Path::new(run_dir).join("command.txt")).unwrap();
     assert!(
         command.contains("\nVK_LOADER_DRIVERS_SELECT=vkexit-driver-lavapipe-")
             && command.contains("\nVK_ADD_DRIVER_FILES=")

@@ -11,6 +11,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use vkexit_testkit::results::{run_record, the_cell, CellVerdict, Results, RunRecord};
 use vkexit_testkit::skip;
 use vkexit_testkit::vkexit::*;
 
@@ -111,22 +112,16 @@ fn assert_nothing_left(pid: u32) {
 
 /// What the only cell says about its runs: its reason, its findings and
 /// the reason of each kept run.
-fn only_run_reason(r: &serde_json::Value) -> String {
-    let cell = only_cell(r);
-    let mut text = vec![cell["reason"].as_str().unwrap_or("").to_string()];
-    text.extend(
-        cell["findings"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|f| f.to_string()),
-    );
-    for run in cell["artifacts"].as_array().into_iter().flatten() {
-        let result = Path::new(run.as_str().unwrap()).join("result.json");
+fn only_run_reason(r: &Results) -> String {
+    let cell = the_cell(r);
+    let mut text = vec![cell.reason.clone().unwrap_or_default()];
+    text.extend(cell.findings.iter().cloned());
+    for run in &cell.artifacts {
+        let result = Path::new(run).join("result.json");
         // On a full disk the run's own record may be missing or empty.
         let text_of = std::fs::read_to_string(result).unwrap_or_default();
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text_of) {
-            text.push(v["reason"].as_str().unwrap_or("").to_string());
+        if let Ok(record) = serde_json::from_str::<RunRecord>(&text_of) {
+            text.push(record.reason);
         }
     }
     text.join("\n")
@@ -163,13 +158,13 @@ fn a_fork_bomb_stops_at_the_process_limit_fails_and_leaves_nothing() {
         ],
     );
     assert_eq!(done.code, 1, "{}", done.stderr);
-    let r = sb.read_results();
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "pass"), 0, "{cell:#}");
+    let r = sb.gate_results();
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.pass, 0, "{cell:#?}");
     // The limit ended the bomb, not the 20 s timeout (judged by vkexit, so
     // load on this machine does not decide it).
-    assert_eq!(count(cell, "timeout"), 0, "{cell:#}");
-    assert_ne!(cell["verdict"], "pass");
+    assert_eq!(cell.counts.timeout, 0, "{cell:#?}");
+    assert_ne!(cell.verdict, CellVerdict::Pass);
     if bound.starts_with("cgroup") {
         // Whether the shell's own last fork failed (exit 2) or not (exit 0,
         // an error then), the limit is named.
@@ -204,8 +199,8 @@ fn a_program_that_ignores_sigterm_is_killed_after_the_grace_period() {
         ],
     );
     assert_eq!(done.code, 1, "{}", done.stderr);
-    let cell = only_cell(&sb.read_results()).clone();
-    assert_eq!(count(&cell, "timeout"), 1, "{cell:#}");
+    let cell = the_cell(&sb.gate_results()).clone();
+    assert_eq!(cell.counts.timeout, 1, "{cell:#?}");
     assert!(
         done.elapsed >= Duration::from_millis(2900),
         "the grace period was cut short: {:?}",
@@ -268,10 +263,10 @@ fn a_crash_dumps_no_core_even_when_vkexit_may() {
         },
     );
     assert_eq!(done.code, 1, "{}", done.stderr);
-    let r = sb.read_results();
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "crash"), 1, "{cell:#}");
-    let run = PathBuf::from(&strings(&cell["artifacts"])[0]);
+    let r = sb.gate_results();
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.crash, 1, "{cell:#?}");
+    let run = PathBuf::from(&cell.artifacts[0]);
     let stdout = std::fs::read_to_string(run.join("stdout.txt")).unwrap();
     // "Max core file size  SOFT  HARD  bytes": at most one byte, which also
     // stops a core piped to a helper (the kernel takes 1 as "no core").
@@ -369,10 +364,10 @@ fn artifacts_on_a_full_disk_make_every_run_an_error() {
         ],
     );
     assert_eq!(done.code, 1, "{}", done.stderr);
-    let r = sb.read_results();
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "error"), 2, "{cell:#}");
-    assert_eq!(count(cell, "pass"), 0);
+    let r = sb.gate_results();
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.error, 2, "{cell:#?}");
+    assert_eq!(cell.counts.pass, 0);
     let reason = only_run_reason(&r);
     assert!(
         reason.contains("full") || reason.contains("No space left"),
@@ -415,9 +410,9 @@ fn a_program_that_fills_the_disk_during_its_run_is_an_error_not_a_pass() {
         ],
     );
     assert_eq!(done.code, 1, "{}", done.stderr);
-    let r = sb.read_results();
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "error"), 1, "{cell:#}");
+    let r = sb.gate_results();
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.error, 1, "{cell:#?}");
     let reason = only_run_reason(&r);
     assert!(reason.contains("file system is full"), "{reason}");
     assert_nothing_left(done.pid);
@@ -495,7 +490,7 @@ fn results_replace_the_old_file_by_rename() {
         before,
         "written in place, not through a new file renamed over the old"
     );
-    assert_eq!(sb.read_results()["schema"], "vkexit.results/1");
+    assert_eq!(sb.gate_results().schema, "vkexit.results/1");
     let temps: Vec<String> = std::fs::read_dir(sb.path())
         .unwrap()
         .flatten()
@@ -529,8 +524,8 @@ fn run_directories_are_private() {
         ],
     );
     assert_eq!(done.code, 1, "{}", done.stderr);
-    let r = sb.read_results();
-    let run = PathBuf::from(&strings(&only_cell(&r)["artifacts"])[0]);
+    let r = sb.gate_results();
+    let run = PathBuf::from(&the_cell(&r).artifacts[0]);
     let cell_dir = run.parent().unwrap();
     for dir in [art.as_path(), cell_dir, run.as_path()] {
         let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
@@ -584,22 +579,16 @@ fn a_flood_of_gigabytes_keeps_vkexit_memory_bounded() {
         peak < 64 * 1024,
         "vkexit peaked at {peak} KiB during the flood"
     );
-    let r = sb.read_results();
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "no-vulkan"), 1, "{cell:#}");
-    let run = PathBuf::from(&strings(&cell["artifacts"])[0]);
+    let r = sb.gate_results();
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.no_vulkan, 1, "{cell:#?}");
+    let run = PathBuf::from(&cell.artifacts[0]);
     for file in ["stdout.txt", "stderr.txt"] {
         let size = std::fs::metadata(run.join(file)).unwrap().len();
         assert!(size < 2 * 1024 * 1024, "{file} is {size} bytes");
     }
-    let runs: Vec<u64> = ["stdout_bytes", "stderr_bytes"]
-        .iter()
-        .map(|k| {
-            let record = std::fs::read_to_string(run.join("result.json")).unwrap();
-            let v: serde_json::Value = serde_json::from_str(&record).unwrap();
-            v[k].as_u64().unwrap()
-        })
-        .collect();
+    let record = run_record(&run);
+    let runs = [record.stdout_bytes, record.stderr_bytes];
     assert!(
         runs.iter().all(|&n| n >= 1 << 30),
         "all of it was read: {runs:?}"
@@ -632,8 +621,8 @@ fn arguments_reach_the_program_as_they_are_never_through_a_shell() {
     args.extend(words);
     let done = vkexit(&sb, &[], &args);
     assert_eq!(done.code, 0, "{}", done.stderr);
-    let r = sb.read_results();
-    let run = PathBuf::from(&strings(&only_cell(&r)["artifacts"])[0]);
+    let r = sb.gate_results();
+    let run = PathBuf::from(&the_cell(&r).artifacts[0]);
     let stdout = std::fs::read_to_string(run.join("stdout.txt")).unwrap();
     let printed: Vec<&str> = stdout.lines().collect();
     let expected: Vec<String> = words.iter().map(|w| format!("[{w}]")).collect();
@@ -782,15 +771,15 @@ fn without_cgroups_a_user_fork_bomb_stops_at_rlimit_nproc() {
     // The main shell sleeps past the 3 s limit (a timeout), unless the bomb
     // took the last slot before it could start its sleep (exit 2).
     assert_eq!(status.code(), Some(1), "{stderr}");
-    let r = sb.read_results();
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "timeout") + count(cell, "exit"), 1, "{r:#}");
+    let r = sb.gate_results();
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.timeout + cell.counts.exit, 1, "{r:#?}");
     // The limit is on all of nobody's processes (vkexit's threads among
     // them, the bomb's zombies until vkexit reaps them): 30 more than when
     // the run started.
     // The bomb went off and met the limit: its shells said so (sampling the
     // process count would depend on how often this test gets the CPU).
-    let run = PathBuf::from(strings(&cell["artifacts"])[0].clone());
+    let run = PathBuf::from(&cell.artifacts[0]);
     let said = std::fs::read_to_string(run.join("stderr.txt")).unwrap_or_default();
     assert!(
         said.contains("fork"),
@@ -840,5 +829,5 @@ fn artifacts_on_a_file_system_without_a_size_are_not_full() {
         ],
     );
     assert_eq!(done.code, 0, "{}", done.stderr);
-    assert_eq!(count(only_cell(&sb.read_results()), "no-vulkan"), 1);
+    assert_eq!(the_cell(&sb.gate_results()).counts.no_vulkan, 1);
 }

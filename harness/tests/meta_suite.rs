@@ -11,6 +11,10 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use vkexit_testkit::results::{
+    cell_of, run_record, the_cell, CellResult, CellVerdict, Results, RunRecord, RunVerdict,
+    Termination,
+};
 use vkexit_testkit::vkexit::*;
 
 const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
@@ -46,10 +50,10 @@ struct Program {
     runtime: &'static str,
     truth: Truth,
     /// The cell verdict against the baseline; `None` where chance decides (`pass` or `flaky`).
-    cell: Option<&'static str>,
+    cell: Option<CellVerdict>,
 }
 
-const fn program(case: &'static str, truth: Truth, cell: &'static str) -> Program {
+const fn program(case: &'static str, truth: Truth, cell: CellVerdict) -> Program {
     Program {
         case,
         runtime: "external",
@@ -59,20 +63,24 @@ const fn program(case: &'static str, truth: Truth, cell: &'static str) -> Progra
 }
 
 const PROGRAMS: &[Program] = &[
-    program("segv-at-exit", Truth::Crash("SIGSEGV"), "expected-fail"),
+    program(
+        "segv-at-exit",
+        Truth::Crash("SIGSEGV"),
+        CellVerdict::ExpectedFail,
+    ),
     program(
         "loader-abort-at-exit",
         Truth::LoaderRejects,
-        "expected-fail",
+        CellVerdict::ExpectedFail,
     ),
-    program("exit-code-7", Truth::Exit(7), "expected-fail"),
+    program("exit-code-7", Truth::Exit(7), CellVerdict::ExpectedFail),
     program(
         "vuid-in-layer-log-only",
         Truth::Vuid {
             id: CHILDREN,
             per_run: 1,
         },
-        "expected-fail",
+        CellVerdict::ExpectedFail,
     ),
     program(
         "vuid-swallowed-by-app-messenger",
@@ -80,7 +88,7 @@ const PROGRAMS: &[Program] = &[
             id: CHILDREN,
             per_run: 1,
         },
-        "expected-fail",
+        CellVerdict::ExpectedFail,
     ),
     program(
         "vuid-150-duplicates",
@@ -88,16 +96,20 @@ const PROGRAMS: &[Program] = &[
             id: CHILDREN,
             per_run: 150,
         },
-        "expected-fail",
+        CellVerdict::ExpectedFail,
     ),
-    program("hang-in-exit-handler", Truth::Timeout, "expected-fail"),
+    program(
+        "hang-in-exit-handler",
+        Truth::Timeout,
+        CellVerdict::ExpectedFail,
+    ),
     program(
         "vuid-then-second-instance",
         Truth::Vuid {
             id: CHILDREN,
             per_run: 1,
         },
-        "expected-fail",
+        CellVerdict::ExpectedFail,
     ),
     program(
         "vuid-then-exec-clean",
@@ -105,7 +117,7 @@ const PROGRAMS: &[Program] = &[
             id: CHILDREN,
             per_run: 1,
         },
-        "expected-fail",
+        CellVerdict::ExpectedFail,
     ),
     program(
         "exec-of-a-leaker",
@@ -113,7 +125,7 @@ const PROGRAMS: &[Program] = &[
             id: CHILDREN,
             per_run: 1,
         },
-        "expected-fail",
+        CellVerdict::ExpectedFail,
     ),
     program(
         "vuid-in-parent-and-child",
@@ -121,17 +133,17 @@ const PROGRAMS: &[Program] = &[
             id: CHILDREN,
             per_run: 2,
         },
-        "expected-fail",
+        CellVerdict::ExpectedFail,
     ),
     program(
         "daemon-segv-with-closed-fds",
         Truth::DetachedCrash("SIGSEGV"),
-        "expected-fail",
+        CellVerdict::ExpectedFail,
     ),
     program(
         "spin-in-exit-handler-ignoring-term",
         Truth::Timeout,
-        "expected-fail",
+        CellVerdict::ExpectedFail,
     ),
     Program {
         case: "crash-in-10-percent",
@@ -139,15 +151,19 @@ const PROGRAMS: &[Program] = &[
         truth: Truth::CrashWhenDrawn,
         cell: None,
     },
-    program("clean-mock", Truth::Pass, "pass"),
-    program("clean-with-silent-messenger", Truth::Pass, "pass"),
-    program("clean-several-instances", Truth::Pass, "pass"),
-    program("clean-with-detached-helper", Truth::Pass, "pass"),
+    program("clean-mock", Truth::Pass, CellVerdict::Pass),
+    program(
+        "clean-with-silent-messenger",
+        Truth::Pass,
+        CellVerdict::Pass,
+    ),
+    program("clean-several-instances", Truth::Pass, CellVerdict::Pass),
+    program("clean-with-detached-helper", Truth::Pass, CellVerdict::Pass),
     Program {
         case: "clean-exit",
         runtime: "refrt:release-children",
         truth: Truth::Pass,
-        cell: Some("pass"),
+        cell: Some(CellVerdict::Pass),
     },
 ];
 
@@ -158,7 +174,7 @@ const VALIDATION_OFF: Program = Program {
     case: "validation-off-by-app",
     runtime: "external",
     truth: Truth::Error,
-    cell: Some("error"),
+    cell: Some(CellVerdict::Error),
 };
 const VALIDATION_OFF_ARGS: &[&str] = &["--disable-validation", "--vuid"];
 
@@ -173,7 +189,7 @@ fn repo_file(path: &str) -> PathBuf {
 /// `vkexit run` of the meta matrix and baseline in the sandbox, every run kept, with `args`
 /// added. The matrix names its programs as `target/release/…` from where vkexit runs, so the
 /// sandbox gets that path to the binaries under test.
-fn run_meta(sb: &Sandbox, args: &[&str]) -> (i32, Value, Duration) {
+fn run_meta(sb: &Sandbox, args: &[&str]) -> (i32, Results, Duration) {
     let target = sb.path().join("target");
     std::fs::create_dir_all(&target).unwrap();
     let release = target.join("release");
@@ -215,7 +231,7 @@ fn run_meta(sb: &Sandbox, args: &[&str]) -> (i32, Value, Duration) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    (code, sb.read_results(), wall)
+    (code, sb.gate_results(), wall)
 }
 
 /// `--timeout N` from `META_TIMEOUT`: the matrix's 5 s limit, sized for the hanging programs on
@@ -229,10 +245,10 @@ fn timeout_override() -> Vec<String> {
 }
 
 /// `vkexit run` of the mock as an external case, every run kept.
-fn run_mock_kept(sb: &Sandbox, runs: u64, mock_args: &[&str]) -> (i32, Value, Duration) {
+fn run_mock_kept(sb: &Sandbox, runs: u64, mock_args: &[&str]) -> (i32, Results, Duration) {
     let start = Instant::now();
     let runs = u32::try_from(runs).expect("a run count");
-    let (code, results) = sb.run_mock(runs, &["--keep-passing"], mock_args);
+    let (code, results) = sb.gate_mock(runs, &["--keep-passing"], mock_args);
     (code, results, start.elapsed())
 }
 
@@ -242,7 +258,7 @@ fn run_mock_kept_on(
     driver: &str,
     runs: u64,
     mock_args: &[&str],
-) -> (i32, Value, Duration) {
+) -> (i32, Results, Duration) {
     let start = Instant::now();
     let out = sb
         .vkexit()
@@ -261,11 +277,11 @@ fn run_mock_kept_on(
         "no results; exit {code}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    (code, sb.read_results(), start.elapsed())
+    (code, sb.gate_results(), start.elapsed())
 }
 
 /// How the runs of one program were judged, against what it really did.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Tally {
     runs: u64,
     /// Run verdicts as the harness gave them, with the signal for crashes.
@@ -276,7 +292,7 @@ struct Tally {
     false_failures: u64,
     /// Runs that failed and were judged failing, but as something they were not.
     misjudged: Vec<String>,
-    cell_verdict: String,
+    cell_verdict: CellVerdict,
 }
 
 fn read_json(path: &Path) -> Value {
@@ -310,9 +326,11 @@ fn truth_of_run(truth: Truth, run: &Path) -> Truth {
 
 /// [`Truth::LoaderRejects`] for the loader the run used (its `result.json` names it).
 fn loader_rejects(run: &Path) -> Truth {
-    let result = read_json(&run.join("result.json"));
-    let version = result["vulkan"]["loaders"][0]["version"]
-        .as_str()
+    let result = run_record(run);
+    let version = result
+        .vulkan
+        .as_ref()
+        .and_then(|vulkan| vulkan.loaders.first()?.version.as_deref())
         .unwrap_or_else(|| panic!("{}: no loader version in result.json", run.display()));
     let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap_or(0)).collect();
     let checked = parts >= vec![1, 3, 239]
@@ -321,15 +339,15 @@ fn loader_rejects(run: &Path) -> Truth {
 }
 
 /// Why a failing run, judged failing, was judged as something it was not; `None` when right.
-fn misjudged(case: &str, truth: Truth, run: &Path, result: &Value) -> Option<String> {
-    let verdict = result["verdict"].as_str().unwrap_or("");
+fn misjudged(case: &str, truth: Truth, run: &Path, result: &RunRecord) -> Option<String> {
+    let verdict = result.verdict;
+    let signaled = |signal: &str| result.signal.as_deref() == Some(signal);
     let wrong = |what: String| Some(format!("{case} {}: {what}", run.display()));
     match truth {
         Truth::Pass | Truth::CrashWhenDrawn | Truth::LoaderRejects => None,
-        Truth::Crash(signal) if verdict != "crash" || result["signal"] != signal => wrong(format!(
-            "{verdict} {}, not crash {signal}",
-            result["signal"]
-        )),
+        Truth::Crash(signal) if verdict != RunVerdict::Crash || !signaled(signal) => {
+            wrong(format!("{verdict} {:?}, not crash {signal}", result.signal))
+        }
         Truth::Crash("SIGABRT") => {
             // The abort must be the loader's own check, not any other.
             let stderr = read_text(&run.join("stderr.txt"));
@@ -338,39 +356,39 @@ fn misjudged(case: &str, truth: Truth, run: &Path, result: &Value) -> Option<Str
         }
         Truth::Crash(_) => None,
         Truth::DetachedCrash(signal) => {
-            let reason = result["reason"].as_str().unwrap_or("");
+            let reason = &result.reason;
             let named = reason.starts_with("detached process ")
                 && reason.contains(&format!(
                     "(mock) killed by {signal}; the main process exited 0"
                 ));
-            (verdict != "crash" || result["signal"] != signal || !named)
-                .then(|| format!("{case}: {verdict} {}: {reason}", result["signal"]))
+            (verdict != RunVerdict::Crash || !signaled(signal) || !named)
+                .then(|| format!("{case}: {verdict} {:?}: {reason}", result.signal))
         }
         Truth::Exit(code) => {
-            let seen = &result["termination"];
-            (verdict != "exit" || seen["code"] != code)
-                .then(|| format!("{case}: {verdict} {seen}, not exit {code}"))
+            let seen = &result.termination;
+            (verdict != RunVerdict::Exit || *seen != Termination::Exited { code })
+                .then(|| format!("{case}: {verdict} {seen:?}, not exit {code}"))
         }
         Truth::Vuid { id, per_run } => {
-            let count = count_under_any_name(&result["vuid_counts"]["ids"], id, |stat| {
-                stat["count"].as_u64()
-            });
+            let count = under_any_name(&result.vuid_counts.ids, id).map(|stat| stat.count);
             let per_run = messages_per_run(per_run, run);
-            let others = result["vuids"].as_array().map_or(0, Vec::len);
-            if verdict != "vuid" || count != Some(per_run) || others != 1 {
+            let others = result.vuids.len();
+            if verdict != RunVerdict::Vuid || count != Some(per_run) || others != 1 {
                 return wrong(format!(
                     "{verdict}, {id} ×{count:?} of {others} id(s), not vuid {id} ×{per_run}"
                 ));
             }
             vuid_evidence(case, run, result)
         }
-        Truth::Error if verdict != "error" => wrong(format!("{verdict}, not error")),
+        Truth::Error if verdict != RunVerdict::Error => wrong(format!("{verdict}, not error")),
         Truth::Error => {
-            let reason = result["reason"].as_str().unwrap_or("");
+            let reason = &result.reason;
             let named = reason.contains("VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT");
             (!named).then(|| format!("{case}: the reason names no disabled check: {reason}"))
         }
-        Truth::Timeout if verdict != "timeout" => wrong(format!("{verdict}, not timeout")),
+        Truth::Timeout if verdict != RunVerdict::Timeout => {
+            wrong(format!("{verdict}, not timeout"))
+        }
         Truth::Timeout => {
             let hang = read_json(&run.join("hang.json"));
             (hang["during_exit"] != true).then(|| format!("{case}: hang not during exit: {hang}"))
@@ -378,14 +396,10 @@ fn misjudged(case: &str, truth: Truth, run: &Path, result: &Value) -> Option<Str
     }
 }
 
-/// A count the results keep per id, for the check `id` names under whichever name the layer
-/// logged it (layers from 1.3.268 log 00378 as 05137).
-fn count_under_any_name(
-    ids: &Value,
-    id: &str,
-    count: impl Fn(&Value) -> Option<u64>,
-) -> Option<u64> {
-    vkexit::host::vuid::names(id).find_map(|name| ids.get(name).and_then(&count))
+/// What the results keep per id (a count, a run's count and severity), for the check `id`
+/// names under whichever name the layer logged it (layers from 1.3.268 log 00378 as 05137).
+fn under_any_name<'a, T>(ids: &'a BTreeMap<String, T>, id: &str) -> Option<&'a T> {
+    vkexit::host::vuid::names(id).find_map(|name| ids.get(name))
 }
 
 /// How many messages a program that leaves `objects` children alive at `vkDestroyDevice` makes
@@ -402,7 +416,7 @@ fn messages_per_run(objects: u64, run: &Path) -> u64 {
 
 /// The VUID programs' own promises: nothing but the layer's log shows it, or the application's
 /// messenger really swallowed it.
-fn vuid_evidence(case: &str, run: &Path, result: &Value) -> Option<String> {
+fn vuid_evidence(case: &str, run: &Path, result: &RunRecord) -> Option<String> {
     let log = read_text(&run.join("validation.log"));
     if !vkexit::host::vuid::names(CHILDREN).any(|name| log.contains(&format!("[ {name} ]"))) {
         return Some(format!("{case}: validation.log lacks {CHILDREN}"));
@@ -410,9 +424,8 @@ fn vuid_evidence(case: &str, run: &Path, result: &Value) -> Option<String> {
     let stdout = read_text(&run.join("stdout.txt"));
     match case {
         "vuid-in-layer-log-only" | "vuid-150-duplicates" => {
-            let bytes = (&result["stdout_bytes"], &result["stderr_bytes"]);
-            (bytes != (&Value::from(0), &Value::from(0)))
-                .then(|| format!("{case}: stdout and stderr not empty: {bytes:?}"))
+            let bytes = (result.stdout_bytes, result.stderr_bytes);
+            (bytes != (0, 0)).then(|| format!("{case}: stdout and stderr not empty: {bytes:?}"))
         }
         "vuid-swallowed-by-app-messenger" => {
             let swallowed = stdout.contains("it swallowed 1 validation error(s)");
@@ -446,31 +459,40 @@ fn instance_logs_from(case: &str, run: &Path, logs: usize, pids: usize) -> Optio
     })
 }
 
-fn tally(program: &Program, cell: &Value) -> Tally {
+fn tally(program: &Program, cell: &CellResult) -> Tally {
     let mut t = Tally {
-        cell_verdict: cell["verdict"].as_str().unwrap_or("").to_string(),
-        ..Tally::default()
+        runs: 0,
+        observed: BTreeMap::new(),
+        false_passes: 0,
+        false_failures: 0,
+        misjudged: Vec::new(),
+        cell_verdict: cell.verdict,
     };
-    for dir in strings(&cell["artifacts"]) {
+    for dir in &cell.artifacts {
         let run = PathBuf::from(dir);
-        let result = read_json(&run.join("result.json"));
-        let verdict = result["verdict"].as_str().unwrap().to_string();
-        let shown = match (&result["signal"], verdict.as_str()) {
-            (Value::String(signal), _) => format!("{verdict} {signal}"),
-            (_, "exit") => format!("exit {}", result["termination"]["code"]),
-            (_, "vuid") => {
-                let ids = result["vuid_counts"]["ids"].as_object();
-                let counts = ids.into_iter().flatten().map(|(id, stat)| {
+        let result = run_record(&run);
+        let verdict = result.verdict;
+        let shown = match (&result.signal, verdict) {
+            (Some(signal), _) => format!("{verdict} {signal}"),
+            (None, RunVerdict::Exit) => match &result.termination {
+                Termination::Exited { code } => format!("exit {code}"),
+                other => format!("exit {other:?}"),
+            },
+            (None, RunVerdict::Vuid) => {
+                let counts = result.vuid_counts.ids.iter().map(|(id, stat)| {
                     let short = id.rsplit('-').next().unwrap_or(id);
-                    format!("{short} ×{}", stat["count"])
+                    format!("{short} ×{}", stat.count)
                 });
                 format!("vuid {}", counts.collect::<Vec<_>>().join(" "))
             }
-            _ => verdict.clone(),
+            _ => verdict.to_string(),
         };
         *t.observed.entry(shown).or_insert(0) += 1;
         t.runs += 1;
-        match (truth_of_run(program.truth, &run), verdict == "pass") {
+        match (
+            truth_of_run(program.truth, &run),
+            verdict == RunVerdict::Pass,
+        ) {
             (Truth::Pass, true) => {}
             (Truth::Pass, false) => t.false_failures += 1,
             (_, true) => t.false_passes += 1,
@@ -482,13 +504,8 @@ fn tally(program: &Program, cell: &Value) -> Tally {
     t
 }
 
-fn cell_of<'a>(results: &'a Value, program: &Program) -> &'a Value {
-    results["cells"]
-        .as_array()
-        .expect("cells")
-        .iter()
-        .find(|c| c["case"] == program.case && c["runtime"] == program.runtime)
-        .unwrap_or_else(|| panic!("no cell for {} × {}", program.case, program.runtime))
+fn cell_for<'a>(results: &'a Results, program: &Program) -> &'a CellResult {
+    cell_of(results, program.case, program.runtime)
 }
 
 /// Everything wrong with how one program's `runs` runs were judged: false passes, false
@@ -511,7 +528,7 @@ fn wrong_with(p: &Program, t: &Tally, runs: u64) -> Vec<String> {
         }
         // Chance decides between `pass` and `flaky`; a cell that failed every run, or any
         // other verdict, is wrong.
-        None if !matches!(t.cell_verdict.as_str(), "pass" | "flaky") => {
+        None if !matches!(t.cell_verdict, CellVerdict::Pass | CellVerdict::Flaky) => {
             wrong.push(format!("{}: cell {}", p.case, t.cell_verdict))
         }
         _ => {}
@@ -575,15 +592,14 @@ fn every_program_is_judged_as_what_it_did_in_every_run() {
     let sb = Sandbox::new();
     // More runs at once than cores: the hung runs only sleep until their time limit.
     let (code, results, wall) = run_meta(&sb, &["--runs", "20", "-j", "6"]);
-    let cells = results["cells"].as_array().expect("cells");
     assert_eq!(
-        cells.len(),
+        results.cells.len(),
         PROGRAMS.len(),
         "the matrix and PROGRAMS differ"
     );
     let rows: Vec<(&Program, Tally, Option<Duration>)> = PROGRAMS
         .iter()
-        .map(|p| (p, tally(p, cell_of(&results, p)), None))
+        .map(|p| (p, tally(p, cell_for(&results, p)), None))
         .collect();
     eprintln!("{}", table(&rows, wall));
     let wrong: Vec<String> = rows
@@ -592,17 +608,18 @@ fn every_program_is_judged_as_what_it_did_in_every_run() {
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     // Every cell as the baseline says: the gate is green.
-    assert_eq!(code, 0, "{results:#}");
-    assert_eq!(results["interrupted"], false);
+    assert_eq!(code, 0, "{results:#?}");
+    assert!(!results.interrupted);
     // Every duplicate counted, none lost to a message limit.
-    let dupes = cell_of(&results, program_named("vuid-150-duplicates"));
-    let counted = count_under_any_name(&dupes["vuid_counts"], CHILDREN, Value::as_u64);
-    let logged: u64 = strings(&dupes["artifacts"])
+    let dupes = cell_for(&results, program_named("vuid-150-duplicates"));
+    let counted = under_any_name(&dupes.vuid_counts, CHILDREN).copied();
+    let logged: u64 = dupes
+        .artifacts
         .iter()
         .map(|run| messages_per_run(150, Path::new(run)))
         .sum();
-    assert_eq!(logged % 20, 0, "{dupes:#}");
-    assert_eq!(counted, Some(logged), "{dupes:#}");
+    assert_eq!(logged % 20, 0, "{dupes:#?}");
+    assert_eq!(counted, Some(logged), "{dupes:#?}");
 }
 
 #[test]
@@ -625,11 +642,11 @@ fn a_crash_in_one_run_of_ten_is_flaky_never_pass() {
         ],
     );
     let random = program_named("crash-in-10-percent");
-    let t = tally(random, only_cell(&results));
+    let t = tally(random, the_cell(&results));
     assert_eq!(t.runs, 100);
     assert_eq!((t.false_passes, t.false_failures), (0, 0), "{t:?}");
     assert!(t.misjudged.is_empty(), "{t:?}");
-    assert_eq!(t.cell_verdict, "flaky", "{t:?}");
+    assert_eq!(t.cell_verdict, CellVerdict::Flaky, "{t:?}");
     // Flaky is expected of it, so the gate stays green.
     assert_eq!(code, 0);
 }
@@ -640,7 +657,7 @@ fn an_application_that_turns_validation_off_itself_is_an_error_never_a_pass() {
     // status message, these runs passed.
     let sb = Sandbox::new();
     let (code, results, _) = run_mock_kept(&sb, 20, VALIDATION_OFF_ARGS);
-    let t = tally(&VALIDATION_OFF, only_cell(&results));
+    let t = tally(&VALIDATION_OFF, the_cell(&results));
     let wrong = wrong_with(&VALIDATION_OFF, &t, 20);
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     assert_eq!(code, 1);
@@ -655,11 +672,11 @@ fn no_evidence_carries_over_between_runs_of_one_worker() {
     let mock = mock();
     let mock = mock.to_str().unwrap();
     let cases = [
-        ("a-clean", "", "pass"),
-        ("b-no-instance", "\"--no-vulkan\"", "no-vulkan"),
-        ("c-clean", "\"--quiet\"", "pass"),
-        ("d-vuid", "\"--vuid\"", "fail"),
-        ("e-clean", "", "pass"),
+        ("a-clean", "", CellVerdict::Pass),
+        ("b-no-instance", "\"--no-vulkan\"", CellVerdict::NoVulkan),
+        ("c-clean", "\"--quiet\"", CellVerdict::Pass),
+        ("d-vuid", "\"--vuid\"", CellVerdict::Fail),
+        ("e-clean", "", CellVerdict::Pass),
     ];
     let mut matrix = String::from("drivers = [\"lavapipe\"]\nruns = 3\njobs = 1\n");
     for (name, arg, _) in cases {
@@ -668,15 +685,10 @@ fn no_evidence_carries_over_between_runs_of_one_worker() {
         ));
     }
     std::fs::write(sb.path().join("m.toml"), matrix.replace(", ]", "]")).unwrap();
-    let (code, results) = sb.run(&["--config", "m.toml"]);
+    let (code, results) = sb.gate_run(&["--config", "m.toml"]);
     for (name, _, verdict) in cases {
-        let cell = results["cells"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["case"] == name)
-            .unwrap();
-        assert_eq!(cell["verdict"], verdict, "{cell:#}");
+        let cell = results.cells.iter().find(|c| c.case == name).unwrap();
+        assert_eq!(cell.verdict, verdict, "{cell:#?}");
     }
     assert_eq!(code, 1);
 }
@@ -712,7 +724,7 @@ fn the_longer_run() {
         let count = runs.to_string();
         let args = [&["--case", p.case, "--runs", &count][..], &on_driver].concat();
         let (code, results, wall) = run_meta(&sb, &args);
-        let t = tally(p, only_cell(&results));
+        let t = tally(p, the_cell(&results));
         eprintln!(
             "{}: {:?} in {:.0} s",
             p.case,
@@ -729,7 +741,7 @@ fn the_longer_run() {
         None => run_mock_kept(&sb, runs, VALIDATION_OFF_ARGS),
         Some(d) => run_mock_kept_on(&sb, d, runs, VALIDATION_OFF_ARGS),
     };
-    let t = tally(&VALIDATION_OFF, only_cell(&results));
+    let t = tally(&VALIDATION_OFF, the_cell(&results));
     wrong.extend(wrong_with(&VALIDATION_OFF, &t, runs));
     if code != 1 {
         wrong.push(format!("{}: exit {code}, not 1", VALIDATION_OFF.case));
@@ -750,6 +762,6 @@ fn the_longer_run() {
     // A 10 % crash shows in a few runs only by chance (none in 5 runs: 59 %; in 50: 0.5 %).
     let random = rows.iter().find(|(p, ..)| p.case == "crash-in-10-percent");
     if runs >= 50 {
-        assert_eq!(random.unwrap().1.cell_verdict, "flaky");
+        assert_eq!(random.unwrap().1.cell_verdict, CellVerdict::Flaky);
     }
 }

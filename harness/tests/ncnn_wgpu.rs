@@ -5,14 +5,17 @@
 //! The ncnn tests need the wheel that ci/setup-python-runtimes.sh unpacks; when it is missing
 //! they run that script, and skip, saying why, only if it cannot get the wheel.
 
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use vkexit_testkit::real_runtimes::{self, cell as run};
+use vkexit_testkit::results::{assert_all, the_cell, CellResult, CellVerdict, RunVerdict};
 use vkexit_testkit::vkexit::*;
 use vkexit_testkit::vulkan::lavapipe_library;
 use vkexit_testkit::{built, or_skip, workspace as repo};
+
+/// The check a buffer alive at `vkDestroyDevice` fails.
+const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
 
 fn wgpu_bin(name: &str) -> String {
     built(name).display().to_string()
@@ -67,7 +70,7 @@ fn ncnn_wheel() -> Result<PathBuf, String> {
 /// A user's own ncnn script, written as ncnn's Python documentation shows it (no loader
 /// argument, nothing from this repository), run by a relative path from its directory:
 /// `vkexit run --runs N -- python3 NAME.py`. Returns the only cell.
-fn run_plain_script(wheel: &Path, runs: u32, name: &str, body: &str) -> Value {
+fn run_plain_script(wheel: &Path, runs: u32, name: &str, body: &str) -> CellResult {
     let sb = Sandbox::new();
     std::fs::write(sb.path().join(name), body).unwrap();
     let out = sb
@@ -90,9 +93,9 @@ fn run_plain_script(wheel: &Path, runs: u32, name: &str, body: &str) -> Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r = sb.read_results();
-    let cell = only_cell(&r).clone();
-    assert_eq!(cell["case"], name, "named after the script: {cell:#}");
+    let r = sb.gate_results();
+    let cell = the_cell(&r).clone();
+    assert_eq!(cell.case, name, "named after the script: {cell:#?}");
     cell
 }
 
@@ -108,21 +111,21 @@ fn a_plain_ncnn_script_passes_under_validation_through_the_loader() {
     let wheel = or_skip!(ncnn_wheel());
     let body = format!("{PLAIN_START}del buffer, allocator\nncnn.destroy_gpu_instance()\n");
     let c = run_plain_script(&wheel, 3, "plain_clean.py", &body);
-    assert_all(&c, "pass", 3);
+    assert_all(&c, RunVerdict::Pass, 3);
     // The run went through the system loader, which read VK_LOADER_DRIVERS_SELECT.
-    let provenance = &c["provenance"];
+    let provenance = c.provenance.as_ref().expect("provenance");
     assert!(
-        provenance["driver_selection"]
-            .as_str()
-            .unwrap()
-            .starts_with("VK_LOADER_DRIVERS_SELECT"),
-        "{c:#}"
+        provenance
+            .driver_selection
+            .as_deref()
+            .is_some_and(|s| s.starts_with("VK_LOADER_DRIVERS_SELECT")),
+        "{c:#?}"
     );
-    let loaders = strings(&provenance["loaders_used"]);
-    assert_eq!(loaders.len(), 1, "{c:#}");
+    let loaders = &provenance.loaders_used;
+    assert_eq!(loaders.len(), 1, "{c:#?}");
     assert!(
         loaders[0].contains("libvulkan.so") && loaders[0].ends_with(": 3 runs"),
-        "{c:#}"
+        "{c:#?}"
     );
 }
 
@@ -133,14 +136,11 @@ fn a_plain_ncnn_script_that_frees_after_teardown_crashes_with_00378_logged() {
     // frees them afterwards, on a device that is gone.
     let body = format!("{PLAIN_START}ncnn.destroy_gpu_instance()\n");
     let c = run_plain_script(&wheel, 2, "plain_freed_late.py", &body);
-    assert_all(&c, "crash", 2);
-    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
+    assert_all(&c, RunVerdict::Crash, 2);
+    assert_eq!(c.signals, ["SIGSEGV"]);
     assert!(
-        c["vuid_counts"]["VUID-vkDestroyDevice-device-00378"]
-            .as_u64()
-            .unwrap_or(0)
-            >= 2,
-        "00378 in every run: {c:#}"
+        c.vuid_counts.get(CHILDREN).copied().unwrap_or(0) >= 2,
+        "00378 in every run: {c:#?}"
     );
 }
 
@@ -156,8 +156,8 @@ print(ncnn.get_gpu_device(0).info().device_name())\n\
 ncnn.destroy_gpu_instance()\n"
     );
     let c = run_plain_script(&wheel, 1, "plain_bypass.py", &body);
-    assert_all(&c, "error", 1);
-    let reason = c["reason"].as_str().unwrap();
+    assert_all(&c, RunVerdict::Error, 1);
+    let reason = c.reason.as_deref().expect("a reason");
     assert!(
         reason.contains("ncnn.cpython")
             && reason.contains(&format!("loaded the driver {lavapipe} itself"))
@@ -170,8 +170,8 @@ ncnn.destroy_gpu_instance()\n"
 fn ncnn_clean_exit_passes() {
     let script = or_skip!(ncnn_script("clean-exit.py"));
     let c = run(2, "none", false, &script);
-    assert_all(&c, "pass", 2);
-    assert_eq!(c["verdict"], "pass");
+    assert_all(&c, RunVerdict::Pass, 2);
+    assert_eq!(c.verdict, CellVerdict::Pass);
 }
 
 #[test]
@@ -180,27 +180,24 @@ fn ncnn_exit_without_destroy_is_torn_down_before_the_tegra_exit_handler() {
     // the exit handler the (emulated) Tegra driver registered when the loader loaded it.
     let script = or_skip!(ncnn_script("exit-without-destroy.py"));
     let c = run(2, "tegra", false, &script);
-    assert_all(&c, "pass", 2);
+    assert_all(&c, RunVerdict::Pass, 2);
 }
 
 #[test]
 fn ncnn_allocator_freed_after_teardown_crashes_after_00378() {
     let script = or_skip!(ncnn_script("allocator-freed-after-teardown.py"));
     let c = run(2, "none", false, &script);
-    assert_all(&c, "crash", 2);
-    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
-    assert!(
-        strings(&c["vuids"]).contains(&"VUID-vkDestroyDevice-device-00378".to_string()),
-        "{c:#}"
-    );
+    assert_all(&c, RunVerdict::Crash, 2);
+    assert_eq!(c.signals, ["SIGSEGV"]);
+    assert!(c.vuids.contains(&CHILDREN.to_string()), "{c:#?}");
 }
 
 #[test]
 fn ncnn_pool_allocator_reclaimed_is_deleted_twice() {
     let script = or_skip!(ncnn_script("pool-allocator-reclaimed.py"));
     let c = run(2, "none", false, &script);
-    assert_all(&c, "crash", 2);
-    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
+    assert_all(&c, RunVerdict::Crash, 2);
+    assert_eq!(c.signals, ["SIGSEGV"]);
 }
 
 #[test]
@@ -208,7 +205,7 @@ fn wgpu_clean_exit_passes_with_and_without_the_tegra_exit_handler() {
     let program = wgpu_bin("wgpu-clean-exit");
     for emulate in ["none", "tegra"] {
         let c = run(2, emulate, false, &program);
-        assert_all(&c, "pass", 2);
+        assert_all(&c, RunVerdict::Pass, 2);
     }
 }
 
@@ -216,11 +213,11 @@ fn wgpu_clean_exit_passes_with_and_without_the_tegra_exit_handler() {
 fn wgpu_device_in_a_static_is_never_destroyed() {
     let program = wgpu_bin("wgpu-device-in-static");
     // Desktop exit behaviour: the leak is unseen.
-    assert_all(&run(2, "none", false, &program), "pass", 2);
+    assert_all(&run(2, "none", false, &program), RunVerdict::Pass, 2);
     // The Tegra driver's exit handler runs with the device alive.
     let c = run(2, "tegra", false, &program);
-    assert_all(&c, "crash", 2);
-    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
+    assert_all(&c, RunVerdict::Crash, 2);
+    assert_eq!(c.signals, ["SIGSEGV"]);
 }
 
 #[test]
@@ -231,8 +228,8 @@ fn wgpu_process_exit_with_a_live_device_crashes_under_the_tegra_exit_handler() {
         false,
         &wgpu_bin("wgpu-process-exit-live-device"),
     );
-    assert_all(&c, "crash", 2);
-    assert_eq!(strings(&c["signals"]), ["SIGSEGV"]);
+    assert_all(&c, RunVerdict::Crash, 2);
+    assert_eq!(c.signals, ["SIGSEGV"]);
 }
 
 #[test]

@@ -6,6 +6,7 @@
 
 use serde_json::Value;
 use std::path::Path;
+use vkexit_testkit::results::{run_record, the_cell, CellResult, CellVerdict};
 use vkexit_testkit::vkexit::*;
 
 /// The JSON records of a kept run's evidence file.
@@ -17,18 +18,12 @@ fn records(run_dir: &Path, file: &str) -> Vec<Value> {
         .collect()
 }
 
-fn kept_runs(cell: &Value) -> Vec<std::path::PathBuf> {
-    strings(&cell["artifacts"])
-        .into_iter()
-        .map(Into::into)
-        .collect()
+fn kept_runs(cell: &CellResult) -> Vec<std::path::PathBuf> {
+    cell.artifacts.iter().map(Into::into).collect()
 }
 
 fn reason(run_dir: &Path) -> String {
-    let result: Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("result.json")).unwrap())
-            .unwrap();
-    result["reason"].as_str().unwrap().to_string()
+    run_record(run_dir).reason
 }
 
 /// The pid of the process vkexit started: the first whose preloaded library loaded.
@@ -59,11 +54,11 @@ fn child_crash(run_dir: &Path) -> Value {
 #[test]
 fn a_child_that_crashes_while_its_parent_exits_0_fails_the_run() {
     let sb = Sandbox::new();
-    let (code, r) = sb.run_mock(2, &[], &["--child-crash"]);
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
-    assert_eq!(strings(&cell["signals"]), ["SIGSEGV"]);
-    assert_eq!(cell["verdict"], "fail");
+    let (code, r) = sb.gate_mock(2, &[], &["--child-crash"]);
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.crash, 2, "{cell:#?}");
+    assert_eq!(cell.signals, ["SIGSEGV"]);
+    assert_eq!(cell.verdict, CellVerdict::Fail);
     assert_eq!(code, 1);
     for run in kept_runs(cell) {
         let crash = child_crash(&run);
@@ -88,9 +83,9 @@ fn a_child_that_crashes_while_its_parent_exits_0_fails_the_run() {
 #[test]
 fn a_forked_child_that_never_execs_still_has_the_crash_report() {
     let sb = Sandbox::new();
-    let (_, r) = sb.run_mock(2, &[], &["--forked-child-crash"]);
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
+    let (_, r) = sb.gate_mock(2, &[], &["--forked-child-crash"]);
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.crash, 2, "{cell:#?}");
     for run in kept_runs(cell) {
         // Inherited across fork: the parent's handler, its file, the child's own pid.
         let crash = child_crash(&run);
@@ -104,9 +99,9 @@ fn a_forked_child_that_never_execs_still_has_the_crash_report() {
 #[test]
 fn a_grandchild_that_crashes_fails_the_run() {
     let sb = Sandbox::new();
-    let (_, r) = sb.run_mock(2, &[], &["--grandchild-crash"]);
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
+    let (_, r) = sb.gate_mock(2, &[], &["--grandchild-crash"]);
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.crash, 2, "{cell:#?}");
     for run in kept_runs(cell) {
         let crash = child_crash(&run);
         // Two processes down: its parent is the intermediate child, not the main process.
@@ -130,9 +125,9 @@ fn a_grandchild_that_crashes_fails_the_run() {
 #[test]
 fn a_child_that_crashes_in_its_own_exit_handlers_fails_the_run() {
     let sb = Sandbox::new();
-    let (_, r) = sb.run_mock(2, &[], &["--child-crash-at-exit"]);
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
+    let (_, r) = sb.gate_mock(2, &[], &["--child-crash-at-exit"]);
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.crash, 2, "{cell:#?}");
     for run in kept_runs(cell) {
         let crash = child_crash(&run);
         assert_eq!(crash["si_code_name"], "SEGV_MAPERR", "{crash:#}");
@@ -152,15 +147,15 @@ fn a_child_that_crashes_in_its_own_exit_handlers_fails_the_run() {
 #[test]
 fn children_that_may_crash_are_recorded_not_judged() {
     let sb = Sandbox::new();
-    let (code, r) = sb.run_mock(
+    let (code, r) = sb.gate_mock(
         2,
         &["--children-may-crash", "--keep-passing"],
         &["--child-crash"],
     );
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "pass"), 2, "{cell:#}");
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.pass, 2, "{cell:#?}");
     assert_eq!(code, 0);
-    let findings = strings(&cell["findings"]);
+    let findings = &cell.findings;
     assert!(
         findings.iter().any(|f| f.contains("mock --signal SIGSEGV")
             && f.contains("killed by SIGSEGV (children may crash: recorded, not judged)")),
@@ -170,8 +165,8 @@ fn children_that_may_crash_are_recorded_not_judged() {
         assert_eq!(child_crash(&run)["signal"], "SIGSEGV");
     }
     // The started process's own crash is still judged.
-    let (_, r) = sb.run_mock(1, &["--children-may-crash"], &["--signal", "SIGABRT"]);
-    assert_eq!(count(only_cell(&r), "crash"), 1, "{r:#}");
+    let (_, r) = sb.gate_mock(1, &["--children-may-crash"], &["--signal", "SIGABRT"]);
+    assert_eq!(the_cell(&r).counts.crash, 1, "{r:#?}");
 }
 
 /// Processes still alive anywhere on the machine that one of this sandbox's runs started: a
@@ -204,10 +199,10 @@ fn left_alive(sb: &Sandbox) -> Vec<String> {
 #[test]
 fn a_detached_helper_that_outlives_the_program_never_kills_the_next_run() {
     let sb = Sandbox::new();
-    let (code, r) = sb.run_mock(3, &["-j", "1"], &["--detached-helper", "2"]);
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "pass"), 3, "{cell:#}");
-    assert_eq!(cell["verdict"], "pass");
+    let (code, r) = sb.gate_mock(3, &["-j", "1"], &["--detached-helper", "2"]);
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.pass, 3, "{cell:#?}");
+    assert_eq!(cell.verdict, CellVerdict::Pass);
     assert_eq!(code, 0);
     assert_eq!(left_alive(&sb), Vec::<String>::new());
 }
@@ -217,14 +212,14 @@ fn a_detached_helper_that_outlives_the_program_never_kills_the_next_run() {
 #[test]
 fn an_exit_handler_that_spins_past_the_timeout_ignoring_term_is_a_timeout_every_run() {
     let sb = Sandbox::new();
-    let (_, r) = sb.run_mock(
+    let (_, r) = sb.gate_mock(
         3,
         &["-j", "1", "--timeout", "1"],
         &["--detached-helper", "30", "--spin-at-exit-ignoring-term"],
     );
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "timeout"), 3, "{cell:#}");
-    assert_eq!(cell["verdict"], "fail");
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.timeout, 3, "{cell:#?}");
+    assert_eq!(cell.verdict, CellVerdict::Fail);
     for run in kept_runs(cell) {
         let hang: Value =
             serde_json::from_str(&std::fs::read_to_string(run.join("hang.json")).unwrap()).unwrap();
@@ -239,10 +234,10 @@ fn an_exit_handler_that_spins_past_the_timeout_ignoring_term_is_a_timeout_every_
 #[test]
 fn a_daemon_that_closed_its_descriptors_and_crashed_fails_the_run() {
     let sb = Sandbox::new();
-    let (code, r) = sb.run_mock(2, &["-j", "1"], &["--daemon-crash"]);
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "crash"), 2, "{cell:#}");
-    assert_eq!(strings(&cell["signals"]), ["SIGSEGV"]);
+    let (code, r) = sb.gate_mock(2, &["-j", "1"], &["--daemon-crash"]);
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.crash, 2, "{cell:#?}");
+    assert_eq!(cell.signals, ["SIGSEGV"]);
     assert_eq!(code, 1);
     for run in kept_runs(cell) {
         // The helper's pid, as the mock said it.

@@ -5,12 +5,11 @@
 //! The wheels are what ci/setup-python-more.sh puts into the runtime cache; when a runtime is
 //! missing the tests run that script, and skip, saying why, only if it cannot get it.
 
-use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 use vkexit_testkit::real_runtimes::{self, cell as run};
-use vkexit_testkit::vkexit::*;
+use vkexit_testkit::results::{assert_all, CellResult, RunVerdict};
 use vkexit_testkit::{or_skip, workspace as repo};
 
 /// The scripts' interpreter (their `#!` line).
@@ -78,13 +77,9 @@ fn script(runtime: &str, name: &str) -> Result<String, String> {
 }
 
 /// Whether the trace layer saw an object of `kind` alive at exit in some run of the cell.
-fn alive_at_exit(cell: &Value, kind: &str) -> bool {
-    // A cell without findings has no `findings` key.
-    cell["findings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
+fn alive_at_exit(cell: &CellResult, kind: &str) -> bool {
+    cell.findings
+        .iter()
         .any(|f| f.starts_with(&format!("{kind} ")) && f.contains("alive at exit"))
 }
 
@@ -93,9 +88,9 @@ fn iree_clean_exit_passes_with_and_without_the_tegra_exit_handler() {
     let script = or_skip!(script("iree", "clean-exit.py"));
     for emulate in ["none", "tegra"] {
         let c = run(2, emulate, true, &script);
-        assert_all(&c, "pass", 2);
-        assert!(!alive_at_exit(&c, "VkDevice"), "{c:#}");
-        assert!(!alive_at_exit(&c, "VkInstance"), "{c:#}");
+        assert_all(&c, RunVerdict::Pass, 2);
+        assert!(!alive_at_exit(&c, "VkDevice"), "{c:#?}");
+        assert!(!alive_at_exit(&c, "VkInstance"), "{c:#?}");
     }
 }
 
@@ -104,8 +99,8 @@ fn taichi_clean_exit_passes_with_and_without_the_tegra_exit_handler() {
     let script = or_skip!(script("taichi", "clean-exit.py"));
     for emulate in ["none", "tegra"] {
         let c = run(2, emulate, true, &script);
-        assert_all(&c, "pass", 2);
-        assert!(!alive_at_exit(&c, "VkDevice"), "{c:#}");
+        assert_all(&c, RunVerdict::Pass, 2);
+        assert!(!alive_at_exit(&c, "VkDevice"), "{c:#?}");
     }
 }
 
@@ -114,10 +109,10 @@ fn wgpu_py_clean_exit_passes_but_never_destroys_its_instance() {
     let script = or_skip!(script("wgpu-py", "clean-exit.py"));
     for emulate in ["none", "tegra"] {
         let c = run(2, emulate, true, &script);
-        assert_all(&c, "pass", 2);
+        assert_all(&c, RunVerdict::Pass, 2);
         // wgpu-py's process-wide instance lives in a module global that nothing releases.
-        assert!(alive_at_exit(&c, "VkInstance"), "{c:#}");
-        assert!(!alive_at_exit(&c, "VkDevice"), "{c:#}");
+        assert!(alive_at_exit(&c, "VkInstance"), "{c:#?}");
+        assert!(!alive_at_exit(&c, "VkDevice"), "{c:#?}");
     }
 }
 
@@ -126,30 +121,30 @@ fn taichi_ndarray_freed_after_ti_reset_is_harmless() {
     // The ordering of Taichi #3258: an ndarray outliving the program. Fixed by PR #5227.
     let script = or_skip!(script("taichi", "freed-after-teardown.py"));
     let c = run(2, "none", true, &script);
-    assert_all(&c, "pass", 2);
-    assert!(strings(&c["vuids"]).is_empty(), "{c:#}");
+    assert_all(&c, RunVerdict::Pass, 2);
+    assert!(c.vuids.is_empty(), "{c:#?}");
 }
 
 #[test]
 fn iree_device_held_by_a_daemon_thread_crashes_under_the_tegra_exit_handler() {
     let script = or_skip!(script("iree", "daemon-thread-holds-device.py"));
     let desktop = run(2, "none", true, &script);
-    assert_all(&desktop, "pass", 2);
-    assert!(alive_at_exit(&desktop, "VkDevice"), "{desktop:#}");
+    assert_all(&desktop, RunVerdict::Pass, 2);
+    assert!(alive_at_exit(&desktop, "VkDevice"), "{desktop:#?}");
     let tegra = run(2, "tegra", false, &script);
-    assert_all(&tegra, "crash", 2);
-    assert_eq!(strings(&tegra["signals"]), ["SIGSEGV"]);
+    assert_all(&tegra, RunVerdict::Crash, 2);
+    assert_eq!(tegra.signals, ["SIGSEGV"]);
 }
 
 #[test]
 fn wgpu_py_device_held_by_a_daemon_thread_crashes_under_the_tegra_exit_handler() {
     let script = or_skip!(script("wgpu-py", "daemon-thread-holds-device.py"));
     let desktop = run(2, "none", true, &script);
-    assert_all(&desktop, "pass", 2);
-    assert!(alive_at_exit(&desktop, "VkDevice"), "{desktop:#}");
+    assert_all(&desktop, RunVerdict::Pass, 2);
+    assert!(alive_at_exit(&desktop, "VkDevice"), "{desktop:#?}");
     let tegra = run(2, "tegra", false, &script);
-    assert_all(&tegra, "crash", 2);
-    assert_eq!(strings(&tegra["signals"]), ["SIGSEGV"]);
+    assert_all(&tegra, RunVerdict::Crash, 2);
+    assert_eq!(tegra.signals, ["SIGSEGV"]);
 }
 
 #[test]

@@ -3,9 +3,9 @@
 //! through the ordering it is known to fail. A runtime missing from the cache skips its test
 //! with a message, since only a download can bring it.
 
-use serde_json::Value;
 use std::path::PathBuf;
 use vkexit_testkit::or_skip;
+use vkexit_testkit::results::{CellResult, CellVerdict, Results};
 use vkexit_testkit::vkexit::*;
 
 /// The runtime cache as vkexit resolves it, if `runtime` is in it; else why not.
@@ -27,13 +27,21 @@ fn cached(runtime: &str) -> Result<PathBuf, String> {
     ))
 }
 
-fn cell<'a>(r: &'a Value, case: &str) -> &'a Value {
-    r["cells"]
-        .as_array()
-        .unwrap()
+fn cell<'a>(r: &'a Results, case: &str) -> &'a CellResult {
+    r.cells
         .iter()
-        .find(|c| c["case"] == case)
-        .unwrap_or_else(|| panic!("no cell {case} in {r:#}"))
+        .find(|c| c.case == case)
+        .unwrap_or_else(|| panic!("no cell {case} in {r:#?}"))
+}
+
+/// What a cell says in words: its reason, then its findings, a line each.
+fn said(cell: &CellResult) -> String {
+    let reason = cell.reason.iter();
+    reason
+        .chain(&cell.findings)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -41,7 +49,7 @@ fn ggml_exits_cleanly_and_crashes_when_freed_after_the_driver_tore_down() {
     let dir = or_skip!(cached("ggml"));
     let sb = Sandbox::new();
     let runtime = format!("ggml:{}", dir.display());
-    let (code, r) = sb.run(&[
+    let (code, r) = sb.gate_run(&[
         "--runtime",
         &runtime,
         "--case",
@@ -52,13 +60,13 @@ fn ggml_exits_cleanly_and_crashes_when_freed_after_the_driver_tore_down() {
         "2",
         "--keep-passing",
     ]);
-    assert_eq!(code, 0, "{r:#}");
+    assert_eq!(code, 0, "{r:#?}");
 
     let clean = cell(&r, "clean-exit");
-    assert_eq!(count(clean, "pass"), 2, "{clean:#}");
-    assert_eq!(clean["verdict"], "pass");
+    assert_eq!(clean.counts.pass, 2, "{clean:#?}");
+    assert_eq!(clean.verdict, CellVerdict::Pass);
     // ggml really ran on lavapipe: the run's story names the device ggml chose.
-    let run = PathBuf::from(strings(&clean["artifacts"])[0].clone());
+    let run = PathBuf::from(&clean.artifacts[0]);
     let run = if run.is_absolute() {
         run
     } else {
@@ -74,10 +82,10 @@ fn ggml_exits_cleanly_and_crashes_when_freed_after_the_driver_tore_down() {
     // The cleanup registered before ggml loaded runs after lavapipe's own exit handlers;
     // ggml_backend_free then faults inside the driver.
     let late = cell(&r, "handler-before-load");
-    assert_eq!(count(late, "crash"), 2, "{late:#}");
-    assert_eq!(strings(&late["signals"]), ["SIGSEGV"]);
-    assert_eq!(late["verdict"], "expected-fail", "{late:#}");
-    let summary = late.to_string();
+    assert_eq!(late.counts.crash, 2, "{late:#?}");
+    assert_eq!(late.signals, ["SIGSEGV"]);
+    assert_eq!(late.verdict, CellVerdict::ExpectedFail, "{late:#?}");
+    let summary = said(late);
     assert!(summary.contains("libvulkan_lvp.so"), "{summary}");
 }
 
@@ -86,7 +94,7 @@ fn halide_destroys_its_device_from_fini_array_with_kept_buffers_alive() {
     let dir = or_skip!(cached("halide"));
     let sb = Sandbox::new();
     let runtime = format!("halide:{}", dir.display());
-    let (code, r) = sb.run(&[
+    let (code, r) = sb.gate_run(&[
         "--runtime",
         &runtime,
         "--runs",
@@ -94,12 +102,12 @@ fn halide_destroys_its_device_from_fini_array_with_kept_buffers_alive() {
         "--trace",
         "--keep-passing",
     ]);
-    assert_eq!(code, 0, "{r:#}");
+    assert_eq!(code, 0, "{r:#?}");
 
     let clean = cell(&r, "clean-exit");
-    assert_eq!(count(clean, "pass"), 2, "{clean:#}");
+    assert_eq!(clean.counts.pass, 2, "{clean:#?}");
     // The device goes in the loader's finalization, after main and every exit handler.
-    let run = PathBuf::from(strings(&clean["artifacts"])[0].clone());
+    let run = PathBuf::from(&clean.artifacts[0]);
     let run = if run.is_absolute() {
         run
     } else {
@@ -122,17 +130,14 @@ fn halide_destroys_its_device_from_fini_array_with_kept_buffers_alive() {
     );
 
     let kept = cell(&r, "buffer-kept-at-exit");
-    assert_eq!(count(kept, "vuid"), 2, "{kept:#}");
-    assert_eq!(
-        strings(&kept["vuids"]),
-        ["VUID-vkDestroyDevice-device-00378"]
-    );
-    assert_eq!(kept["verdict"], "expected-fail");
+    assert_eq!(kept.counts.vuid, 2, "{kept:#?}");
+    assert_eq!(kept.vuids, ["VUID-vkDestroyDevice-device-00378"]);
+    assert_eq!(kept.verdict, CellVerdict::ExpectedFail);
 
-    assert_eq!(count(cell(&r, "handler-before-load"), "pass"), 2);
+    assert_eq!(cell(&r, "handler-before-load").counts.pass, 2);
     let events = cell(&r, "events-freed-after-teardown");
-    assert_eq!(events["verdict"], "skipped", "{events:#}");
-    assert!(events.to_string().contains("no event object"), "{events:#}");
+    assert_eq!(events.verdict, CellVerdict::Skipped, "{events:#?}");
+    assert!(said(events).contains("no event object"), "{events:#?}");
 }
 
 #[test]
@@ -140,7 +145,7 @@ fn halides_fini_array_cleanup_runs_after_the_tegra_drivers_exit_handler() {
     let dir = or_skip!(cached("halide"));
     let sb = Sandbox::new();
     let runtime = format!("halide:{}", dir.display());
-    let (code, r) = sb.run(&[
+    let (code, r) = sb.gate_run(&[
         "--runtime",
         &runtime,
         "--case",
@@ -150,11 +155,11 @@ fn halides_fini_array_cleanup_runs_after_the_tegra_drivers_exit_handler() {
         "--runs",
         "2",
     ]);
-    assert_eq!(code, 0, "{r:#}");
+    assert_eq!(code, 0, "{r:#?}");
     let clean = cell(&r, "clean-exit");
-    assert_eq!(count(clean, "crash"), 2, "{clean:#}");
-    assert_eq!(clean["verdict"], "expected-fail");
-    assert!(clean.to_string().contains("vkexit-tegra-0"), "{clean:#}");
+    assert_eq!(clean.counts.crash, 2, "{clean:#?}");
+    assert_eq!(clean.verdict, CellVerdict::ExpectedFail);
+    assert!(said(clean).contains("vkexit-tegra-0"), "{clean:#?}");
 }
 
 /// A `GGML_BACKEND_DL` module that ggml refuses is an `error` naming ggml's own reason: nothing
@@ -187,12 +192,12 @@ fn a_ggml_module_that_does_not_load_is_an_error_in_ggmls_words() {
         String::from_utf8_lossy(&cc.stderr)
     );
     let runtime = format!("ggml:{}", module.display());
-    let (code, r) = sb.run(&["--runtime", &runtime, "--case", "clean-exit", "--runs", "1"]);
-    assert_ne!(code, 0, "{r:#}");
+    let (code, r) = sb.gate_run(&["--runtime", &runtime, "--case", "clean-exit", "--runs", "1"]);
+    assert_ne!(code, 0, "{r:#?}");
     let clean = cell(&r, "clean-exit");
-    assert_eq!(count(clean, "error"), 1, "{clean:#}");
-    assert_eq!(clean["verdict"], "error", "{clean:#}");
-    let summary = clean.to_string();
+    assert_eq!(clean.counts.error, 1, "{clean:#?}");
+    assert_eq!(clean.verdict, CellVerdict::Error, "{clean:#?}");
+    let summary = said(clean);
     assert!(
         summary.contains("could not set up")
             && summary.contains("ggml said: load_backend: failed to find ggml_backend_init"),

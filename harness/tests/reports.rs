@@ -5,6 +5,7 @@
 use predicates::prelude::*;
 use predicates::str::contains;
 use std::path::Path;
+use vkexit_testkit::results::{the_cell, CellVerdict};
 use vkexit_testkit::vkexit::*;
 
 /// Without validation there is no built-in baseline: the three policies
@@ -23,15 +24,14 @@ fn junit_has_one_failure_per_failing_cell_with_its_evidence() {
     let junit = sb.path().join("junit.xml");
     let mut args = HANDLER_BEFORE_LOAD.to_vec();
     args.extend(["--junit", junit.to_str().unwrap()]);
-    let (code, r) = sb.run(&args);
+    let (code, r) = sb.gate_run(&args);
     assert_eq!(code, 1);
-    let failing: Vec<_> = r["cells"]
-        .as_array()
-        .unwrap()
+    let failing: Vec<_> = r
+        .cells
         .iter()
-        .filter(|c| c["verdict"] == "fail")
+        .filter(|c| c.verdict == CellVerdict::Fail)
         .collect();
-    assert_eq!(failing.len(), 3, "{r:#}");
+    assert_eq!(failing.len(), 3, "{r:#?}");
 
     let xml = std::fs::read_to_string(&junit).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
@@ -46,10 +46,7 @@ fn junit_has_one_failure_per_failing_cell_with_its_evidence() {
     assert_eq!(suites[0].attribute("failures"), Some("3"));
 
     for cell in failing {
-        let name = format!(
-            "handler-before-load × {}",
-            cell["runtime"].as_str().unwrap()
-        );
+        let name = format!("handler-before-load × {}", cell.runtime);
         let case = doc
             .descendants()
             .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some(&name))
@@ -60,7 +57,7 @@ fn junit_has_one_failure_per_failing_cell_with_its_evidence() {
             .find(|n| n.has_tag_name("failure"))
             .expect("a failure");
         let message = failure.attribute("message").unwrap();
-        let first = &strings(&cell["artifacts"])[0];
+        let first = &cell.artifacts[0];
         assert!(message.contains("signals: SIGSEGV"), "{message}");
         assert!(
             message.contains(&format!("artifacts: {first}")),
@@ -76,7 +73,7 @@ fn html_links_each_failing_cell_to_its_evidence() {
     let html = sb.path().join("report");
     let mut args = HANDLER_BEFORE_LOAD.to_vec();
     args.extend(["--html", html.to_str().unwrap()]);
-    let (code, r) = sb.run(&args);
+    let (code, r) = sb.gate_run(&args);
     assert_eq!(code, 1);
     let page = std::fs::read_to_string(html.join("index.html")).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"));
@@ -103,7 +100,7 @@ fn html_links_each_failing_cell_to_its_evidence() {
     // Counts and the pass rate with its interval.
     assert!(page.contains("5 cells, 5 runs: 2 pass, 3 fail"), "{page}");
     assert!(page.contains("0 % (95 % interval 0 %–79.3 %)"), "{page}");
-    assert_eq!(r["cells"].as_array().unwrap().len(), 5);
+    assert_eq!(r.cells.len(), 5);
 }
 
 #[test]
@@ -112,7 +109,7 @@ fn markdown_lists_the_red_cells_then_the_matrix() {
     let md = sb.path().join("summary.md");
     let mut args = HANDLER_BEFORE_LOAD.to_vec();
     args.extend(["--markdown", md.to_str().unwrap()]);
-    let (code, _) = sb.run(&args);
+    let (code, _) = sb.gate_run(&args);
     assert_eq!(code, 1);
     let text = std::fs::read_to_string(md).unwrap();
     assert!(
@@ -143,7 +140,7 @@ fn hostile_case_names_are_escaped_in_every_report() {
         sb.path().join("s.md"),
         sb.path().join("h"),
     );
-    let (code, r) = sb.run(&[
+    let (code, r) = sb.gate_run(&[
         "--runs",
         "1",
         "--junit",
@@ -158,7 +155,7 @@ fn hostile_case_names_are_escaped_in_every_report() {
         "3",
     ]);
     assert_eq!(code, 1);
-    assert_eq!(only_cell(&r)["case"], name);
+    assert_eq!(the_cell(&r).case, name);
 
     let xml = std::fs::read_to_string(&junit).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
@@ -269,7 +266,7 @@ macro_rules! chromium_or_skip {
 fn the_html_report_renders_in_chromium_with_the_expected_matrix_and_evidence() {
     let sb = Sandbox::new();
     let html = sb.path().join("report");
-    let (code, _) = sb.run(&[
+    let (code, _) = sb.gate_run(&[
         "--runs",
         "1",
         "--case",
@@ -427,7 +424,7 @@ fn a_flaky_cell_is_red_in_every_report_unless_a_baseline_knows_it() {
     let sb = Sandbox::new();
     let program = crashes_every_second_run(&sb);
     let junit = sb.path().join("run.xml");
-    let (code, r) = sb.run(&[
+    let (code, r) = sb.gate_run(&[
         "--runs",
         "4",
         "-j",
@@ -437,10 +434,10 @@ fn a_flaky_cell_is_red_in_every_report_unless_a_baseline_knows_it() {
         "--",
         program.to_str().unwrap(),
     ]);
-    let cell = only_cell(&r);
-    assert_eq!(cell["verdict"], "flaky", "{r:#}");
-    assert_eq!((count(cell, "pass"), count(cell, "crash")), (2, 2), "{r:#}");
-    assert_eq!(strings(&cell["signals"]), ["SIGSEGV"]);
+    let cell = the_cell(&r);
+    assert_eq!(cell.verdict, CellVerdict::Flaky, "{r:#?}");
+    assert_eq!((cell.counts.pass, cell.counts.crash), (2, 2), "{r:#?}");
+    assert_eq!(cell.signals, ["SIGSEGV"]);
     assert_eq!(code, 1, "an unexpected flaky cell turns the gate red");
 
     // Unexpected: a failure in JUnit (as `run` and `merge` write it), red in
@@ -554,7 +551,7 @@ document.body.dataset.swimlanes = [...document.querySelectorAll('.swimlane-box >
 fn the_report_of_real_failures_shows_swimlanes_and_the_layers_message_in_chromium() {
     let sb = Sandbox::new();
     // The Jetson ordering, emulated: the driver's exit handler unmaps under a live worker.
-    let (code, _) = sb.run(&[
+    let (code, _) = sb.gate_run(&[
         "--runs",
         "1",
         "--case",
@@ -567,7 +564,7 @@ fn the_report_of_real_failures_shows_swimlanes_and_the_layers_message_in_chromiu
     assert_eq!(code, 0, "known to fail");
     std::fs::rename(sb.results(), sb.path().join("tegra.json")).unwrap();
     // A user program that leaves a buffer alive at vkDestroyDevice.
-    let (code, _) = sb.run_mock(1, &[], &["--vuid"]);
+    let (code, _) = sb.gate_mock(1, &[], &["--vuid"]);
     assert_eq!(code, 1);
     let html = sb.path().join("report");
     let out = sb

@@ -7,8 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use vkexit_evidence::results::{CellResult, Results};
-use vkexit_evidence::verdict::CellVerdict;
+use vkexit_testkit::results::{first_run, CellResult, CellVerdict, Results};
 use vkexit_testkit::vkexit::Sandbox;
 
 /// Makes an instance and a device on the driver the loader gives, does what its argument
@@ -173,13 +172,7 @@ fn run_with(
 
 /// The reason of the first kept run of `cell`, from its `result.json`.
 fn first_run_reason(cell: &CellResult) -> String {
-    let dir = cell
-        .artifacts
-        .first()
-        .unwrap_or_else(|| panic!("no run kept: {cell:#?}"));
-    let text = std::fs::read_to_string(Path::new(dir).join("result.json")).expect("result.json");
-    let record: serde_json::Value = serde_json::from_str(&text).expect("a run record");
-    record["reason"].as_str().expect("a reason").to_string()
+    first_run(cell).reason
 }
 
 /// The program alone, outside vkexit, on lavapipe: how it runs without it.

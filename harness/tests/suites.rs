@@ -6,10 +6,10 @@
 //!
 //! suites/build.sh builds the fixtures into target/suites, once per test process.
 
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use vkexit_testkit::results::{read, the_cell, CellResult, CellVerdict, Results, RunVerdict};
 use vkexit_testkit::vkexit::*;
 use vkexit_testkit::{or_skip, workspace as repo};
 
@@ -75,7 +75,7 @@ fn words(command: &str, runs: &str) -> Vec<String> {
 
 /// vkexit from the repository's root (where the guide's paths start), its results, exit
 /// code and stderr.
-fn vkexit_at_root(sb: &Sandbox, args: &[String]) -> (i32, Value, String) {
+fn vkexit_at_root(sb: &Sandbox, args: &[String]) -> (i32, Results, String) {
     let out = sb
         .vkexit()
         .current_dir(repo())
@@ -88,32 +88,25 @@ fn vkexit_at_root(sb: &Sandbox, args: &[String]) -> (i32, Value, String) {
         .expect("vkexit starts");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let code = out.status.code().expect("vkexit exits");
-    let text = std::fs::read_to_string(sb.results())
-        .unwrap_or_else(|e| panic!("no results ({e}), exit {code}:\n{stderr}"));
-    (code, serde_json::from_str(&text).unwrap(), stderr)
+    assert!(sb.results().is_file(), "no results, exit {code}:\n{stderr}");
+    (code, read(&sb.results()), stderr)
 }
 
-fn cell<'a>(results: &'a Value, case: &str, emulation: &str) -> &'a Value {
-    results["cells"]
-        .as_array()
-        .unwrap()
+fn cell<'a>(results: &'a Results, case: &str, emulation: &str) -> &'a CellResult {
+    results
+        .cells
         .iter()
-        .find(|c| c["case"] == case && c["emulation"] == emulation)
-        .unwrap_or_else(|| panic!("no cell {case} ({emulation}) in {results:#}"))
+        .find(|c| c.case == case && c.emulation == emulation)
+        .unwrap_or_else(|| panic!("no cell {case} ({emulation}) in {results:#?}"))
 }
 
-fn cases(results: &Value) -> Vec<String> {
-    results["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["case"].as_str().unwrap().to_string())
-        .collect()
+fn cases(results: &Results) -> Vec<&str> {
+    results.cells.iter().map(|c| c.case.as_str()).collect()
 }
 
-fn assert_verdict(c: &Value, verdict: &str, runs: u64, run_verdict: &str) {
-    assert_eq!(c["verdict"], verdict, "{c:#}");
-    assert_eq!(count(c, run_verdict), runs, "{c:#}");
+fn assert_verdict(c: &CellResult, verdict: CellVerdict, runs: u64, run_verdict: RunVerdict) {
+    assert_eq!(c.verdict, verdict, "{c:#?}");
+    assert_eq!(c.counts.get(run_verdict), runs, "{c:#?}");
 }
 
 #[test]
@@ -131,20 +124,17 @@ fn ctest_teardown_tests_get_the_verdict_their_programs_deserve() {
         ]
     );
     let kept = cell(&r, "teardown-kept-buffer", "none");
-    assert_verdict(kept, "fail", 3, "vuid");
-    assert_eq!(
-        strings(&kept["vuids"]),
-        ["VUID-vkDestroyDevice-device-00378"]
-    );
+    assert_verdict(kept, CellVerdict::Fail, 3, RunVerdict::Vuid);
+    assert_eq!(kept.vuids, ["VUID-vkDestroyDevice-device-00378"]);
     assert_verdict(
         cell(&r, "teardown-kept-buffer-released", "none"),
-        "pass",
+        CellVerdict::Pass,
         3,
-        "pass",
+        RunVerdict::Pass,
     );
     let late = cell(&r, "teardown-handler-before-load", "none");
-    assert_verdict(late, "fail", 3, "crash");
-    assert_eq!(strings(&late["signals"]), ["SIGSEGV"]);
+    assert_verdict(late, CellVerdict::Fail, 3, RunVerdict::Crash);
+    assert_eq!(late.signals, ["SIGSEGV"]);
     // One listing, its time said.
     assert_eq!(stderr.matches("tests listed").count(), 1, "{stderr}");
     assert!(stderr.contains("3 tests listed (3 to run) in "), "{stderr}");
@@ -161,10 +151,19 @@ fn ctest_properties_are_honoured_or_said_per_test() {
     let (code, r, stderr) = vkexit_at_root(&sb, &args);
     assert_eq!(code, 1, "the hang fails the gate: {stderr}");
     // Its ENVIRONMENT, ENVIRONMENT_MODIFICATION (append, unset) and WORKING_DIRECTORY: else it exits 1.
-    assert_verdict(cell(&r, "env-and-workdir", "none"), "pass", 1, "pass");
+    assert_verdict(
+        cell(&r, "env-and-workdir", "none"),
+        CellVerdict::Pass,
+        1,
+        RunVerdict::Pass,
+    );
     let will_fail = cell(&r, "exits-nonzero-on-purpose", "none");
-    assert_verdict(will_fail, "expected-fail", 1, "exit");
-    assert_eq!(will_fail["expectation"], "ctest WILL_FAIL", "{will_fail:#}");
+    assert_verdict(will_fail, CellVerdict::ExpectedFail, 1, RunVerdict::Exit);
+    assert_eq!(
+        will_fail.expectation.as_deref(),
+        Some("ctest WILL_FAIL"),
+        "{will_fail:#?}"
+    );
     // Merged, it is judged as its suite said.
     let merged = sb.path().join("m.json");
     let out = sb
@@ -176,29 +175,26 @@ fn ctest_properties_are_honoured_or_said_per_test() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let m: Value = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let m = read(&merged);
     assert_eq!(
-        cell(&m, "exits-nonzero-on-purpose", "none")["verdict"],
-        "expected-fail"
+        cell(&m, "exits-nonzero-on-purpose", "none").verdict,
+        CellVerdict::ExpectedFail
     );
     // TIMEOUT 3 over the default 60 s.
     let hang = cell(&r, "hangs-at-exit", "none");
-    assert_verdict(hang, "fail", 1, "timeout");
-    assert!(hang["duration_ms"].as_u64().unwrap() < 30_000, "{hang:#}");
+    assert_verdict(hang, CellVerdict::Fail, 1, RunVerdict::Timeout);
+    // Its time is written (a file without it reads 0), and is the 3 s limit's, not 60 s.
+    assert!((1..30_000).contains(&hang.duration_ms), "{hang:#?}");
     let off = cell(&r, "disabled-for-now", "none");
-    assert_eq!(
-        (off["verdict"].as_str(), off["runs"].as_u64()),
-        (Some("skipped"), Some(0))
-    );
+    assert_eq!((off.verdict, off.runs), (CellVerdict::Skipped, 0));
     assert!(
-        off["reason"]
-            .as_str()
-            .unwrap()
-            .contains("DISABLED in CTest"),
-        "{off:#}"
+        off.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("DISABLED in CTest")),
+        "{off:#?}"
     );
     let fixture = cell(&r, "needs-a-fixture", "none");
-    let findings = strings(&fixture["findings"]);
+    let findings = &fixture.findings;
     let property = "FIXTURES_REQUIRED gpu-ready";
     assert!(
         findings
@@ -236,22 +232,24 @@ fn gtest_runs_each_test_alone_by_its_full_name() {
         ]
     );
     let leak = cell(&r, "Teardown.KeepsItsBufferAtExit", "none");
-    assert_verdict(leak, "fail", 2, "vuid");
-    assert_eq!(
-        strings(&leak["vuids"]),
-        ["VUID-vkDestroyDevice-device-00378"]
-    );
+    assert_verdict(leak, CellVerdict::Fail, 2, RunVerdict::Vuid);
+    assert_eq!(leak.vuids, ["VUID-vkDestroyDevice-device-00378"]);
     for clean in [
         "Teardown.DestroysItsBuffer",
         "TypedBuffers/1.Destroyed",
         "Sizes/BufferSizes.Destroyed/1",
     ] {
-        assert_verdict(cell(&r, clean, "none"), "pass", 2, "pass");
+        assert_verdict(
+            cell(&r, clean, "none"),
+            CellVerdict::Pass,
+            2,
+            RunVerdict::Pass,
+        );
     }
     // A disabled test would run nothing and exit 0: it is skipped, not passed.
     assert_eq!(
-        cell(&r, "Teardown.DISABLED_NotWrittenYet", "none")["verdict"],
-        "skipped"
+        cell(&r, "Teardown.DISABLED_NotWrittenYet", "none").verdict,
+        CellVerdict::Skipped
     );
     // The same program in one process passes: its leak is seen only in a test's own process
     // under the layer.
@@ -274,18 +272,15 @@ fn libtest_runs_each_test_alone_by_its_exact_name() {
     assert_eq!(code, 1, "{stderr}");
     assert_verdict(
         cell(&r, "teardown::destroys_its_buffer", "none"),
-        "pass",
+        CellVerdict::Pass,
         2,
-        "pass",
+        RunVerdict::Pass,
     );
     let leak = cell(&r, "teardown::keeps_its_buffer_at_device_destroy", "none");
-    assert_verdict(leak, "fail", 2, "vuid");
-    assert_eq!(
-        strings(&leak["vuids"]),
-        ["VUID-vkDestroyDevice-device-00378"]
-    );
+    assert_verdict(leak, CellVerdict::Fail, 2, RunVerdict::Vuid);
+    assert_eq!(leak.vuids, ["VUID-vkDestroyDevice-device-00378"]);
     let ignored = cell(&r, "teardown::spreads_over_two_devices", "none");
-    assert_eq!(ignored["verdict"], "skipped", "{ignored:#}");
+    assert_eq!(ignored.verdict, CellVerdict::Skipped, "{ignored:#?}");
     // With --include-ignored it runs, and passes.
     let (code, r, stderr) = vkexit_at_root(
         &sb,
@@ -298,9 +293,9 @@ fn libtest_runs_each_test_alone_by_its_exact_name() {
     assert_eq!(cases(&r), ["teardown::spreads_over_two_devices"]);
     assert_verdict(
         cell(&r, "teardown::spreads_over_two_devices", "none"),
-        "pass",
+        CellVerdict::Pass,
         1,
-        "pass",
+        RunVerdict::Pass,
     );
 }
 
@@ -343,17 +338,17 @@ fn pytest_runs_each_node_in_its_own_interpreter() {
             &format!("{id}test_device_released_before_exit"),
             "tegra",
         ),
-        "pass",
+        CellVerdict::Pass,
         2,
-        "pass",
+        RunVerdict::Pass,
     );
     let held = cell(
         &r,
         &format!("{id}test_device_held_by_a_daemon_thread_at_exit"),
         "tegra",
     );
-    assert_verdict(held, "fail", 2, "crash");
-    assert_eq!(strings(&held["signals"]), ["SIGSEGV"]);
+    assert_verdict(held, CellVerdict::Fail, 2, RunVerdict::Crash);
+    assert_eq!(held.signals, ["SIGSEGV"]);
 }
 
 #[test]
@@ -367,16 +362,16 @@ fn a_matrix_of_suites_is_judged_by_its_baseline_and_lists_each_suite_once() {
     assert_eq!(code, 0, "{stderr}");
     // Four suites, two layer sets: four listings.
     assert_eq!(stderr.matches("tests listed").count(), 4, "{stderr}");
-    let cells = r["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 30, "{r:#}");
-    let by_file = |c: &&Value| {
-        c["expectation"]
-            .as_str()
+    let cells = &r.cells;
+    assert_eq!(cells.len(), 30, "{r:#?}");
+    let by_file = |c: &&CellResult| {
+        c.expectation
+            .as_deref()
             .is_some_and(|e| e.contains("suites.toml:"))
     };
-    assert_eq!(cells.iter().filter(by_file).count(), 9, "{r:#}");
+    assert_eq!(cells.iter().filter(by_file).count(), 9, "{r:#?}");
     for c in cells.iter().filter(by_file) {
-        assert_eq!(c["verdict"], "expected-fail", "{c:#}");
+        assert_eq!(c.verdict, CellVerdict::ExpectedFail, "{c:#?}");
     }
     // A shard of the same matrix holds its own cells only.
     let (_, one, _) = vkexit_at_root(
@@ -395,8 +390,7 @@ fn a_matrix_of_suites_is_judged_by_its_baseline_and_lists_each_suite_once() {
         ]
         .concat(),
     );
-    let n = |r: &Value| r["cells"].as_array().unwrap().len();
-    assert_eq!(n(&one) + n(&two), 30);
+    assert_eq!(one.cells.len() + two.cells.len(), 30);
 }
 
 #[test]
@@ -410,15 +404,14 @@ fn a_listing_that_fails_or_lists_nothing_is_an_error_with_what_the_tool_said() {
             "1",
         ),
     );
-    let c = only_cell(&r);
-    assert_eq!((code, c["verdict"].as_str()), (1, Some("error")), "{r:#}");
-    assert!(c["case"].as_str().unwrap().starts_with("ctest:"), "{c:#}");
+    let c = the_cell(&r);
+    assert_eq!((code, c.verdict), (1, CellVerdict::Error), "{r:#?}");
+    assert!(c.case.starts_with("ctest:"), "{c:#?}");
     assert!(
-        c["reason"]
-            .as_str()
-            .unwrap()
-            .contains("-R no-such-test` listed no test"),
-        "{c:#}"
+        c.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("-R no-such-test` listed no test")),
+        "{c:#?}"
     );
 
     // A "test program" that fails at listing: its stderr is the reason.
@@ -438,9 +431,9 @@ fn a_listing_that_fails_or_lists_nothing_is_an_error_with_what_the_tool_said() {
             "1".into(),
         ];
         let (code, r, _) = vkexit_at_root(&sb, &args);
-        let c = only_cell(&r);
-        assert_eq!((code, c["verdict"].as_str()), (1, Some("error")), "{r:#}");
-        let reason = c["reason"].as_str().unwrap();
+        let c = the_cell(&r);
+        assert_eq!((code, c.verdict), (1, CellVerdict::Error), "{r:#?}");
+        let reason = c.reason.as_deref().expect("a reason");
         assert!(
             reason.contains("exited 127") && reason.contains("cannot open libfoo.so"),
             "{reason}"
@@ -465,9 +458,9 @@ fn a_listing_that_fails_or_lists_nothing_is_an_error_with_what_the_tool_said() {
         let args = [args, vec!["--python".into(), "/usr/bin/python3".into()]].concat();
         let (code, r, _) = vkexit_at_root(&sb, &args);
         assert_eq!(
-            (code, only_cell(&r)["verdict"].as_str()),
-            (1, Some("error")),
-            "{r:#}"
+            (code, the_cell(&r).verdict),
+            (1, CellVerdict::Error),
+            "{r:#?}"
         );
     }
 }

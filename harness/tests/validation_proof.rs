@@ -2,6 +2,8 @@
 //! really active, vkexit says so and never passes.
 
 use predicates::str::contains;
+use std::path::Path;
+use vkexit_testkit::results::{assert_all, run_record, the_cell, CellResult, RunVerdict};
 use vkexit_testkit::vkexit::*;
 
 #[test]
@@ -77,10 +79,10 @@ fn an_impostor_validation_layer_is_caught_per_run() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: serde_json::Value = sb.read_results();
-    let cell = only_cell(&r);
-    assert_eq!(count(cell, "error"), 2, "{cell:#}");
-    assert_eq!(count(cell, "pass"), 0);
+    let r = sb.gate_results();
+    let cell = the_cell(&r);
+    assert_eq!(cell.counts.error, 2, "{cell:#?}");
+    assert_eq!(cell.counts.pass, 0);
 }
 
 /// The check a leaked `VkBuffer` at `vkDestroyDevice` fails, under whichever name the layer
@@ -88,25 +90,18 @@ fn an_impostor_validation_layer_is_caught_per_run() {
 const CHILDREN: &str = "VUID-vkDestroyDevice-device-00378";
 
 /// How many times the cell's runs logged `CHILDREN`, under any of its names.
-fn children_reported(cell: &serde_json::Value) -> u64 {
+fn children_reported(cell: &CellResult) -> u64 {
     vkexit::host::vuid::names(CHILDREN)
-        .find_map(|name| cell["vuid_counts"][name].as_u64())
+        .find_map(|name| cell.vuid_counts.get(name).copied())
         .unwrap_or(0)
 }
 
 /// Runs the mock with `args` twice, every run kept; its only cell.
-fn mock_cell(sb: &Sandbox, vkexit_args: &[&str], args: &[&str]) -> serde_json::Value {
+fn mock_cell(sb: &Sandbox, vkexit_args: &[&str], args: &[&str]) -> CellResult {
     let mut all = vec!["--keep-passing"];
     all.extend_from_slice(vkexit_args);
-    let (_, results) = sb.run_mock(2, &all, args);
-    only_cell(&results).clone()
-}
-
-/// The `result.json` a kept run's directory holds: its verdict and reason.
-fn run_result(run: &str) -> serde_json::Value {
-    let path = std::path::Path::new(run).join("result.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    let (_, results) = sb.gate_mock(2, &all, args);
+    the_cell(&results).clone()
 }
 
 /// The per-instance logs of one kept run, by file name.
@@ -126,13 +121,12 @@ fn instance_logs(run: &str) -> Vec<String> {
 fn a_leak_then_a_second_instance_is_a_vuid() {
     let sb = Sandbox::new();
     let cell = mock_cell(&sb, &[], &["--vuid", "--second-instance"]);
-    assert_all(&cell, "vuid", 2);
-    assert_eq!(children_reported(&cell), 2, "{cell:#}");
-    for run in strings(&cell["artifacts"]) {
-        assert_eq!(instance_logs(&run).len(), 2, "{run}");
+    assert_all(&cell, RunVerdict::Vuid, 2);
+    assert_eq!(children_reported(&cell), 2, "{cell:#?}");
+    for run in &cell.artifacts {
+        assert_eq!(instance_logs(run).len(), 2, "{run}");
         // The combined log at the configured path holds both instances' logs.
-        let log =
-            std::fs::read_to_string(std::path::Path::new(&run).join("validation.log")).unwrap();
+        let log = std::fs::read_to_string(Path::new(run).join("validation.log")).unwrap();
         assert!(log.contains(&format!("[ {CHILDREN} ]")), "{log}");
         assert_eq!(log.matches("# ---- validation.d/").count(), 2, "{log}");
     }
@@ -142,12 +136,12 @@ fn a_leak_then_a_second_instance_is_a_vuid() {
 fn a_leak_while_a_second_instance_comes_and_goes_is_a_vuid() {
     let sb = Sandbox::new();
     let cell = mock_cell(&sb, &[], &["--vuid", "--overlapping-instance"]);
-    assert_all(&cell, "vuid", 2);
-    assert_eq!(children_reported(&cell), 2, "{cell:#}");
+    assert_all(&cell, RunVerdict::Vuid, 2);
+    assert_eq!(children_reported(&cell), 2, "{cell:#?}");
     // The second instance's open truncated the first one's log while it was open; each has a
     // file of its own now.
-    for run in strings(&cell["artifacts"]) {
-        assert_eq!(instance_logs(&run).len(), 2, "{run}");
+    for run in &cell.artifacts {
+        assert_eq!(instance_logs(run).len(), 2, "{run}");
     }
 }
 
@@ -161,10 +155,10 @@ fn a_leak_then_an_exec_of_a_clean_program_is_a_vuid() {
         &[],
         &["--vuid", "--exec-after", mock.to_str().unwrap()],
     );
-    assert_all(&cell, "vuid", 2);
-    assert_eq!(children_reported(&cell), 2, "{cell:#}");
-    for run in strings(&cell["artifacts"]) {
-        let logs = instance_logs(&run);
+    assert_all(&cell, RunVerdict::Vuid, 2);
+    assert_eq!(children_reported(&cell), 2, "{cell:#?}");
+    for run in &cell.artifacts {
+        let logs = instance_logs(run);
         let pids: std::collections::BTreeSet<&str> =
             logs.iter().map(|l| l.split('-').next().unwrap()).collect();
         assert_eq!((logs.len(), pids.len()), (2, 1), "{logs:?}");
@@ -180,14 +174,13 @@ fn a_clean_program_that_execs_a_leaking_one_is_a_vuid() {
         &[],
         &["--exec-after", mock.to_str().unwrap(), "--vuid"],
     );
-    assert_all(&cell, "vuid", 2);
-    assert_eq!(children_reported(&cell), 2, "{cell:#}");
+    assert_all(&cell, RunVerdict::Vuid, 2);
+    assert_eq!(children_reported(&cell), 2, "{cell:#?}");
     // Each image's log is its own, so the clean image's status message proves it was validated
     // too: the leaker's open no longer replaces it.
-    for run in strings(&cell["artifacts"]) {
-        assert_eq!(instance_logs(&run).len(), 2, "{run}");
-        let log =
-            std::fs::read_to_string(std::path::Path::new(&run).join("validation.log")).unwrap();
+    for run in &cell.artifacts {
+        assert_eq!(instance_logs(run).len(), 2, "{run}");
+        let log = std::fs::read_to_string(Path::new(run).join("validation.log")).unwrap();
         let status = [
             "[ UNASSIGNED-khronos-validation-createinstance-status-message ]",
             "[ WARNING-CreateInstance-status-message ]",
@@ -204,15 +197,14 @@ fn a_clean_program_that_execs_a_leaking_one_is_a_vuid() {
 fn a_parent_and_a_child_leaking_at_once_are_both_counted() {
     let sb = Sandbox::new();
     let cell = mock_cell(&sb, &[], &["--vuid", "--leaking-child"]);
-    assert_all(&cell, "vuid", 2);
-    assert_eq!(children_reported(&cell), 4, "{cell:#}");
-    for run in strings(&cell["artifacts"]) {
-        let logs = instance_logs(&run);
+    assert_all(&cell, RunVerdict::Vuid, 2);
+    assert_eq!(children_reported(&cell), 4, "{cell:#?}");
+    for run in &cell.artifacts {
+        let logs = instance_logs(run);
         let pids: std::collections::BTreeSet<&str> =
             logs.iter().map(|l| l.split('-').next().unwrap()).collect();
         assert_eq!((logs.len(), pids.len()), (2, 2), "{logs:?}");
-        let result = run_result(&run);
-        let reason = result["reason"].as_str().unwrap();
+        let reason = run_record(Path::new(run)).reason;
         assert!(
             reason.ends_with("×2, from the logs of 2 instances"),
             "{reason}"
@@ -224,14 +216,15 @@ fn a_parent_and_a_child_leaking_at_once_are_both_counted() {
 fn a_clean_program_with_two_instances_passes() {
     let sb = Sandbox::new();
     let cell = mock_cell(&sb, &[], &["--second-instance", "--overlapping-instance"]);
-    assert_all(&cell, "pass", 2);
-    for run in strings(&cell["artifacts"]) {
-        assert_eq!(instance_logs(&run).len(), 3, "{run}");
-        let result = run_result(&run);
-        let reason = result["reason"].as_str().unwrap_or_default();
+    assert_all(&cell, RunVerdict::Pass, 2);
+    for run in &cell.artifacts {
+        assert_eq!(instance_logs(run).len(), 3, "{run}");
+        let result = run_record(Path::new(run));
         assert!(
-            reason.contains("validation clean in each of 3 instances"),
-            "{result}"
+            result
+                .reason
+                .contains("validation clean in each of 3 instances"),
+            "{result:#?}"
         );
     }
 }
@@ -257,23 +250,24 @@ fn a_log_no_preload_saw_is_never_a_pass() {
             "--second-instance",
         ],
     );
-    assert_all(&cell, "error", 2);
-    for run in strings(&cell["artifacts"]) {
-        let logs = instance_logs(&run);
+    assert_all(&cell, RunVerdict::Error, 2);
+    for run in &cell.artifacts {
+        let logs = instance_logs(run);
         assert!(logs.contains(&"unwatched.log".to_string()), "{logs:?}");
     }
     // With --no-diagnostics every log is one no preload saw: a clean run is an error, and what
     // the log still shows fails the run.
     let cell = mock_cell(&sb, &["--no-diagnostics"], &[]);
-    assert_all(&cell, "error", 2);
-    let result = run_result(&strings(&cell["artifacts"])[0]);
-    let reason = result["reason"].as_str().unwrap_or_default();
+    assert_all(&cell, RunVerdict::Error, 2);
+    let result = run_record(Path::new(&cell.artifacts[0]));
     assert!(
-        reason.contains("without vkexit's diagnostics preload"),
-        "{result}"
+        result
+            .reason
+            .contains("without vkexit's diagnostics preload"),
+        "{result:#?}"
     );
     let cell = mock_cell(&sb, &["--no-diagnostics"], &["--vuid"]);
-    assert_all(&cell, "vuid", 2);
+    assert_all(&cell, RunVerdict::Vuid, 2);
 }
 
 /// Layer 1.2.162 writes its log only while the application has no debug messenger of its own:
@@ -301,33 +295,32 @@ fn a_finding_the_application_messenger_swallows_under_layer_1_2_is_a_vuid() {
     )
     .unwrap();
     let config = config.to_str().unwrap();
-    let (_, results) = sb.run(&["--config", config, "--keep-passing"]);
-    let cells = results["cells"].as_array().expect("cells");
+    let (_, results) = sb.gate_run(&["--config", config, "--keep-passing"]);
     let cell = |case: &str| {
-        cells
+        results
+            .cells
             .iter()
-            .find(|c| c["case"] == case)
-            .unwrap_or_else(|| panic!("no cell {case}: {results:#}"))
+            .find(|c| c.case == case)
+            .unwrap_or_else(|| panic!("no cell {case}: {results:#?}"))
     };
     let swallowed = cell("swallowed");
-    assert_eq!(strings(&swallowed["layers"]), ["validation@1.2.162"]);
-    assert_all(swallowed, "vuid", 2);
-    assert_eq!(children_reported(swallowed), 2, "{swallowed:#}");
-    assert_all(cell("clean"), "pass", 2);
+    assert_eq!(swallowed.layers, ["validation@1.2.162"]);
+    assert_all(swallowed, RunVerdict::Vuid, 2);
+    assert_eq!(children_reported(swallowed), 2, "{swallowed:#?}");
+    assert_all(cell("clean"), RunVerdict::Pass, 2);
     // Nothing above information reached the clean program's messenger: no witness file.
-    for run in strings(&cell("clean")["artifacts"]) {
-        let witnessed = std::path::Path::new(&run).join("validation.d/app-messengers.txt");
+    for run in &cell("clean").artifacts {
+        let witnessed = Path::new(run).join("validation.d/app-messengers.txt");
         assert!(!witnessed.exists(), "{}", witnessed.display());
     }
-    for run in strings(&swallowed["artifacts"]) {
-        let run = std::path::Path::new(&run);
+    for run in &swallowed.artifacts {
+        let run = Path::new(run);
         let stdout = std::fs::read_to_string(run.join("stdout.txt")).unwrap();
         assert!(
             stdout.contains("it swallowed 1 validation error(s)"),
             "the application's messenger lost its message: {stdout}"
         );
-        let result = run_result(run.to_str().unwrap());
-        let reason = result["reason"].as_str().unwrap_or_default();
+        let reason = run_record(run).reason;
         assert!(
             reason.contains("reached only the application's own debug messenger"),
             "{reason}"
@@ -337,9 +330,9 @@ fn a_finding_the_application_messenger_swallows_under_layer_1_2_is_a_vuid() {
     }
     // The current layer logs beside the application's messenger: nothing is witnessed.
     let current = mock_cell(&sb, &[], &["--silent-messenger", "--vuid"]);
-    assert_all(&current, "vuid", 2);
-    for run in strings(&current["artifacts"]) {
-        let witnessed = std::path::Path::new(&run).join("validation.d/app-messengers.txt");
+    assert_all(&current, RunVerdict::Vuid, 2);
+    for run in &current.artifacts {
+        let witnessed = Path::new(run).join("validation.d/app-messengers.txt");
         assert!(!witnessed.exists(), "{}", witnessed.display());
     }
 }
@@ -373,10 +366,10 @@ fn a_validation_layer_library_other_than_the_manifests_is_an_error() {
         ),
     )
     .unwrap();
-    let (_, results) = sb.run(&["--config", config.to_str().unwrap()]);
-    let cell = only_cell(&results);
-    assert_all(cell, "error", 1);
-    let reason = cell["reason"].as_str().unwrap_or_default();
+    let (_, results) = sb.gate_run(&["--config", config.to_str().unwrap()]);
+    let cell = the_cell(&results);
+    assert_all(cell, RunVerdict::Error, 1);
+    let reason = cell.reason.as_deref().unwrap_or_default();
     assert!(
         reason.contains("is not the one its manifest names") && reason.contains("other-build"),
         "{reason}"

@@ -6,10 +6,11 @@
 //! on lavapipe under the real validation layer.
 
 use std::path::Path;
+use vkexit_testkit::results::{the_cell, Results};
 use vkexit_testkit::vkexit::*;
 
 /// `vkexit run ARGS` in the sandbox: exit code, stdout, and the results.
-fn run(sb: &Sandbox, args: &[&str]) -> (i32, String, serde_json::Value) {
+fn run(sb: &Sandbox, args: &[&str]) -> (i32, String, Results) {
     let out = sb
         .vkexit()
         .env("COLUMNS", "1000")
@@ -19,7 +20,7 @@ fn run(sb: &Sandbox, args: &[&str]) -> (i32, String, serde_json::Value) {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    (out.status.code().unwrap(), stdout, sb.read_results())
+    (out.status.code().unwrap(), stdout, sb.gate_results())
 }
 
 /// The table line of the cell whose case is `case`.
@@ -61,8 +62,8 @@ fn a_leaked_buffer_is_reported_in_the_layers_words_everywhere() {
         ],
     );
     assert_eq!(code, 1);
-    let cell = only_cell(&r);
-    let dir = strings(&cell["artifacts"])[0].clone();
+    let cell = the_cell(&r);
+    let dir = cell.artifacts[0].clone();
     let said = regex::Regex::new(
         r"VUID-vkDestroyDevice-device-00378 in vkDestroyDevice: For VkDevice 0x[0-9a-f]+, VkBuffer 0x[0-9a-f]+ has not been destroyed\.",
     )
@@ -124,7 +125,7 @@ fn a_program_that_exits_nonzero_shows_its_code_and_the_end_of_stderr() {
     let sb = Sandbox::new();
     let (code, stdout, r) = run(&sb, &["--runs", "1", "--", "bash", "missing.sh"]);
     assert_eq!(code, 1);
-    let dir = strings(&only_cell(&r)["artifacts"])[0].clone();
+    let dir = the_cell(&r).artifacts[0].clone();
     let line = table_line(&stdout, "missing.sh");
     assert!(
         line.contains(
@@ -166,8 +167,8 @@ fn explain_svg_draws_the_jetson_ordering_one_lane_per_thread() {
             "tegra",
         ],
     );
-    assert_eq!(code, 0, "known to fail: {r:#}");
-    let dir = strings(&only_cell(&r)["artifacts"])[0].clone();
+    assert_eq!(code, 0, "known to fail: {r:#?}");
+    let dir = the_cell(&r).artifacts[0].clone();
     let svg_path = sb.path().join("exit.svg");
     explain(&sb, &dir, Some(&svg_path));
     let svg = std::fs::read_to_string(&svg_path).unwrap();
@@ -222,7 +223,7 @@ fn explain_svg_draws_the_jetson_ordering_one_lane_per_thread() {
 fn explain_svg_to_a_path_that_cannot_be_written_names_it() {
     let sb = Sandbox::new();
     let (_, _, r) = run(&sb, &["--runs", "1", "--", "bash", "missing.sh"]);
-    let dir = strings(&only_cell(&r)["artifacts"])[0].clone();
+    let dir = the_cell(&r).artifacts[0].clone();
     let out = sb
         .vkexit()
         .args(["explain", &dir, "--svg", "/proc/vkexit-no/x.svg"])
@@ -239,9 +240,9 @@ fn explain_svg_to_a_path_that_cannot_be_written_names_it() {
 #[test]
 fn explain_svg_marks_a_hang_at_exit_on_its_threads_lane() {
     let sb = Sandbox::new();
-    let (code, r) = sb.run_mock(1, &["--timeout", "2"], &["--hang-at-exit"]);
+    let (code, r) = sb.gate_mock(1, &["--timeout", "2"], &["--hang-at-exit"]);
     assert_eq!(code, 1);
-    let dir = strings(&only_cell(&r)["artifacts"])[0].clone();
+    let dir = the_cell(&r).artifacts[0].clone();
     let svg_path = sb.path().join("hang.svg");
     explain(&sb, &dir, Some(&svg_path));
     let svg = std::fs::read_to_string(&svg_path).unwrap();
@@ -283,7 +284,7 @@ fn explain_shows_stdout_when_stderr_is_silent_with_a_column_for_each_process() {
         ],
     );
     assert_eq!(code, 1, "{stdout}");
-    let dir = strings(&only_cell(&r)["artifacts"])[0].clone();
+    let dir = the_cell(&r).artifacts[0].clone();
     assert!(
         table_line(&stdout, "gtest-like")
             .contains("exit code 1, stderr empty, stdout: [  FAILED  ] Suite.Fails (0 ms)"),
@@ -329,9 +330,9 @@ fn a_worker_threads_abort_in_the_c_library_is_the_headline_with_the_librarys_mes
         ],
     );
     assert_eq!(code, 1, "{stdout}");
-    let cell = only_cell(&r);
-    assert_eq!(strings(&cell["signals"]), ["SIGABRT"], "{cell:#}");
-    let dir = strings(&cell["artifacts"])[0].clone();
+    let cell = the_cell(&r);
+    assert_eq!(cell.signals, ["SIGABRT"], "{cell:#?}");
+    let dir = cell.artifacts[0].clone();
     let text = explain(&sb, &dir, None);
     let crash = text
         .lines()

@@ -7,8 +7,8 @@
 //! - [`launch`]: one run of a program in its own directory, on lavapipe, under the layers a
 //!   test enables, with its output and files read back.
 //! - [`vkexit`]: `vkexit` itself, run in a sandbox directory, and its results file.
-//! - [`results`]: the results file read as vkexit's own types, and vkexit's argument lists
-//!   built by [`results::Args`].
+//! - [`results`]: the results file and the exploration file read as vkexit's own types, a kept
+//!   run's `result.json` read typed, and vkexit's argument lists built by [`results::Args`].
 //! - [`real_runtimes`]: the real-runtimes matrix and single cells of real runtimes.
 //! - [`preload`]: runs with the preloaded diagnostics library and its crash and timeline files.
 //! - [`debian11`]: Debian 11's validation layer 1.2.162 and Mesa 20.3.5's lavapipe, unpacked.

@@ -3,8 +3,8 @@
 //! program paths are relative to (or a view of it with the build directory as `target/release`,
 //! [`crate::paths::matrix_root`]).
 
+use crate::results::{CellResult, Results};
 use crate::vkexit::Sandbox;
-use serde_json::Value;
 
 /// The matrix, relative to the workspace.
 pub const MATRIX: &str = "ci/matrix/real-runtimes.toml";
@@ -27,7 +27,7 @@ pub fn cases(keep: impl Fn(&str) -> bool) -> Vec<String> {
 /// Runs `cases` of the matrix once each on lavapipe against the baseline, and asserts that
 /// they make `cells` cells, that the baseline file judged every one, and that the gate is
 /// green. Returns the results.
-pub fn assert_green(cases: &[String], cells: usize) -> Value {
+pub fn assert_green(cases: &[String], cells: usize) -> Results {
     let sb = Sandbox::new();
     let mut cmd = sb.vkexit();
     cmd.current_dir(crate::paths::matrix_root()).args([
@@ -58,14 +58,13 @@ pub fn assert_green(cases: &[String], cells: usize) -> Value {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let r = sb.read_results();
-    let judged = r["cells"].as_array().expect("cells");
-    assert_eq!(judged.len(), cells, "{} cases: {r:#}", cases.len());
-    for c in judged {
-        let source = c["expectation"].as_str().unwrap_or_default();
+    let r = sb.gate_results();
+    assert_eq!(r.cells.len(), cells, "{} cases: {r:#?}", cases.len());
+    for c in &r.cells {
+        let source = c.expectation.as_deref().unwrap_or_default();
         assert!(
             source.starts_with(&format!("{BASELINE}:")),
-            "every cell is judged by the baseline file: {c:#}"
+            "every cell is judged by the baseline file: {c:#?}"
         );
     }
     assert_eq!(
@@ -78,10 +77,13 @@ pub fn assert_green(cases: &[String], cells: usize) -> Value {
 }
 
 /// `vkexit run --driver lavapipe --runs N --emulate MODE [--trace] -- PROGRAM`: its only cell.
-pub fn cell(runs: u32, emulate: &str, trace: bool, program: &str) -> Value {
-    let mut args = vec!["--emulate", emulate];
+pub fn cell(runs: u32, emulate: &str, trace: bool, program: &str) -> CellResult {
+    let runs = runs.to_string();
+    let mut args = vec!["--runs", runs.as_str(), "--emulate", emulate];
     if trace {
         args.push("--trace");
     }
-    Sandbox::new().cell(runs, &args, program)
+    args.extend(["--", program]);
+    let (_, r) = Sandbox::new().gate_run(&args);
+    crate::results::the_cell(&r).clone()
 }

@@ -1,17 +1,168 @@
-//! vkexit's results file read as the types vkexit writes it with (`vkexit-evidence`), and
-//! argument lists for vkexit built in one way: tests say what a cell came to, not where a
-//! string sits in JSON.
+//! vkexit's results file, its exploration file and a kept run's `result.json` read as typed
+//! records (the first two as the types vkexit writes them with, `vkexit-evidence`), and
+//! argument lists for vkexit built in one way: tests say what a cell or a run came to, not
+//! where a string sits in JSON.
 
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::Path;
-pub use vkexit_evidence::results::{CellResult, Counts, Results};
+pub use vkexit_evidence::explore::{Exploration, ExploredCell, Fix, Perturbation};
+pub use vkexit_evidence::results::{CellResult, Counts, LayerCrash, Provenance, Results};
 pub use vkexit_evidence::verdict::{CellVerdict, RunVerdict};
 
 /// The results file at `path`, typed: a field vkexit no longer writes fails here, by name.
 pub fn read(path: &Path) -> Results {
+    read_as(path, "results file")
+}
+
+/// The exploration file (`vkexit explore --json`) at `path`, typed.
+pub fn exploration(path: &Path) -> Exploration {
+    read_as(path, "exploration file")
+}
+
+/// The record a kept run's directory `run` holds (`result.json`), typed.
+pub fn run_record(run: &Path) -> RunRecord {
+    read_as(&run.join(vkexit_evidence::files::RESULT), "run record")
+}
+
+/// The record of `cell`'s first kept run: its first failing run, or its first run at all
+/// with `--keep-passing`. Fails when the cell kept none.
+pub fn first_run(cell: &CellResult) -> RunRecord {
+    let run = cell
+        .artifacts
+        .first()
+        .unwrap_or_else(|| panic!("no run kept: {cell:#?}"));
+    run_record(Path::new(run))
+}
+
+/// The JSON file at `path` as a `T`, failing with the file's text when it is not one.
+fn read_as<T: DeserializeOwned>(path: &Path, what: &str) -> T {
     let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("no results file {}: {e}", path.display()));
+        .unwrap_or_else(|e| panic!("no {what} {}: {e}", path.display()));
     serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{} is no results file: {e}\n{text}", path.display()))
+        .unwrap_or_else(|e| panic!("{} is no {what}: {e}\n{text}", path.display()))
+}
+
+/// A kept run's record, `result.json` in its directory: the verdict vkexit gave the run and
+/// what it rests on. vkexit writes it from a type of its own (the evidence crate names the
+/// file, [`vkexit_evidence::files::RESULT`], not its fields), so the fields tests read are
+/// declared here: one vkexit no longer writes fails [`run_record`], by name. Fields may be
+/// added.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RunRecord {
+    /// The run's cell, by its place in the plan.
+    pub cell: usize,
+    /// The run's number among its cell's runs, from 0.
+    pub index: u32,
+    /// The run's verdict, after every overrule and the allow-lists.
+    pub verdict: RunVerdict,
+    /// One line: why this verdict.
+    pub reason: String,
+    /// The signal that ended the program (`SIGSEGV`); `None` when none did.
+    pub signal: Option<String>,
+    /// The message ids the run's validation log holds (and the ids vkexit counts among
+    /// them: calls on destroyed handles, a sanitizer's report), as the layer named them.
+    pub vuids: Vec<String>,
+    /// What the vkexit layers and the crash report saw, as sentences.
+    #[serde(default)]
+    pub findings: Vec<String>,
+    /// The layer whose library held the pc of the crash that failed the run.
+    #[serde(default)]
+    pub crash_layer: Option<String>,
+    /// How the program ended.
+    pub termination: Termination,
+    /// Every message id of the validation log, with how often.
+    pub vuid_counts: VuidCounts,
+    /// The run's wall time, in milliseconds.
+    pub duration_ms: u64,
+    /// How many bytes the program wrote to its standard output, all of them, kept or not.
+    pub stdout_bytes: u64,
+    /// As `stdout_bytes`, for its standard error.
+    pub stderr_bytes: u64,
+    /// The Vulkan loaders and drivers the run loaded; `None` without the preload.
+    #[serde(default)]
+    pub vulkan: Option<VulkanUse>,
+}
+
+/// How a run's program ended: `termination` of a [`RunRecord`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Termination {
+    /// It exited by itself, with this status.
+    Exited {
+        /// Its exit status (0 to 255).
+        code: i32,
+    },
+    /// A signal ended it.
+    Signaled {
+        /// The signal's number.
+        signal: i32,
+        /// The kernel wrote a core file for it.
+        core_dumped: bool,
+    },
+    /// vkexit killed it at the time limit.
+    TimedOut {
+        /// The limit, in milliseconds.
+        after_ms: u64,
+    },
+    /// vkexit was interrupted and stopped it.
+    Interrupted,
+    /// It could not be started.
+    NotStarted {
+        /// Why not.
+        reason: String,
+    },
+}
+
+/// A run's validation messages by id: `vuid_counts` of a [`RunRecord`].
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct VuidCounts {
+    /// Each message id the log holds, as the layer wrote it, with how often.
+    pub ids: BTreeMap<String, VuidStat>,
+    /// The log ended in the middle of a line.
+    pub cut_mid_line: bool,
+}
+
+/// How one message id showed in a run's log.
+#[derive(Debug, Clone, Deserialize)]
+pub struct VuidStat {
+    /// Messages with this id.
+    pub count: u64,
+    /// The most severe of them: `error`, `warning`, `performance`.
+    pub severity: String,
+}
+
+/// What a run loaded of Vulkan, as the preload saw it: `vulkan` of a [`RunRecord`].
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct VulkanUse {
+    /// Every loader, in the order loaded.
+    pub loaders: Vec<LoaderSeen>,
+    /// Every driver, in the order loaded.
+    pub drivers: Vec<DriverSeen>,
+    /// The first driver manifest each process that asked the loader for drivers opened.
+    #[serde(default)]
+    pub driver_manifests: Vec<String>,
+}
+
+/// A Vulkan loader a run loaded.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LoaderSeen {
+    /// The file it was loaded from.
+    pub path: String,
+    /// Its version as it reports it; `None` when unknown.
+    #[serde(default)]
+    pub version: Option<String>,
+}
+
+/// A Vulkan driver a run loaded.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DriverSeen {
+    /// The file it was loaded from.
+    pub path: String,
+    /// The library that loaded it, when a `dlopen` of it was seen.
+    #[serde(default)]
+    pub loaded_by: Option<String>,
 }
 
 /// The only cell of `results`.
@@ -27,6 +178,11 @@ pub fn cell_of<'r>(results: &'r Results, case: &str, runtime: &str) -> &'r CellR
         .iter()
         .find(|c| c.case == case && c.runtime == runtime)
         .unwrap_or_else(|| panic!("no cell {case} × {runtime} in {results:#?}"))
+}
+
+/// Asserts that all `runs` runs of `cell` were judged `verdict`.
+pub fn assert_all(cell: &CellResult, verdict: RunVerdict, runs: u64) {
+    assert_eq!(cell.counts.get(verdict), runs, "{verdict}: {cell:#?}");
 }
 
 /// A cell's identity across files: case, runtime, driver, layers, emulation.

@@ -96,6 +96,34 @@ impl Sandbox {
         (code, crate::results::read(&path))
     }
 
+    /// The results file a command run in this sandbox wrote ([`Sandbox::results`]), typed.
+    pub fn gate_results(&self) -> crate::results::Results {
+        crate::results::read(&self.results())
+    }
+
+    /// `vkexit run --driver lavapipe --json r.json ARGS` ([`Sandbox::run`]): its exit code and
+    /// its results, typed. `ARGS` may end with `-- PROGRAM …`.
+    pub fn gate_run(&self, args: &[&str]) -> (i32, crate::results::Results) {
+        let args = crate::results::Args::run().json("r.json").flags(args);
+        self.gate(&args, "r.json")
+    }
+
+    /// The mock scenario as an external case, `runs` runs ([`Sandbox::run_mock`]): the exit
+    /// code and the results, typed.
+    pub fn gate_mock(
+        &self,
+        runs: u32,
+        vkexit_args: &[&str],
+        mock_args: &[&str],
+    ) -> (i32, crate::results::Results) {
+        let args = crate::results::Args::run()
+            .json("r.json")
+            .runs(runs)
+            .flags(vkexit_args)
+            .program(&mock(), mock_args);
+        self.gate(&args, "r.json")
+    }
+
     /// `vkexit run --driver lavapipe --json r.json ARGS`; returns the exit code and the
     /// results.
     pub fn run(&self, args: &[&str]) -> (i32, Value) {
@@ -127,16 +155,6 @@ impl Sandbox {
         args.push(mock.to_str().expect("a UTF-8 path"));
         args.extend_from_slice(mock_args);
         self.run(&args)
-    }
-
-    /// `vkexit run --driver lavapipe --runs N [ARGS] -- PROGRAM`: its only cell.
-    pub fn cell(&self, runs: u32, args: &[&str], program: &str) -> Value {
-        let runs = runs.to_string();
-        let mut all = vec!["--runs", runs.as_str()];
-        all.extend_from_slice(args);
-        all.extend(["--", program]);
-        let (_, r) = self.run(&all);
-        only_cell(&r).clone()
     }
 }
 
