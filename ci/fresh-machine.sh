@@ -16,7 +16,7 @@
 #   VKEXIT_FRESH_OUT     where the root's copy and the log go (default target/fresh-machine)
 #   VKEXIT_STACK_MIRROR  Debian's archive (default http://deb.debian.org/debian)
 #   VKEXIT_FRESH_CA      a CA bundle the network needs besides Debian's (a proxy that inspects TLS):
-#                        given to cargo in the root (CARGO_HTTP_CAINFO); default none
+#                        given to cargo, pip and curl in the root; default none
 #
 # Needs root (debootstrap, bwrap), as ci/stacks.sh does.
 set -euo pipefail
@@ -78,7 +78,9 @@ git archive --format=tar HEAD | tar -x -C "$root/root/vkexit"
 
 ca=()
 [ -z "${VKEXIT_FRESH_CA:-}" ] ||
-    ca=(--ro-bind "$VKEXIT_FRESH_CA" /run/network-ca.crt --setenv CARGO_HTTP_CAINFO /run/network-ca.crt)
+    ca=(--ro-bind "$VKEXIT_FRESH_CA" /run/network-ca.crt --setenv CARGO_HTTP_CAINFO /run/network-ca.crt
+        --setenv PIP_CERT /run/network-ca.crt --setenv SSL_CERT_FILE /run/network-ca.crt
+        --setenv CURL_CA_BUNDLE /run/network-ca.crt)
 log="$out/log.txt"
 start=$SECONDS
 code=0
