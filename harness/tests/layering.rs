@@ -2,6 +2,9 @@
 //! those before it in `ORDER`, never one after it. This reads harness/src and fails on any
 //! `crate::` path that points later in the order, naming the file and line.
 
+mod rust_sources;
+
+use rust_sources::sources;
 use std::path::{Path, PathBuf};
 
 /// The top-level modules, lowest first; modules on one line are one level.
@@ -84,17 +87,6 @@ fn imports(text: &str) -> Vec<(usize, String)> {
         }
     }
     found
-}
-
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// Every backward import in `text`, the source of module `module` at `shown`.

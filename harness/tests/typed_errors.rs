@@ -3,7 +3,10 @@
 //! shown as. This reads harness/src and fails on any `Result<_, String>` in the code that
 //! ships, naming the file and line.
 
-use std::path::{Path, PathBuf};
+mod rust_sources;
+
+use rust_sources::sources;
+use std::path::Path;
 
 /// The code that ships, as lines: up to the file's test module (`#[cfg(test)]` then
 /// `mod tests`, at its end), with comments and the insides of string and character literals
@@ -168,17 +171,6 @@ fn string_errors(text: &str) -> Vec<usize> {
         }
     }
     lines
-}
-
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// No function of the harness, nor any type of it, has a `String` for its error: each names

@@ -266,9 +266,9 @@ fn ask_loader(path: &Path) -> Option<String> {
 pub fn probe_loader_here(path: &Path) -> Result<String, crate::support::errors::ProbeError> {
     use crate::host::vk;
     use crate::support::errors::ProbeError;
-    let loader = vk::Loader::at(path).map_err(|reason| ProbeError::LoaderNotLoaded {
+    let loader = vk::Loader::at(path).map_err(|e| ProbeError::LoaderNotLoaded {
         path: path.to_path_buf(),
-        reason,
+        reason: e.to_string(),
     })?;
     let version = loader
         .instance_version()

@@ -52,7 +52,7 @@ pub struct ProbeReport {
 /// Enumerates devices in this process, with whatever driver and layers the
 /// environment selects. The instance is destroyed before returning.
 pub fn probe_here() -> Result<ProbeReport, ProbeError> {
-    let loader = vk::Loader::system().map_err(ProbeError::NoLoader)?;
+    let loader = vk::Loader::system().map_err(|e| ProbeError::NoLoader(e.to_string()))?;
     let loader_version = loader
         .instance_version()
         .map_err(|e| ProbeError::vulkan("vkEnumerateInstanceVersion", e))?;

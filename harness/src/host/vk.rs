@@ -131,30 +131,30 @@ pub(crate) struct Loader {
 impl Loader {
     /// The system's loader (`libvulkan.so.1`, else `libvulkan.so`), as the dynamic linker
     /// finds it; the error is the dynamic linker's reason.
-    pub(crate) fn system() -> Result<Loader, String> {
+    pub(crate) fn system() -> Result<Loader, NotLoaded> {
         Loader::open(c"libvulkan.so.1")
             .or_else(|first| Loader::open(c"libvulkan.so").map_err(|_| first))
     }
 
     /// The loader at `path`.
-    pub(crate) fn at(path: &Path) -> Result<Loader, String> {
+    pub(crate) fn at(path: &Path) -> Result<Loader, NotLoaded> {
         use std::os::unix::ffi::OsStrExt;
         let name = std::ffi::CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| "the path holds a NUL byte".to_string())?;
+            .map_err(|_| NotLoaded::NulInPath)?;
         Loader::open(&name)
     }
 
-    fn open(name: &CStr) -> Result<Loader, String> {
+    fn open(name: &CStr) -> Result<Loader, NotLoaded> {
         // SAFETY: a NUL-terminated name; loading a library runs its constructors, which a
         // Vulkan loader's are fit for.
         let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if handle.is_null() {
-            return Err(dl_error());
+            return Err(NotLoaded::Dlopen(dl_error()));
         }
         // SAFETY: a live handle and a NUL-terminated symbol name.
         let symbol = unsafe { libc::dlsym(handle, c"vkGetInstanceProcAddr".as_ptr()) };
         if symbol.is_null() {
-            return Err(dl_error());
+            return Err(NotLoaded::NoEntryPoint(dl_error()));
         }
         // SAFETY: the loader exports vkGetInstanceProcAddr with this signature.
         let get_instance_proc_addr =
@@ -233,6 +233,20 @@ impl Loader {
             handle,
         })
     }
+}
+
+/// Why a loader could not be loaded: each with the dynamic linker's words.
+#[derive(Debug, thiserror::Error)]
+pub enum NotLoaded {
+    /// `dlopen` failed.
+    #[error("{0}")]
+    Dlopen(String),
+    /// The library exports no `vkGetInstanceProcAddr`: it is no Vulkan loader.
+    #[error("no vkGetInstanceProcAddr in it: {0}")]
+    NoEntryPoint(String),
+    /// The path cannot be given to `dlopen`.
+    #[error("the path holds a NUL byte")]
+    NulInPath,
 }
 
 fn dl_error() -> String {

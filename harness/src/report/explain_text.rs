@@ -48,7 +48,7 @@ pub(crate) fn text(run_dir: &Path) -> Result<(String, String)> {
         text.map(|t| serde_json::from_str::<serde_json::Value>(&t))
             .transpose()
             .map_err(|source| Unreadable::NotJson {
-                name: "result.json",
+                name: files::RESULT,
                 source,
             })
     }) {
