@@ -11,12 +11,25 @@ cd "$(dirname "$0")/.."
 # gcc, clang and clang's sanitizer runtimes (libclang-rt-dev) build harness/tests/sanitizers.rs's programs.
 packages=(curl libvulkan-dev vulkan-tools gcc clang libclang-rt-dev cmake g++ libgtest-dev python3-pytest meson chromium python3-venv python3-pip)
 
+# ci/test.sh runs `cargo fmt` and `cargo clippy`: with Debian's Rust (ci/setup.sh installs it where no
+# cargo was), they come from Debian too, of the same version (clippy must match the compiler).
+if [ "$(command -v cargo)" = /usr/bin/cargo ] && dpkg-query -W cargo-web >/dev/null 2>&1; then
+    cargo fmt --version >/dev/null 2>&1 || packages+=(rustfmt-web)
+    cargo clippy --version >/dev/null 2>&1 || packages+=(rust-web-clippy)
+fi
+
 ci/install-packages.sh setup-tests "${packages[@]}"
 
 if ! command -v cargo >/dev/null; then
     echo "setup-tests: cargo not found: install a Rust toolchain (1.90 or newer) first" >&2
     exit 1
 fi
+for tool in fmt clippy; do
+    cargo "$tool" --version >/dev/null 2>&1 || {
+        echo "setup-tests: cargo $tool is missing: with rustup, rustup component add $([ $tool = fmt ] && echo rustfmt || echo clippy)" >&2
+        exit 1
+    }
+done
 
 cargo build --release --workspace --locked
 
