@@ -731,6 +731,10 @@ fn without_cgroups_a_user_fork_bomb_stops_at_rlimit_nproc() {
     // Open to nobody, and sticky as /tmp is: vkexit unpacks its helpers only below directories
     // that others cannot swap.
     std::fs::set_permissions(sb.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    // vkexit as nobody can run it: the build's own may be under a home only root can enter
+    // (a checkout in /root); the single file runs from anywhere.
+    let vkexit = sb.path().join("vkexit");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("vkexit"), &vkexit).unwrap();
     let marker = "nproc-bomb-4711";
     let nobody = 65534;
     let before = processes_of_uid(nobody);
@@ -740,7 +744,7 @@ fn without_cgroups_a_user_fork_bomb_stops_at_rlimit_nproc() {
            VKEXIT_MAX_PROCESSES=30 {vkexit} run --no-validation --runs 1 --timeout 3 --json {dir}/r.json \
            -- sh -c '{marker}=1; bomb() {{ bomb | bomb & }}; bomb; sleep 60'",
         dir = sb.path().display(),
-        vkexit = assert_cmd::cargo::cargo_bin("vkexit").display(),
+        vkexit = vkexit.display(),
     );
     let start = Instant::now();
     let mut unshare = Command::new("unshare")
