@@ -8,10 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# gcc, clang and clang's sanitizer runtimes (libclang-rt-dev) build harness/tests/sanitizers.rs's programs.
+# gcc, clang and clang's sanitizer runtimes (libclang-rt-dev) build harness/tests/sanitizers.rs's programs;
+# llvm's llvm-symbolizer gives their reports file and line.
 # groff-base renders the man page for harness/tests/cli_docs.rs; make builds the CTest project of harness/tests/exec.rs
 # (a minimal Debian has neither).
-packages=(curl libvulkan-dev vulkan-tools gcc clang libclang-rt-dev cmake g++ libgtest-dev python3-pytest meson chromium python3-venv python3-pip groff-base make)
+packages=(curl libvulkan-dev vulkan-tools gcc clang libclang-rt-dev cmake g++ libgtest-dev python3-pytest meson chromium python3-venv python3-pip groff-base make llvm)
 
 # ci/test.sh runs `cargo fmt` and `cargo clippy`: with Debian's Rust (ci/setup.sh installs it where no
 # cargo was), they come from Debian too, of the same version (clippy must match the compiler).
