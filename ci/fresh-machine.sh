@@ -18,7 +18,8 @@
 #   VKEXIT_FRESH_CA      a CA bundle the network needs besides Debian's (a proxy that inspects TLS):
 #                        given to cargo, pip and curl in the root; default none
 #
-# Needs root (debootstrap, bwrap), as ci/stacks.sh does.
+# Needs root (debootstrap, bwrap), as ci/stacks.sh does. The root keeps root's capabilities and device
+# nodes (--cap-add ALL, --dev-bind): the test command's ci/stacks.sh runs debootstrap inside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -85,7 +86,7 @@ log="$out/log.txt"
 start=$SECONDS
 code=0
 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 XDG_RUNTIME_DIR=/run/user/0 TERM=dumb \
-    bwrap --die-with-parent --bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
+    bwrap --die-with-parent --cap-add ALL --dev-bind "$root" / --proc /proc --dev /dev --ro-bind /sys /sys \
     --bind /sys/fs/cgroup /sys/fs/cgroup --ro-bind /etc/resolv.conf /etc/resolv.conf \
     --perms 1777 --tmpfs /tmp --tmpfs /run --perms 0700 --dir /run/user/0 "${ca[@]}" --chdir /root/vkexit \
     bash -c "$command"'; code=$?; times >/tmp/times; echo "cpu: $(tail -n 1 /tmp/times)"; exit $code' 2>&1 |
