@@ -110,6 +110,7 @@ pub mod exit_code;
 pub mod files;
 mod mapped;
 mod record;
+pub mod shared_dir;
 pub mod tegra;
 pub mod timeline;
 pub mod trace;

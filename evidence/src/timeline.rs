@@ -42,6 +42,10 @@ crate::wire_names! {
         /// Before an exit handler ran, the exiting thread waited for the process's other
         /// running threads to block or end (`VKEXIT_CHAOS_SEED`).
         ChaosPause = "chaos-pause",
+        /// A process of the run opened a file for writing (or made, renamed or removed one)
+        /// in the working directory it shares with other runs (`VKEXIT_SHARED_DIR`): the
+        /// name at that directory's top level, once per process.
+        SharedWrite = "shared-write",
     }
 }
 
@@ -158,6 +162,8 @@ pub mod field {
     pub const WAITED_NS: &str = "waited_ns";
     /// `chaos-pause`: how many other threads were alive when the pause began.
     pub const RUNNING: &str = "running";
+    /// `shared-write`: the name written, at the top level of the shared directory.
+    pub const NAME: &str = "name";
 }
 
 #[cfg(feature = "serde")]
@@ -202,6 +208,16 @@ mod read {
         ExitReordered(ExitReordered),
         /// A `chaos-pause` record.
         ChaosPause(ChaosPause),
+        /// A `shared-write` record.
+        SharedWrite(SharedWrite),
+    }
+
+    /// A `shared-write` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct SharedWrite {
+        /// The name written, at the top level of the shared directory.
+        pub name: String,
     }
 
     /// An `exit-reordered` record.
@@ -431,6 +447,7 @@ mod read {
                 Event::VulkanObject => Entry::VulkanObject(from_value(record)?),
                 Event::ExitReordered => Entry::ExitReordered(from_value(record)?),
                 Event::ChaosPause => Entry::ChaosPause(from_value(record)?),
+                Event::SharedWrite => Entry::SharedWrite(from_value(record)?),
             })
         }
 
@@ -451,6 +468,7 @@ mod read {
                 Entry::VulkanObject(_) => Event::VulkanObject,
                 Entry::ExitReordered(_) => Event::ExitReordered,
                 Entry::ChaosPause(_) => Event::ChaosPause,
+                Entry::SharedWrite(_) => Event::SharedWrite,
             }
         }
     }

@@ -332,6 +332,12 @@ fn timeline_sample(event: timeline::Event) -> (Record, timeline::Entry) {
                 chaos_seed: 7,
             })
         }
+        E::SharedWrite => {
+            r.str(f::NAME, "shader.spv");
+            timeline::Entry::SharedWrite(timeline::SharedWrite {
+                name: s("shader.spv"),
+            })
+        }
     };
     (r, entry)
 }

@@ -373,6 +373,10 @@ impl Story {
                 path => (Kind::Library, format!("dlclose {path}")),
             },
             timeline::Entry::VulkanObject(_) => return,
+            timeline::Entry::SharedWrite(w) => (
+                Kind::Process,
+                format!("writes {} in the shared working directory", w.name),
+            ),
             timeline::Entry::ExitReordered(r) => (Kind::Process, reordered_text(&r)),
             timeline::Entry::ChaosPause(p) => (
                 Kind::Process,

@@ -6,27 +6,9 @@
 //! oracle.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use vkexit_testkit::cc::cc;
 use vkexit_testkit::results::{exploration, the_cell, Exploration, ExploredCell};
 use vkexit_testkit::vkexit::Sandbox;
-
-/// Builds `sources` (file name, C text) in `dir` with `cc ARGS`; panics with the compiler's
-/// words when it fails.
-fn cc(dir: &Path, sources: &[(&str, &str)], args: &[&str]) {
-    for (name, text) in sources {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    let out = Command::new("cc")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("these tests build programs with the C compiler `cc` (apt-get install gcc)");
-    assert!(
-        out.status.success(),
-        "cc {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// `vkexit explore --driver lavapipe --no-validation --runs N ARGS -- PROGRAM`: the exploration.
 fn explore(sb: &Sandbox, runs: u32, args: &[&str], program: &Path) -> (i32, Exploration) {

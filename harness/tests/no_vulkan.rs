@@ -4,31 +4,11 @@
 //! green. Real programs built here with `cc`, run on lavapipe under the real validation layer
 //! and the real preload.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use vkexit_evidence::results::{CellResult, Results};
 use vkexit_evidence::verdict::{CellVerdict, RunVerdict};
+use vkexit_testkit::cc::program;
 use vkexit_testkit::vkexit::Sandbox;
-
-/// Builds `text` as `dir/name` with `cc ARGS`.
-fn cc(dir: &Path, name: &str, text: &str, args: &[&str]) -> PathBuf {
-    let source = dir.join(format!("{name}.c"));
-    std::fs::write(&source, text).unwrap();
-    let program = dir.join(name);
-    let out = Command::new("cc")
-        .arg(&source)
-        .arg("-o")
-        .arg(&program)
-        .args(args)
-        .output()
-        .expect("these tests build programs with the C compiler `cc` (apt-get install gcc)");
-    assert!(
-        out.status.success(),
-        "cc {name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    program
-}
 
 /// `vkexit run --driver lavapipe --runs 2 ARGS -- PROGRAM`: the exit code and the only cell.
 fn run(sb: &Sandbox, args: &[&str], program: &Path) -> (i32, CellResult) {
@@ -102,7 +82,7 @@ fn programs_that_never_use_vulkan_are_green_and_said_so() {
         ("cpu-only", CPU_ONLY, &[][..]),
         ("linked-unused", LINKED_UNUSED, &["-lvulkan"][..]),
     ] {
-        let program = cc(sb.path(), name, text, args);
+        let program = program(sb.path(), name, text, args);
         let (code, cell) = run(&sb, &[], &program);
         assert_eq!(cell.verdict, CellVerdict::NoVulkan, "{name}: {cell:#?}");
         assert_eq!(
@@ -126,7 +106,7 @@ fn programs_that_never_use_vulkan_are_green_and_said_so() {
 #[test]
 fn a_case_that_must_use_vulkan_is_an_error_when_it_does_not() {
     let sb = Sandbox::new();
-    let program = cc(sb.path(), "cpu-only", CPU_ONLY, &[]);
+    let program = program(sb.path(), "cpu-only", CPU_ONLY, &[]);
     let (code, cell) = run(&sb, &["--require-vulkan"], &program);
     assert_eq!(cell.verdict, CellVerdict::Error, "{cell:#?}");
     assert!(
@@ -154,7 +134,7 @@ fn a_program_that_tried_vulkan_without_validation_stays_an_error() {
             "it read the driver manifest /nonexistent/icd.d/none.json",
         ),
     ] {
-        let program = cc(sb.path(), name, text, &["-lvulkan"]);
+        let program = program(sb.path(), name, text, &["-lvulkan"]);
         let (code, cell) = run(&sb, &[], &program);
         assert_eq!(cell.verdict, CellVerdict::Error, "{name}: {cell:#?}");
         let reason = cell.reason.as_deref().unwrap_or_default();
@@ -165,7 +145,7 @@ fn a_program_that_tried_vulkan_without_validation_stays_an_error() {
         assert_ne!(code, 0, "{name}");
     }
     // And a program that makes an instance passes, validated.
-    let program = cc(sb.path(), "instance", INSTANCE, &["-lvulkan"]);
+    let program = program(sb.path(), "instance", INSTANCE, &["-lvulkan"]);
     let (code, cell) = run(&sb, &[], &program);
     assert_eq!((code, cell.verdict), (0, CellVerdict::Pass), "{cell:#?}");
 }

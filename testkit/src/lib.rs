@@ -1,5 +1,6 @@
 //! What the workspace's tests share, so that each test says only what it checks.
 //!
+//! - [`cc`]: programs and libraries built for a test with the C compiler.
 //! - [`paths`]: the workspace, the build directory, the programs and libraries it holds, and
 //!   the library `cargo test` built for the test that is running.
 //! - [`vulkan`]: lavapipe and the Khronos validation layer as installed, the settings file
@@ -18,6 +19,7 @@
 //! Whatever a test needs and the machine or the build lacks fails the test naming what to
 //! install or build, unless the test skips visibly through [`skip!`].
 
+pub mod cc;
 pub mod debian11;
 pub mod launch;
 pub mod paths;

@@ -62,6 +62,7 @@ pub unsafe extern "C" fn dlopen(_file: *const c_char, _mode: c_int) -> *mut c_vo
 }
 
 unsafe extern "C" fn choose(file: *const c_char, mode: c_int, caller: usize) -> usize {
+    crate::ensure_loaded();
     let glibc = real::DLOPEN.get();
     if timeline::open().is_none() {
         return glibc;
@@ -211,6 +212,7 @@ const DT_RUNPATH: i64 = 29;
 /// As `dlclose`: `handle` came from `dlopen`.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
+    crate::ensure_loaded();
     // SAFETY: glibc's dlclose has this signature.
     let dlclose: Dlclose = unsafe { std::mem::transmute(real::DLCLOSE.get()) };
     if timeline::open().is_none() || handle.is_null() {

@@ -69,6 +69,7 @@ unsafe extern "C" fn register(
     dso_handle: *mut c_void,
     caller: usize,
 ) -> c_int {
+    crate::ensure_loaded();
     // SAFETY: glibc's __cxa_atexit has this signature.
     let real: CxaAtexit = unsafe { std::mem::transmute(real::CXA_ATEXIT.get()) };
     let (Some(f), Some(_)) = (f, timeline::open()) else {

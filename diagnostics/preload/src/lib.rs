@@ -10,6 +10,8 @@
 //! - **another exit order** on request (`VKEXIT_EXIT_ORDER`, `VKEXIT_CHAOS_SEED`): the pending
 //!   exit handlers run in the order another build of the program would give them, or with
 //!   other threads let run ahead between them ([`exit_order`]);
+//! - **what the run writes into a shared working directory** (`VKEXIT_SHARED_DIR`): each
+//!   top-level name a process opens for writing there ([`shared_writes`]);
 //! - the **validation layer's log, one file per instance** (`VKEXIT_VALIDATION_LOG`,
 //!   `VKEXIT_VALIDATION_LOGS`): each `fopen` of the configured log goes to a file of its own
 //!   ([`validation_log`]), so no instance truncates another's report.
@@ -20,7 +22,8 @@
 //!
 //! Interposed: `__libc_start_main` ([`start`]), `exit` ([`exit`]), `__cxa_atexit`
 //! ([`handlers`]), `dlopen`/`dlclose` ([`dl`]), `sigaction`/`signal` ([`signals`]),
-//! `fopen`/`fopen64` ([`validation_log`]). Each passes
+//! `fopen`/`fopen64` ([`validation_log`]), the calls that write files ([`shared_writes`]).
+//! Each passes
 //! the call on to glibc with the program's own arguments; the program's behaviour (exit status,
 //! signals, handler order, library search) stays its own.
 //!
@@ -37,11 +40,14 @@ mod exit_order;
 mod handlers;
 mod objects;
 mod real;
+mod shared_writes;
 mod signals;
 mod start;
 mod timeline;
 mod validation_log;
 mod vulkan;
+
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use vkexit_crash::{exit_state, Installed};
 use vkexit_evidence::timeline::{field, Event};
@@ -52,10 +58,35 @@ pub use handlers::HANDLERS_VAR;
 pub use timeline::TIMELINE_FILE_VAR;
 pub use vkexit_crash::CRASH_FILE_VAR;
 
-/// The library constructor: before the program's own constructors and `main`.
-fn on_load() {
+/// Not set up yet, being set up, set up.
+const NOT_YET: u8 = 0;
+const UNDER_WAY: u8 = 1;
+const DONE: u8 = 2;
+static SET_UP: AtomicU8 = AtomicU8::new(NOT_YET);
+
+/// Sets the library up once: from its constructor, or from the first interposed call that
+/// comes before it. The constructors of the program's own libraries can run before a
+/// preloaded library's (the dynamic loader initialises an object's dependencies first, and
+/// nothing makes the program's libraries depend on this one), so a library that creates its
+/// Vulkan instance from a constructor, or a C++ global's, reaches `fopen`, `dlopen` and
+/// `__cxa_atexit` here first. A call made while the set-up is under way (its own, or another
+/// thread's) goes on without it.
+pub(crate) fn ensure_loaded() {
+    if SET_UP.load(Ordering::Acquire) == DONE {
+        return;
+    }
+    let ours = SET_UP.compare_exchange(NOT_YET, UNDER_WAY, Ordering::AcqRel, Ordering::Acquire);
+    if ours.is_ok() {
+        set_up();
+        SET_UP.store(DONE, Ordering::Release);
+    }
+}
+
+/// What the library does once, before it records anything.
+fn set_up() {
     real::resolve_all();
     objects::prepare();
+    shared_writes::configure();
     handlers::configure(exit_order::configure());
     validation_log::configure();
     exit_state::track();
@@ -78,7 +109,7 @@ fn on_load() {
 #[link_section = ".init_array"]
 static ON_LOAD: extern "C" fn() = {
     extern "C" fn constructor() {
-        on_load()
+        ensure_loaded()
     }
     constructor
 };

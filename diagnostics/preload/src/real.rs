@@ -55,6 +55,25 @@ pub(crate) static DLCLOSE: Next = Next::new(c"dlclose");
 pub(crate) static SIGNAL: Next = Next::new(c"signal");
 pub(crate) static FOPEN: Next = Next::new(c"fopen");
 pub(crate) static FOPEN64: Next = Next::new(c"fopen64");
+pub(crate) static OPEN: Next = Next::new(c"open");
+pub(crate) static OPEN64: Next = Next::new(c"open64");
+pub(crate) static OPENAT: Next = Next::new(c"openat");
+pub(crate) static OPENAT64: Next = Next::new(c"openat64");
+pub(crate) static OPEN_2: Next = Next::new(c"__open_2");
+pub(crate) static OPEN64_2: Next = Next::new(c"__open64_2");
+pub(crate) static OPENAT_2: Next = Next::new(c"__openat_2");
+pub(crate) static OPENAT64_2: Next = Next::new(c"__openat64_2");
+pub(crate) static CREAT: Next = Next::new(c"creat");
+pub(crate) static CREAT64: Next = Next::new(c"creat64");
+pub(crate) static MKDIR: Next = Next::new(c"mkdir");
+pub(crate) static MKDIRAT: Next = Next::new(c"mkdirat");
+pub(crate) static UNLINK: Next = Next::new(c"unlink");
+pub(crate) static UNLINKAT: Next = Next::new(c"unlinkat");
+pub(crate) static RMDIR: Next = Next::new(c"rmdir");
+pub(crate) static REMOVE: Next = Next::new(c"remove");
+pub(crate) static RENAME: Next = Next::new(c"rename");
+pub(crate) static RENAMEAT: Next = Next::new(c"renameat");
+pub(crate) static RENAMEAT2: Next = Next::new(c"renameat2");
 
 /// Looks every one up now (from the library's constructor).
 pub(crate) fn resolve_all() {
@@ -67,6 +86,25 @@ pub(crate) fn resolve_all() {
         &SIGNAL,
         &FOPEN,
         &FOPEN64,
+        &OPEN,
+        &OPEN64,
+        &OPENAT,
+        &OPENAT64,
+        &OPEN_2,
+        &OPEN64_2,
+        &OPENAT_2,
+        &OPENAT64_2,
+        &CREAT,
+        &CREAT64,
+        &MKDIR,
+        &MKDIRAT,
+        &UNLINK,
+        &UNLINKAT,
+        &RMDIR,
+        &REMOVE,
+        &RENAME,
+        &RENAMEAT,
+        &RENAMEAT2,
     ] {
         next.get();
     }

@@ -23,7 +23,7 @@ static PATHS: OnceLock<Option<(CString, CString)>> = OnceLock::new();
 /// More opens than any program makes of one log: past this the open is passed through.
 const MAX_OPENS: u32 = 100_000;
 
-/// Reads the two variables (from the library's constructor).
+/// Reads the two variables (from the library's set-up).
 pub(crate) fn configure() {
     PATHS.get_or_init(|| {
         let var = |name: &str| {
@@ -61,6 +61,7 @@ unsafe fn open_stream(
     path: *const c_char,
     mode: *const c_char,
 ) -> *mut libc::FILE {
+    crate::ensure_loaded();
     if !path.is_null() && !mode.is_null() {
         // SAFETY: both are NUL-terminated strings, the caller says.
         let (path, mode) = unsafe { (CStr::from_ptr(path), CStr::from_ptr(mode)) };
@@ -68,6 +69,10 @@ unsafe fn open_stream(
             return stream;
         }
         crate::vulkan::manifest_opened(path, mode);
+        if mode.to_bytes().iter().any(|c| b"wa+".contains(c)) {
+            // SAFETY: a NUL-terminated path.
+            unsafe { crate::shared_writes::note(libc::AT_FDCWD, path.as_ptr()) };
+        }
     }
     // SAFETY: the C library's own function of this signature, with the caller's arguments.
     unsafe {

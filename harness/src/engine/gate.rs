@@ -53,17 +53,20 @@ fn run_part(
     let mut folds: Vec<CellFold> = plan.cells.iter().map(|_| CellFold::default()).collect();
     // The allowed ids taken out of each cell's runs, sorted.
     let mut removed: Vec<BTreeSet<String>> = vec![BTreeSet::new(); plan.cells.len()];
-    let written = judged_runs(invocation, part, &options, &mut *tell, |_, judged| {
+    let shared = judged_runs(invocation, part, &options, &mut *tell, |_, judged| {
         let Judged { record, allowed } = judged;
         removed[record.cell].extend(allowed);
         folds[record.cell].add(&record);
         Flow::Go
     })?;
+    let mut notes: Vec<String> = shared.made_again.iter().map(made_again_note).collect();
+    notes.extend(writers_note(&shared.written, plan));
+    if !notes.is_empty() {
+        tell(&GateEvent::Notes(&notes));
+    }
     let mut wrote: Vec<Option<String>> = vec![None; plan.cells.len()];
-    for w in written {
-        let note = shared_dir_note(&plan.cells[w.cell], &w);
-        tell(&GateEvent::Notes(std::slice::from_ref(&note)));
-        wrote[w.cell] = Some(note);
+    for w in shared.written {
+        wrote[w.cell] = Some(shared_dir_note(&plan.cells[w.cell], &w));
     }
     let judged = plan
         .cells
@@ -97,16 +100,74 @@ fn run_part(
 
 /// What a cell whose runs wrote into their shared directory is told, once.
 fn shared_dir_note(cell: &crate::plan::Cell, written: &crate::run::shared_dir::Written) -> String {
-    const SHOWN: usize = 5;
-    let mut names = written.names[..written.names.len().min(SHOWN)].join(", ");
-    if written.names.len() > SHOWN {
-        names.push_str(&format!(" and {} more", written.names.len() - SHOWN));
-    }
     format!(
-        "{}: its runs write into the shared directory {} ({names}); they were run one at a \
-         time there — `--private-cwd` gives each run its own",
+        "{}: its runs write into the shared directory {} ({}); no other run started there \
+         while one of them ran — `--private-cwd` gives each run its own",
         cell.case,
-        written.dir.display()
+        written.dir.display(),
+        names_shown(&written.names)
+    )
+}
+
+/// What the user is told of the cells that wrote into each shared directory: one line a
+/// directory, however many of its tests wrote there.
+fn writers_note(
+    written: &[crate::run::shared_dir::Written],
+    plan: &crate::plan::Plan,
+) -> Vec<String> {
+    let mut dirs: Vec<(&std::path::Path, Vec<&str>, BTreeSet<&str>)> = Vec::new();
+    for w in written {
+        let at = match dirs.iter().position(|(d, _, _)| *d == w.dir) {
+            Some(at) => at,
+            None => {
+                dirs.push((&w.dir, Vec::new(), BTreeSet::new()));
+                dirs.len() - 1
+            }
+        };
+        dirs[at].1.push(plan.cells[w.cell].case.as_str());
+        dirs[at].2.extend(w.names.iter().map(String::as_str));
+    }
+    dirs.into_iter()
+        .map(|(dir, cases, names)| {
+            let names: Vec<String> = names.into_iter().map(str::to_string).collect();
+            let who = match cases.as_slice() {
+                [one] => format!("{one}: its runs write"),
+                many => format!("{} tests write", many.len()),
+            };
+            format!(
+                "{who} into the shared directory {} ({}); no other run started there while one \
+                 of them ran — `--private-cwd` gives each run its own",
+                dir.display(),
+                names_shown(&names)
+            )
+        })
+        .collect()
+}
+
+/// The first few names, and how many more.
+fn names_shown(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut shown = names[..names.len().min(SHOWN)].join(", ");
+    if names.len() > SHOWN {
+        shown.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    shown
+}
+
+/// What a directory whose runs were made again is told, once.
+fn made_again_note(again: &crate::run::shared_dir::MadeAgain) -> String {
+    let runs = match again.runs {
+        1 => "1 run".to_string(),
+        n => format!("{n} runs"),
+    };
+    let cells = match again.cells {
+        1 => "1 test".to_string(),
+        n => format!("{n} tests"),
+    };
+    format!(
+        "{}: {runs} of {cells} overlapped a run that wrote there before vkexit knew it \
+         wrote; each was made again alone, and only that run counts",
+        again.dir.display()
     )
 }
 

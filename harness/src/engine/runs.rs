@@ -19,15 +19,15 @@ pub(crate) struct Judged {
 
 /// Makes the runs of `part` with `options` and judges each. `on_run` sees every run once it
 /// is complete (judged, stored when kept, allow-listed) and says whether more runs should
-/// start; `on_event` sees each complete run first, for the reporters. Gives the cells whose
-/// runs wrote into the directory they share.
+/// start; `on_event` sees each complete run first, for the reporters. Gives what the runs
+/// did in the directories they share with other runs.
 pub(crate) fn judged_runs(
     invocation: &Invocation,
     part: &Part,
     options: &run::Options,
     mut on_event: impl FnMut(&GateEvent),
     mut on_run: impl FnMut(&Cell, Judged) -> Flow,
-) -> Result<Vec<run::shared_dir::Written>> {
+) -> Result<run::SharedDirs> {
     let rules = &invocation.rules;
     let keep_passing = invocation.settings.keep_passing;
     // Kept runs between their verdict and their directory's place, with whether their trace

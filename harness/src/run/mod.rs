@@ -30,6 +30,7 @@ use crate::support::errors::{Error, Result};
 use capture::Capture;
 use hang::HangReport;
 use observed::{ProcessTree, RunEvidence, Termination, Validation, CRASH_FILE, TIMELINE_FILE};
+use schedule::Ended;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, OnceLock};
 use std::time::Duration;
@@ -116,6 +117,9 @@ pub(crate) struct Finished {
     pub(crate) duration: Duration,
     pub(crate) stdout_bytes: u64,
     pub(crate) stderr_bytes: u64,
+    /// The top-level names its processes wrote into the directory it shares with other runs
+    /// (the preload's records), sorted; empty when it shares none.
+    pub(crate) shared_writes: Vec<String>,
 }
 
 /// A kept run's directory, moved to its place under its cell.
@@ -174,13 +178,15 @@ pub(crate) fn prepare_process(process: Process) -> Result<()> {
 
 /// Runs the plan. `on_event` sees each run finish and be stored, as it happens (nothing
 /// per run is held here), and says whether more runs should start; a run starts only once
-/// every run that finished before it has been answered, and a kept one stored. Gives the
-/// cells whose runs wrote into the directory they share.
+/// every run that finished before it has been answered, and a kept one stored. A run that
+/// overlapped another writing into the directory they share is made again alone before it
+/// is told (`schedule`). Gives what the cells wrote into the directories they share, and the
+/// runs made again there.
 pub(crate) fn execute(
     plan: &Plan,
     options: &Options,
     mut on_event: impl FnMut(&Cell, Event) -> Reply,
-) -> Result<Vec<shared_dir::Written>> {
+) -> Result<SharedDirs> {
     let _ = reaper::become_subreaper();
     let root = prepare_artifacts(plan, &options.artifacts)?;
     // Runs work in their own directory: every path they get is absolute.
@@ -205,7 +211,7 @@ pub(crate) fn execute(
     let total = runnable.len() * options.runs as usize;
     let rules = runnable
         .iter()
-        .map(|&i| schedule::Rule::of(&plan.cells[i]))
+        .map(|&i| schedule::Rule::of(&plan.cells[i], options.diagnostics))
         .collect();
     let answers = Answers::new(schedule::Schedule::new(rules, options.runs));
     let watch = shared_dir::Watch::default();
@@ -222,11 +228,15 @@ pub(crate) fn execute(
                     let cell = runnable[taken.cell];
                     let index = taken.index;
                     let runtimes = &sanitizers[cell];
-                    let artifacts = &options.artifacts;
-                    watch.before(&plan.cells[cell], cell, index, artifacts);
                     let (finished, keeping) =
                         run_one(plan, cell, index, options, runtimes, &mut slot);
-                    watch.after(&plan.cells[cell], cell, index, options.runs, artifacts);
+                    let wrote = &finished.shared_writes;
+                    if answers.ended(taken.cell, index, !wrote.is_empty()) == Ended::Again {
+                        watch.made_again(&plan.cells[cell], cell);
+                        slot.clean();
+                        continue;
+                    }
+                    watch.counted(&plan.cells[cell], cell, wrote);
                     let (answer, keep) = mpsc::sync_channel(1);
                     answers.sent();
                     if tx
@@ -277,7 +287,20 @@ pub(crate) fn execute(
     reaper::sweep();
     slot::remove_all(&options.artifacts);
     cgroup::release();
-    Ok(watch.written())
+    let (written, made_again) = watch.finish();
+    Ok(SharedDirs {
+        written,
+        made_again,
+    })
+}
+
+/// What runs did in the directories they share with other runs.
+#[derive(Debug, Default)]
+pub(crate) struct SharedDirs {
+    /// The cells whose runs wrote there, in the plan's order.
+    pub(crate) written: Vec<shared_dir::Written>,
+    /// The runs made again alone, by directory.
+    pub(crate) made_again: Vec<shared_dir::MadeAgain>,
 }
 
 /// The caller's answers that starting runs waits for: the runs sent by the workers that are
@@ -307,7 +330,7 @@ struct Taken<'a> {
 
 impl Drop for Taken<'_> {
     fn drop(&mut self) {
-        self.answers.lock().schedule.release(self.cell);
+        self.answers.lock().schedule.release(self.cell, self.index);
         self.answers.answered.notify_all();
     }
 }
@@ -347,6 +370,14 @@ impl Answers {
             }
             state = self.answered.wait(state).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    /// Run `index` of the runnable `cell` ended, having written into its shared directory or
+    /// not: whether it counts.
+    fn ended(&self, cell: usize, index: u32, wrote: bool) -> Ended {
+        let ended = self.lock().schedule.ended(cell, index, wrote);
+        self.answered.notify_all();
+        ended
     }
 
     /// A finished run is on its way.
@@ -537,6 +568,10 @@ fn run_one(
         duration: outcome.duration,
         stdout_bytes: outcome.stdout.total(),
         stderr_bytes: outcome.stderr.total(),
+        shared_writes: match shared_dir::shared(cell) {
+            Some(_) => shared_dir::read(&dir.join(TIMELINE_FILE)),
+            None => Vec::new(),
+        },
     };
     let keeping = Keeping {
         place,
@@ -661,6 +696,14 @@ fn command_spec(
         }
         if let Some(seed) = options.chaos_seed {
             env_set.push((env::CHAOS_SEED.into(), seed.to_string()));
+        }
+        if let Some(shared) = shared_dir::shared(cell) {
+            // As the program's getcwd names it; vkexit's own files (the resolved artifacts
+            // root) are never its writes, even inside it.
+            let shared = std::fs::canonicalize(shared).unwrap_or_else(|_| shared.to_path_buf());
+            env_set.push((env::SHARED_DIR.into(), shared.display().to_string()));
+            let skip = options.artifacts.display().to_string();
+            env_set.push((env::SHARED_DIR_SKIP.into(), skip));
         }
     }
     let env_remove: Vec<String> = std::env::vars_os()

@@ -1,47 +1,14 @@
-//! What a cell's runs wrote into the directory they share: the top level of that directory
-//! (names, sizes, modification times; nothing below it, however large the tree) listed before
-//! the cell's first run and after its last, compared.
+//! What a cell's runs wrote into the directory they share with other runs: the top-level
+//! names that the preload saw the runs' own processes write there (`shared-write` records in
+//! each run's timeline), never vkexit's own output, its artifacts and reports, or the files of
+//! processes outside the run; and the runs made again because they overlapped a run writing
+//! there before vkexit knew it wrote (`run::schedule`).
 
 use crate::plan::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::SystemTime;
-
-/// How many entries are read: a listing stops there, cheap whatever the directory holds.
-const MAX_ENTRIES: usize = 10_000;
-
-/// The top level of a directory: each name with its size and modification time.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Listing(BTreeMap<String, (u64, Option<SystemTime>)>);
-
-impl Listing {
-    /// The top level of `dir`, leaving out `skip` (vkexit's own artifacts, when they lie there).
-    pub(crate) fn of(dir: &Path, skip: &Path) -> Listing {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Listing::default();
-        };
-        let entries = entries
-            .flatten()
-            .take(MAX_ENTRIES)
-            .filter(|e| !skip.starts_with(e.path()))
-            .filter_map(|e| {
-                let meta = e.metadata().ok()?;
-                let name = e.file_name().to_string_lossy().into_owned();
-                Some((name, (meta.len(), meta.modified().ok())))
-            });
-        Listing(entries.collect())
-    }
-
-    /// The names that appeared or changed since `before`, sorted.
-    pub(crate) fn written_since(&self, before: &Listing) -> Vec<String> {
-        self.0
-            .iter()
-            .filter(|(name, now)| before.0.get(*name) != Some(*now))
-            .map(|(name, _)| name.clone())
-            .collect()
-    }
-}
+use vkexit_evidence::timeline::{Entry, Event};
 
 /// A cell whose runs wrote into their shared directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,54 +16,90 @@ pub(crate) struct Written {
     /// The cell's place in the plan.
     pub(crate) cell: usize,
     pub(crate) dir: PathBuf,
-    /// The top-level names that appeared or changed, sorted.
+    /// The top-level names its runs wrote, sorted.
     pub(crate) names: Vec<String>,
 }
 
-/// The listings of the cells whose runs are under way in a shared directory, and what the
-/// cells that are done wrote there.
+/// Runs made again alone in one shared directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MadeAgain {
+    pub(crate) dir: PathBuf,
+    /// How many runs, and of how many cells.
+    pub(crate) runs: usize,
+    pub(crate) cells: usize,
+}
+
+/// What a plan's runs wrote into their shared directories, gathered as they end.
 #[derive(Default)]
 pub(crate) struct Watch {
-    before: Mutex<HashMap<usize, Listing>>,
-    written: Mutex<Vec<Written>>,
+    written: Mutex<BTreeMap<usize, (PathBuf, BTreeSet<String>)>>,
+    again: Mutex<BTreeMap<PathBuf, (usize, BTreeSet<usize>)>>,
 }
 
 impl Watch {
-    /// Before run `index` of `cell` (its first lists the directory). A cell's runs in a shared
-    /// directory run one at a time (`schedule`), in order: the first and last are its ends.
-    pub(crate) fn before(&self, cell: &Cell, at: usize, index: u32, artifacts: &Path) {
-        if let (Some(dir), 0) = (shared(cell), index) {
-            lock(&self.before).insert(at, Listing::of(dir, artifacts));
-        }
-    }
-
-    /// After run `index` of `runs` (the last compares).
-    pub(crate) fn after(&self, cell: &Cell, at: usize, index: u32, runs: u32, artifacts: &Path) {
-        let Some(dir) = shared(cell).filter(|_| index + 1 == runs) else {
+    /// A run of `cell` (its place `at` in the plan) that counts wrote `names`.
+    pub(crate) fn counted(&self, cell: &Cell, at: usize, names: &[String]) {
+        let Some(dir) = shared(cell).filter(|_| !names.is_empty()) else {
             return;
         };
-        let Some(before) = lock(&self.before).remove(&at) else {
-            return;
-        };
-        let names = Listing::of(dir, artifacts).written_since(&before);
-        if !names.is_empty() {
-            lock(&self.written).push(Written {
-                cell: at,
-                dir: dir.to_path_buf(),
-                names,
-            });
-        }
+        let mut written = lock(&self.written);
+        let (_, all) = written
+            .entry(at)
+            .or_insert_with(|| (dir.to_path_buf(), BTreeSet::new()));
+        all.extend(names.iter().cloned());
     }
 
-    /// What the cells wrote, in the plan's order.
-    pub(crate) fn written(self) -> Vec<Written> {
-        let mut written = self.written.into_inner().unwrap_or_else(|e| e.into_inner());
-        written.sort_by_key(|w| w.cell);
-        written
+    /// A run of `cell` is made again.
+    pub(crate) fn made_again(&self, cell: &Cell, at: usize) {
+        let Some(dir) = shared(cell) else {
+            return;
+        };
+        let mut again = lock(&self.again);
+        let (runs, cells) = again.entry(dir.to_path_buf()).or_default();
+        *runs += 1;
+        cells.insert(at);
+    }
+
+    /// What the cells wrote, in the plan's order, and the runs made again, by directory.
+    pub(crate) fn finish(self) -> (Vec<Written>, Vec<MadeAgain>) {
+        let written = self.written.into_inner().unwrap_or_else(|e| e.into_inner());
+        let again = self.again.into_inner().unwrap_or_else(|e| e.into_inner());
+        let written = written
+            .into_iter()
+            .map(|(cell, (dir, names))| Written {
+                cell,
+                dir,
+                names: names.into_iter().collect(),
+            })
+            .collect();
+        let again = again
+            .into_iter()
+            .map(|(dir, (runs, cells))| MadeAgain {
+                dir,
+                runs,
+                cells: cells.len(),
+            })
+            .collect();
+        (written, again)
     }
 }
 
-fn shared(cell: &Cell) -> Option<&Path> {
+/// The names a run's processes wrote into the shared directory, from its timeline, sorted.
+pub(crate) fn read(timeline: &Path) -> Vec<String> {
+    let Ok(file) = std::fs::File::open(timeline) else {
+        return Vec::new();
+    };
+    let mut names = BTreeSet::new();
+    let _ = vkexit_evidence::read::records_of(file, Event::SharedWrite, |_, e: Entry| {
+        if let Entry::SharedWrite(w) = e {
+            names.insert(w.name);
+        }
+    });
+    names.into_iter().collect()
+}
+
+/// The directory `cell`'s runs share with other runs.
+pub(crate) fn shared(cell: &Cell) -> Option<&Path> {
     cell.workdir.as_deref().filter(|_| cell.shares_workdir())
 }
 
@@ -109,18 +112,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn new_and_changed_names_are_written_and_artifacts_are_not() {
+    fn the_names_written_are_read_from_the_runs_timeline() {
         let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        std::fs::write(d.join("same"), "x").unwrap();
-        std::fs::write(d.join("grows"), "x").unwrap();
-        let artifacts = d.join("vkexit-artifacts/cell");
-        let before = Listing::of(d, &artifacts);
-        std::fs::write(d.join("grows"), "xx").unwrap();
-        std::fs::write(d.join("shader.spv"), "x").unwrap();
-        std::fs::create_dir_all(&artifacts).unwrap();
-        let after = Listing::of(d, &artifacts);
-        assert_eq!(after.written_since(&before), ["grows", "shader.spv"]);
-        assert!(after.written_since(&after).is_empty());
+        let timeline = dir.path().join("timeline.jsonl");
+        let line = |ev: &str, name: &str| {
+            format!(r#"{{"ev":"{ev}","t_ns":1,"pid":2,"tid":2,"thread":"t","name":"{name}"}}"#)
+        };
+        let text = [
+            line("shared-write", "shader.spv"),
+            line("preload-loaded", "x"),
+            line("shared-write", "out"),
+            line("shared-write", "shader.spv"),
+        ]
+        .join("\n");
+        std::fs::write(&timeline, text + "\n").unwrap();
+        assert_eq!(read(&timeline), ["out", "shader.spv"]);
+        assert!(read(&dir.path().join("missing")).is_empty());
     }
 }

@@ -35,6 +35,11 @@ pub const TIMELINE_HANDLERS: &str = "VKEXIT_TIMELINE_HANDLERS";
 pub const REFRT_LIB: &str = "VKEXIT_REFRT_LIB";
 /// Set for a run under an emulated driver exit: the tegra-exit layer's mode.
 pub const TEGRA_MODE: &str = "VKEXIT_TEGRA_MODE";
+/// Set for a run that starts in a directory it shares with other runs: that directory, where
+/// the preload records what the run writes.
+pub const SHARED_DIR: &str = vkexit_evidence::shared_dir::DIR_VAR;
+/// Set with [`SHARED_DIR`]: vkexit's own files, never a run's writes.
+pub const SHARED_DIR_SKIP: &str = vkexit_evidence::shared_dir::SKIP_VAR;
 
 /// The default limit on processes and threads of one run: far above what a Vulkan program
 /// needs (lavapipe starts one thread per core, up to 32, the validation layer a few), far below
