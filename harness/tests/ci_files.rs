@@ -150,23 +150,28 @@ fn the_teardown_fix_expectations_pass_release_children_and_name_what_guarded_bre
 }
 
 /// The templates name files of the bundle's `share/` (the repository's `ci/`) and flags of
-/// vkexit; a renamed file or flag must break this test, not a team's pipeline.
+/// vkexit; a renamed file or flag must break this test, not a team's pipeline. The templates
+/// for a project's own suite name no file of vkexit's, and install the version this is.
 #[test]
 fn the_ci_templates_name_files_and_flags_that_exist() {
     let sb = Sandbox::new();
     let path = regex::Regex::new(r"(?:share|ci)/((?:matrix|baselines)/[a-z0-9_-]+\.toml)").unwrap();
-    let command = regex::Regex::new(r"vkexit (run|merge|bundle)\b(.*)").unwrap();
+    let command =
+        regex::Regex::new(r"vkexit (run|merge|bundle|explore|baseline update)\b(.*)").unwrap();
     let flag = regex::Regex::new(r"(?:^|\s)(--[a-z-]+)").unwrap();
-    for template in [
-        "ci/templates/github-actions.yml",
-        "ci/templates/gitlab-ci.yml",
+    let version = regex::Regex::new(r#"(?m)^\s*VKEXIT_VERSION: "([^"]*)""#).unwrap();
+    for (template, min_files) in [
+        ("ci/templates/github-actions.yml", 3),
+        ("ci/templates/gitlab-ci.yml", 3),
+        ("ci/templates/suite-github-actions.yml", 0),
+        ("ci/templates/suite-gitlab-ci.yml", 0),
     ] {
         let text = std::fs::read_to_string(repo(template)).unwrap();
         let files: Vec<&str> = path
             .captures_iter(&text)
             .map(|c| c.get(1).unwrap().as_str())
             .collect();
-        assert!(files.len() >= 3, "{template}: {files:?}");
+        assert!(files.len() >= min_files, "{template}: {files:?}");
         for file in files {
             assert!(
                 repo("ci").join(file).is_file(),
@@ -174,6 +179,7 @@ fn the_ci_templates_name_files_and_flags_that_exist() {
             );
         }
         let mut used = 0;
+        let mut commands = std::collections::BTreeSet::new();
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             let Some(c) = command.captures(line) else {
@@ -190,7 +196,12 @@ fn the_ci_templates_name_files_and_flags_that_exist() {
                 args.push_str(next);
                 last = next;
             }
-            let help = sb.vkexit().args([&c[1], "--help"]).output().unwrap();
+            let help = sb
+                .vkexit()
+                .args(c[1].split(' '))
+                .arg("--help")
+                .output()
+                .unwrap();
             let help = String::from_utf8_lossy(&help.stdout);
             for f in flag.captures_iter(&args) {
                 assert!(
@@ -201,8 +212,26 @@ fn the_ci_templates_name_files_and_flags_that_exist() {
                 );
                 used += 1;
             }
+            commands.insert(c[1].to_string());
         }
         assert!(used >= 10, "{template}: only {used} flags found");
+        if template.contains("suite-") {
+            for needed in ["run", "explore"] {
+                assert!(
+                    commands.contains(needed),
+                    "{template}: no `vkexit {needed}`"
+                );
+            }
+            let pinned: Vec<&str> = version
+                .captures_iter(&text)
+                .map(|c| c.get(1).unwrap().as_str())
+                .collect();
+            assert_eq!(
+                pinned,
+                [env!("CARGO_PKG_VERSION")],
+                "{template}: VKEXIT_VERSION is not this vkexit's version"
+            );
+        }
     }
 }
 
