@@ -68,6 +68,9 @@ pub struct Counts {
     /// Runs that exited 0 without ever using Vulkan; absent from files older than it (0).
     #[serde(default, rename = "no-vulkan")]
     pub no_vulkan: u64,
+    /// Runs the test's own runner reported skipped; absent from files older than it (0).
+    #[serde(default)]
+    pub skipped: u64,
 }
 
 impl Counts {
@@ -87,6 +90,7 @@ impl Counts {
             RunVerdict::Error => self.error,
             RunVerdict::Leak => self.leak,
             RunVerdict::NoVulkan => self.no_vulkan,
+            RunVerdict::Skipped => self.skipped,
         }
     }
 
@@ -100,7 +104,19 @@ impl Counts {
             RunVerdict::Error => &mut self.error,
             RunVerdict::Leak => &mut self.leak,
             RunVerdict::NoVulkan => &mut self.no_vulkan,
+            RunVerdict::Skipped => &mut self.skipped,
         }
+    }
+
+    /// Adds `other`'s counts, saturating; whether a sum overflowed.
+    pub fn add_counts(&mut self, other: &Counts) -> bool {
+        let mut overflow = false;
+        for verdict in RunVerdict::ALL {
+            let (sum, n) = (self.slot(verdict), other.get(verdict));
+            overflow |= sum.checked_add(n).is_none();
+            *sum = sum.saturating_add(n);
+        }
+        overflow
     }
 
     /// Saturating: counts read from a results file may be anything.
@@ -115,9 +131,12 @@ impl Counts {
         self.pass.saturating_add(self.no_vulkan)
     }
 
-    /// The runs that did not pass, whatever their verdict (saturating, as `total`).
+    /// The runs that failed: neither passed nor skipped by their runner (saturating, as
+    /// `total`).
     pub fn failures(&self) -> u64 {
-        self.total().saturating_sub(self.passed())
+        self.total()
+            .saturating_sub(self.passed())
+            .saturating_sub(self.skipped)
     }
 }
 

@@ -29,11 +29,16 @@ pub enum RunVerdict {
     /// that does not use Vulkan (the layers had nothing to check). Green, like a pass, unless
     /// the case requires Vulkan (`--require-vulkan`, every built-in case): then `error`.
     NoVulkan,
+    /// The test's own runner reported it skipped (pytest's outcome, GoogleTest's
+    /// `[  SKIPPED ]`, CTest's `SKIP_RETURN_CODE` or `SKIP_REGULAR_EXPRESSION`), and the run
+    /// showed nothing else: no crash, no validation message, no hang. Neither a pass nor a
+    /// failure.
+    Skipped,
 }
 
 impl RunVerdict {
     /// Every run verdict, in declaration order (the order of a cell's `counts`).
-    pub const ALL: [RunVerdict; 8] = [
+    pub const ALL: [RunVerdict; 9] = [
         RunVerdict::Pass,
         RunVerdict::Crash,
         RunVerdict::Exit,
@@ -42,11 +47,17 @@ impl RunVerdict {
         RunVerdict::Error,
         RunVerdict::Leak,
         RunVerdict::NoVulkan,
+        RunVerdict::Skipped,
     ];
 
     /// Whether the run passed: `pass`, or `no-vulkan` (it exited 0 and had nothing to check).
     pub fn is_success(self) -> bool {
         matches!(self, RunVerdict::Pass | RunVerdict::NoVulkan)
+    }
+
+    /// Whether the run failed: neither passed nor skipped by its runner.
+    pub fn is_failure(self) -> bool {
+        !self.is_success() && self != RunVerdict::Skipped
     }
 
     /// Its name in results, baselines and reports, `vuid`.
@@ -60,6 +71,7 @@ impl RunVerdict {
             RunVerdict::Error => "error",
             RunVerdict::Leak => "leak",
             RunVerdict::NoVulkan => "no-vulkan",
+            RunVerdict::Skipped => "skipped",
         }
     }
 }
@@ -90,7 +102,8 @@ pub enum CellVerdict {
     /// could not be probed): never green.
     Error,
     /// Not run, as `reason` says: its driver or real runtime is not installed here, the
-    /// driver shows no device, or the runtime lacks an operation the case needs.
+    /// driver shows no device, the runtime lacks an operation the case needs, or the suite
+    /// disables the test; or run, and every run was skipped by the test's own runner.
     Skipped,
     /// Every run exited 0 without ever using Vulkan (run verdict `no-vulkan`): a test of the
     /// suite that runs on the CPU, or compiles a shader. Green, and shown like `skipped`.

@@ -118,3 +118,33 @@ fn a_library_that_makes_its_device_while_loading_is_judged_like_any_program() {
         assert_eq!(code, 1, "{kind}");
     }
 }
+
+/// Redirected (no terminal, no `$COLUMNS`), the failure's reason and the layer's message are
+/// each on one line, however long, so that a search of the log finds them whole.
+#[test]
+fn in_a_log_the_layers_message_is_one_line() {
+    let sb = Sandbox::new();
+    let leaky = build(sb.path(), "logged", ("start.c", CONSTRUCTOR), true);
+    let out = sb
+        .vkexit()
+        .args(["run", "--driver", "lavapipe", "--runs", "1", "--"])
+        .arg(&leaky)
+        .output()
+        .expect("vkexit starts");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let failures = stdout
+        .split_once("\nfailures:\n")
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .1;
+    let why = failures
+        .lines()
+        .find(|l| l.contains("VUID-vkDestroyDevice-device-"))
+        .unwrap_or_else(|| panic!("{failures}"));
+    assert!(why.chars().count() > 100, "{why}");
+    assert!(
+        why.contains("VkFence") && why.contains("has not been destroyed"),
+        "the layer's message, whole: {why}\n{failures}"
+    );
+}

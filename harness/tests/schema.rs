@@ -27,10 +27,14 @@ fn violations(results: &Value) -> Vec<String> {
 }
 
 /// The committed schema is what the evidence crate's types generate, byte for byte, and
-/// `vkexit schema` prints it.
+/// `vkexit schema` prints it. `VKEXIT_UPDATE_GOLDEN=1` writes it again.
 #[test]
 fn the_committed_schema_is_what_the_types_generate() {
     let generated = format!("{:#}\n", vkexit_evidence::results::json_schema());
+    // As the report snapshots are written again: review the diff before committing it.
+    if std::env::var_os("VKEXIT_UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::write(repo("docs/results.schema.json"), &generated).unwrap();
+    }
     let text = std::fs::read_to_string(repo("docs/results.schema.json")).unwrap();
     assert_eq!(
         serde_json::from_str::<Value>(&generated).unwrap(),

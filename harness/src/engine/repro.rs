@@ -137,7 +137,7 @@ pub(crate) fn repro(
         |_, judged| {
             let r = judged.record;
             finished += 1;
-            if !r.classification.verdict.is_success() {
+            if r.classification.verdict.is_failure() {
                 failures.push(Failure {
                     run: u64::from(r.index) + 1,
                     verdict: r.classification.verdict,

@@ -41,6 +41,8 @@ pub struct CellFold {
     artifacts: Vec<(u32, PathBuf)>,
     /// The reason of the earliest erroring run.
     first_error: Option<(u32, String)>,
+    /// The reason of the earliest run its runner skipped.
+    first_skip: Option<(u32, String)>,
     duration_ms: u64,
     /// The loaders the runs loaded, for the provenance.
     loaders: LoadersUsed,
@@ -80,14 +82,13 @@ impl CellFold {
                 |a| a.0,
             );
         }
-        let error = run.classification.verdict == RunVerdict::Error;
-        if error
-            && self
-                .first_error
-                .as_ref()
-                .is_none_or(|(i, _)| run.index < *i)
-        {
-            self.first_error = Some((run.index, run.classification.reason.clone()));
+        let first = match run.classification.verdict {
+            RunVerdict::Error => Some(&mut self.first_error),
+            RunVerdict::Skipped => Some(&mut self.first_skip),
+            _ => None,
+        };
+        if let Some(first) = first.filter(|f| f.as_ref().is_none_or(|(i, _)| run.index < *i)) {
+            *first = Some((run.index, run.classification.reason.clone()));
         }
         self.duration_ms += run.duration_ms;
         self.loaders.add(run.index, run.vulkan.as_ref());
@@ -136,7 +137,15 @@ impl CellFold {
         };
         let judged = super::cell(cell, expectation, &observed);
         let verdict = judged.verdict;
-        let reason = explain_errors(verdict, judged.reason, self.first_error.as_ref());
+        let first = match verdict {
+            CellVerdict::Error => self.first_error.as_ref(),
+            CellVerdict::Skipped => self.first_skip.as_ref(),
+            _ => None,
+        };
+        let reason = match first {
+            Some((_, why)) => format!("{}: {why}", judged.reason),
+            None => judged.reason,
+        };
         let n = counts.total();
         let [lo, hi] = pass_rate_95(counts);
         CellResult {
@@ -215,21 +224,6 @@ fn elide_handles(text: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// An `error` cell says what went wrong in its first erroring run.
-fn explain_errors(
-    verdict: CellVerdict,
-    why: String,
-    first_error: Option<&(u32, String)>,
-) -> String {
-    if verdict != CellVerdict::Error {
-        return why;
-    }
-    match first_error {
-        Some((_, reason)) => format!("{why}: {reason}"),
-        None => why,
-    }
 }
 
 /// The share of a cell's runs that passed.

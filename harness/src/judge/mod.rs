@@ -94,6 +94,12 @@ pub(crate) fn evaluate(
             format!("{} of {total} runs could not be judged", c.error),
         );
     }
+    if c.skipped == total {
+        return (
+            CellVerdict::Skipped,
+            format!("its runner skipped each of its {total} runs"),
+        );
+    }
     let passes = c.passed();
     let mixed = passes > 0 && passes < total;
     let none_used_vulkan = c.no_vulkan == total;

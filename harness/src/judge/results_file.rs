@@ -80,8 +80,8 @@ pub fn merged(c: &mut CellResult, parts: &[PartOutcome], overflow: bool) {
 /// What a cell's verdict says that its counts deny, whatever expectation judged it: a
 /// cell is `pass` or `unexpected-pass` only when every run passed, `flaky` only when some
 /// did, `fail` or `expected-fail` only when none did, `no-vulkan` only when no run used
-/// Vulkan, anything but `error` only without erroring runs, and `skipped` only without runs;
-/// its `runs` are its counts' sum.
+/// Vulkan, anything but `error` only without erroring runs, and `skipped` only without runs or
+/// when its runner skipped every run; its `runs` are its counts' sum.
 pub fn contradiction(c: &CellResult) -> Option<String> {
     let k = &c.counts;
     let total = k.total();
@@ -93,7 +93,10 @@ pub fn contradiction(c: &CellResult) -> Option<String> {
     }
     match c.verdict {
         CellVerdict::Error => None,
-        CellVerdict::Skipped if total > 0 => Some(format!("a skipped cell has {total} runs")),
+        CellVerdict::Skipped if k.skipped < total => Some(format!(
+            "a skipped cell has {total} runs, {} of them skipped by their runner",
+            k.skipped
+        )),
         CellVerdict::Skipped => None,
         _ if total == 0 => Some("no run was made".to_string()),
         _ if k.error > 0 => Some(format!("{} of {total} runs are errors", k.error)),

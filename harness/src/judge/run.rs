@@ -93,6 +93,7 @@ pub(crate) fn judge(finished: &Finished, cell: &Cell, chain: &Chain, rules: &Rul
     sanitizer_report(&mut c, evidence, finished.sanitizer_report.as_deref());
     let required = rules.require_vulkan || matches!(cell.command, CaseCommand::Scenario(_));
     never_used_vulkan(&mut c, evidence, finished.vulkan.as_ref(), required);
+    skipped_by_runner(&mut c, finished.skipped_by_runner.as_deref());
     for fault in &finished.faults {
         distrust(&mut c, fault);
     }
@@ -170,6 +171,23 @@ fn never_used_vulkan(
     };
 }
 
+/// A run its test's own runner reported skipped is `skipped`, with the runner's reason, when
+/// it showed nothing else: it passed or used no Vulkan, or (CTest's `SKIP_RETURN_CODE`, its
+/// `SKIP_REGULAR_EXPRESSION`) exited nonzero with nothing found. A crash, a validation
+/// message, a hang or a run that could not be judged stays what it is.
+fn skipped_by_runner(c: &mut Classification, said: Option<&str>) {
+    let Some(said) = said else { return };
+    let nothing_else = match c.verdict {
+        RunVerdict::Pass | RunVerdict::NoVulkan => true,
+        RunVerdict::Exit => c.vuids.is_empty(),
+        _ => false,
+    };
+    if nothing_else {
+        c.verdict = RunVerdict::Skipped;
+        c.reason = said.to_string();
+    }
+}
+
 /// A sanitizer's report on the run's stderr comes first in its reason. A run whose processes
 /// all exited 0 is a `vuid` for it, as certain a failure as a crash whatever validation did:
 /// vkexit gates CI, and UBSan, unless the program sets `halt_on_error`, reports undefined
@@ -197,7 +215,7 @@ pub(crate) fn leak_fails(finished: &Finished, rules: &Rules) -> bool {
 
 /// Whether a run's directory is kept: a failing run's always, a passing one's when asked.
 pub(crate) fn keeps_evidence(record: &RunRecord, keep_passing: bool) -> bool {
-    keep_passing || !record.classification.verdict.is_success()
+    keep_passing || record.classification.verdict.is_failure()
 }
 
 /// A kept run whose output and record could not be written beside its evidence: a verdict

@@ -151,7 +151,7 @@ fn observed_entry(cell: &CellResult, seen: &RunsSeen, reason: String) -> Entry {
     } else {
         let verdicts = RunVerdict::ALL
             .into_iter()
-            .filter(|&v| !v.is_success() && c.get(v) > 0)
+            .filter(|&v| v.is_failure() && c.get(v) > 0)
             .collect();
         Expected::Fail {
             run_verdicts: Some(verdicts),

@@ -228,6 +228,7 @@ impl External {
                 run_serial: props.run_serial,
                 resource_locks: props.resource_locks,
                 notes: props.notes,
+                skip: props.skip,
             },
             from_suite: true,
         }

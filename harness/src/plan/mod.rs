@@ -80,6 +80,8 @@ pub(crate) struct CellProps {
     pub(crate) resource_locks: Vec<String>,
     /// What vkexit does not honour of it, one line each; its cell's findings start with them.
     pub(crate) notes: Vec<String>,
+    /// How its suite's runner tells that a run of it was skipped.
+    pub(crate) skip: Option<suites::SkipRule>,
 }
 
 impl Cell {

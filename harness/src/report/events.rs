@@ -107,6 +107,8 @@ pub(crate) struct Progress {
     done_cells: usize,
     done_runs: HashMap<String, CellRuns>,
     width: usize,
+    /// Long lines are broken to `width` (a terminal, or `$COLUMNS`); in a log they stay whole.
+    wraps: bool,
     in_place: bool,
     /// A line shown in place is on the screen, without its newline.
     shown: bool,
@@ -131,6 +133,7 @@ impl Default for Progress {
             done_cells: 0,
             done_runs: HashMap::new(),
             width: terminal::width(&stderr),
+            wraps: terminal::wraps(&stderr),
             in_place: stderr.is_terminal(),
             shown: false,
         }
@@ -148,7 +151,7 @@ impl Progress {
     /// A note: on a terminal, wrapped to its width; in a log, one line, to be found whole.
     fn note(&self, note: &str) {
         let text = format!("vkexit: {note}");
-        if !self.in_place {
+        if !self.wraps {
             eprintln!("{text}");
             return;
         }
@@ -171,7 +174,11 @@ impl Progress {
             self.naming.name(cell),
             c.reason
         );
-        let mut lines = vec![fit(&line, self.width)];
+        // In a log the reason stays whole, to be found by a search.
+        let mut lines = vec![match self.wraps {
+            true => fit(&line, self.width),
+            false => line,
+        }];
         if let Some(dir) = &run.kept {
             lines.push(format!("    evidence: {}", dir.display()));
         }
@@ -190,7 +197,7 @@ impl Progress {
         );
         let line = fit(&line, self.width);
         self.clear();
-        let passed = runs.verdicts.keys().all(|v| v.is_success());
+        let passed = runs.verdicts.keys().all(|v| !v.is_failure());
         match self.in_place && passed {
             true => {
                 eprint!("{line}");
@@ -236,7 +243,7 @@ impl Reporter for Progress {
                 *done.verdicts.entry(run.classification.verdict).or_insert(0) += 1;
                 done.ms = done.ms.saturating_add(run.duration_ms);
                 let runs: u32 = done.verdicts.values().sum();
-                let failed = !run.classification.verdict.is_success();
+                let failed = run.classification.verdict.is_failure();
                 if failed && runs < self.runs && !std::mem::replace(&mut done.failure_said, true) {
                     let lines = self.failed_run(cell, run);
                     self.clear();
@@ -270,7 +277,8 @@ impl Reporter for Table {
         let stdout = std::io::stdout();
         let width = terminal::width(&stdout);
         let mut out = stdout.lock();
-        let _ = super::terminal::write(&mut out, cells, width);
+        let whole = !terminal::wraps(&stdout);
+        let _ = super::terminal::write(&mut out, cells, width, whole);
         if self.baselines_given {
             let (from_files, builtin) = judged_by(cells);
             let _ = writeln!(
@@ -356,6 +364,7 @@ mod tests {
             done_cells: 0,
             done_runs: HashMap::new(),
             width: 200,
+            wraps: true,
             in_place: false,
             shown: false,
         };

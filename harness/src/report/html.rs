@@ -80,14 +80,7 @@ pub fn render(results: &Results, base: Option<&Path>) -> String {
     // Added, not counted one by one: a results file may claim any count.
     let mut all = Counts::default();
     for c in &results.cells {
-        all.pass = all.pass.saturating_add(c.counts.pass);
-        all.crash = all.crash.saturating_add(c.counts.crash);
-        all.exit = all.exit.saturating_add(c.counts.exit);
-        all.vuid = all.vuid.saturating_add(c.counts.vuid);
-        all.timeout = all.timeout.saturating_add(c.counts.timeout);
-        all.error = all.error.saturating_add(c.counts.error);
-        all.leak = all.leak.saturating_add(c.counts.leak);
-        all.no_vulkan = all.no_vulkan.saturating_add(c.counts.no_vulkan);
+        all.add_counts(&c.counts);
     }
     let [lo, hi] = crate::judge::cell::pass_rate_95(all);
     let _ = writeln!(

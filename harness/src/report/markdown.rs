@@ -9,6 +9,7 @@ use super::{groups, observation, summary_line};
 use std::fmt::Write as _;
 use vkexit_evidence::files;
 use vkexit_evidence::results::{CellResult, Results};
+use vkexit_evidence::verdict::CellVerdict;
 
 pub fn render(results: &Results) -> String {
     let mut out = String::new();
@@ -100,8 +101,9 @@ fn tests_list(out: &mut String, cells: &[&CellResult]) {
     out.push_str("| test | runs | why |\n|---|---|---|\n");
     for c in sorted {
         // What its runs said (a signal, a VUID and the layer's message, stderr's last lines),
-        // else the verdict's reason.
+        // else the verdict's reason; a skip says its runner's reason.
         let why = match (c.verdict.is_success(), evidence(c)) {
+            _ if c.verdict == CellVerdict::Skipped => c.reason.clone().unwrap_or_default(),
             (true, _) => String::new(),
             (false, said) if !said.is_empty() => said,
             (false, _) => c.reason.clone().unwrap_or_default(),

@@ -304,20 +304,14 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
     // never counted up run by run, and sums that overflow saturate and make
     // the cell an error (a saturated count of passes would hide failures).
     let mut overflow = false;
+    let mut counts_overflow = false;
     let mut add = |sum: &mut u64, n: u64| {
         overflow |= sum.checked_add(n).is_none();
         *sum = sum.saturating_add(n);
     };
     for p in rest {
         add(&mut c.runs, p.runs);
-        add(&mut c.counts.pass, p.counts.pass);
-        add(&mut c.counts.crash, p.counts.crash);
-        add(&mut c.counts.exit, p.counts.exit);
-        add(&mut c.counts.vuid, p.counts.vuid);
-        add(&mut c.counts.timeout, p.counts.timeout);
-        add(&mut c.counts.error, p.counts.error);
-        add(&mut c.counts.leak, p.counts.leak);
-        add(&mut c.counts.no_vulkan, p.counts.no_vulkan);
+        counts_overflow |= c.counts.add_counts(&p.counts);
         for (id, n) in p.vuid_counts {
             add(c.vuid_counts.entry(id).or_insert(0), n);
         }
@@ -337,7 +331,7 @@ fn combine(parts: Vec<CellResult>) -> CellResult {
     }
     c.pass_rate = crate::judge::cell::pass_rate(c.counts);
     c.pass_rate_95 = crate::judge::cell::pass_rate_95(c.counts);
-    judge::merged(&mut c, &outcomes, overflow);
+    judge::merged(&mut c, &outcomes, overflow || counts_overflow);
     c
 }
 

@@ -1,7 +1,9 @@
 //! What `run` and `merge` print on stdout once every cell is judged: the table when its rows
 //! fit the terminal, else one short line per cell (verdict, runs, time, name); then each
 //! failing cell with its reason and, on a line of its own, where its evidence is; then the
-//! summary line. No line but an evidence path is wider than the width given.
+//! summary line. On a terminal no line but an evidence path is wider than the width given;
+//! elsewhere (a log, a file) a reason and a layer's message are never broken inside, so that a
+//! search of the log finds them whole.
 
 use super::{first_run, summary_line};
 use crate::support::terminal::{fit, wrap};
@@ -9,11 +11,13 @@ use std::io::Write;
 use vkexit_evidence::results::CellResult;
 use vkexit_evidence::verdict::CellVerdict;
 
-/// The report of `cells` in lines of at most `width` characters.
+/// The report of `cells` in lines of at most `width` characters; with `whole` (not a terminal),
+/// the reasons and the summary each on one line, whatever their length.
 pub(crate) fn write(
     out: &mut impl Write,
     cells: &[CellResult],
     width: usize,
+    whole: bool,
 ) -> std::io::Result<()> {
     let table = table(cells);
     let fits = table.iter().all(|(row, _)| row.chars().count() <= width);
@@ -27,8 +31,12 @@ pub(crate) fn write(
     for line in lines {
         writeln!(out, "{line}")?;
     }
-    failures(out, cells, width)?;
-    for line in wrap(&summary_line(cells), "", width) {
+    let lines = |text: &str, indent: &str| match whole {
+        true => vec![format!("{indent}{text}")],
+        false => wrap(text, indent, width),
+    };
+    failures(out, cells, width, &lines)?;
+    for line in lines(&summary_line(cells), "") {
         writeln!(out, "{line}")?;
     }
     Ok(())
@@ -135,7 +143,12 @@ fn duration(ms: u64) -> String {
 
 /// Every cell that turns the gate red: its verdict and name, what its runs showed and why,
 /// then its first kept run's directory on a line of its own.
-fn failures(out: &mut impl Write, cells: &[CellResult], width: usize) -> std::io::Result<()> {
+fn failures(
+    out: &mut impl Write,
+    cells: &[CellResult],
+    width: usize,
+    lines: &dyn Fn(&str, &str) -> Vec<String>,
+) -> std::io::Result<()> {
     let failing: Vec<&CellResult> = cells.iter().filter(|c| !c.is_green()).collect();
     if failing.is_empty() {
         return Ok(());
@@ -145,7 +158,7 @@ fn failures(out: &mut impl Write, cells: &[CellResult], width: usize) -> std::io
     for c in failing {
         let head = format!("{} {}", c.verdict.name(), name(c, cells));
         writeln!(out, "{}", fit(&head, width))?;
-        for line in wrap(&evidence(c), "    ", width) {
+        for line in lines(&evidence(c), "    ") {
             writeln!(out, "{line}")?;
         }
         if let Some(dir) = c.artifacts.first() {
@@ -188,7 +201,7 @@ mod tests {
 
     fn report(cells: &[CellResult], width: usize) -> String {
         let mut out = Vec::new();
-        write(&mut out, cells, width).unwrap();
+        write(&mut out, cells, width, false).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -234,5 +247,29 @@ mod tests {
         let narrow = report(&cells, 60);
         assert!(narrow.starts_with("pass "), "{narrow}");
         assert!(!narrow.contains("failures:"), "{narrow}");
+    }
+
+    #[test]
+    fn in_a_log_a_reason_stays_on_one_line_however_long() {
+        let mut failing = cell(
+            "Teardown.Keeps",
+            "external",
+            CellVerdict::Fail,
+            counts(0, 0, 2),
+        );
+        let message = format!(
+            "Validation Error: [ VUID-vkDestroyDevice-device-00378 ] OBJ ERROR : VkBuffer 0x5 has not been destroyed. {}",
+            "word ".repeat(30)
+        );
+        failing.reason = Some(message.clone());
+        let mut out = Vec::new();
+        write(&mut out, &[failing], 100, true).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains("VkBuffer 0x5 has not been destroyed"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(line.contains(message.trim_end()), "{line}");
+        assert!(line.chars().count() > 100, "{line}");
     }
 }

@@ -117,6 +117,9 @@ pub(crate) struct Finished {
     pub(crate) duration: Duration,
     pub(crate) stdout_bytes: u64,
     pub(crate) stderr_bytes: u64,
+    /// What the test's own runner said when it reported the run skipped (`plan::suites`'s
+    /// rule for its kind, on its output and exit status).
+    pub(crate) skipped_by_runner: Option<String>,
     /// The top-level names its processes wrote into the directory it shares with other runs
     /// (the preload's records), sorted; empty when it shares none.
     pub(crate) shared_writes: Vec<String>,
@@ -568,6 +571,17 @@ fn run_one(
         duration: outcome.duration,
         stdout_bytes: outcome.stdout.total(),
         stderr_bytes: outcome.stderr.total(),
+        skipped_by_runner: cell.props.skip.as_ref().and_then(|rule| {
+            let code = match &outcome.termination {
+                Termination::Exited { code } => Some(*code),
+                _ => None,
+            };
+            let (stdout, stderr) = (
+                outcome.stdout.to_lossy_string(),
+                outcome.stderr.to_lossy_string(),
+            );
+            rule.skipped(code, &stdout, &stderr)
+        }),
         shared_writes: match shared_dir::shared(cell) {
             Some(_) => shared_dir::read(&dir.join(TIMELINE_FILE)),
             None => Vec::new(),

@@ -11,13 +11,24 @@ const MIN_WIDTH: usize = 40;
 /// The width lines written to `stream` should keep within: `$COLUMNS` when set to a number,
 /// else the terminal's own when `stream` is one, else [`DEFAULT_WIDTH`].
 pub(crate) fn width(stream: &impl AsRawFd) -> usize {
-    let columns = std::env::var("COLUMNS").ok();
-    let given = columns.and_then(|c| c.trim().parse::<usize>().ok());
-    given
-        .filter(|&w| w > 0)
+    columns()
         .or_else(|| tty_width(stream.as_raw_fd()))
         .unwrap_or(DEFAULT_WIDTH)
         .max(MIN_WIDTH)
+}
+
+/// Whether long text written to `stream` is broken into lines of [`width`]: on a terminal, or
+/// where `$COLUMNS` asks for a width. In a log or a file it is not, so that a search finds a
+/// reason or a layer's message whole.
+pub(crate) fn wraps(stream: &impl AsRawFd) -> bool {
+    columns().is_some() || tty_width(stream.as_raw_fd()).is_some()
+}
+
+fn columns() -> Option<usize> {
+    let columns = std::env::var("COLUMNS").ok();
+    columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&w| w > 0)
 }
 
 fn tty_width(fd: i32) -> Option<usize> {

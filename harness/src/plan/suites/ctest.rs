@@ -4,7 +4,7 @@
 //! directory of the `CTestTestfile.cmake` that adds it, which the JSON does not give and
 //! is found by reading those files.
 
-use super::{command_line, run_listing, ListingError, Props, Suite, Test};
+use super::{command_line, run_listing, ListingError, Props, SkipRule, Suite, Test};
 use crate::plan::NotRun;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -108,6 +108,7 @@ fn test(t: &Value, build_dir: &Path, dirs: &HashMap<String, PathBuf>) -> Result<
     let mut workdir = None;
     let mut env: Vec<(String, String)> = Vec::new();
     let mut modifications: Vec<String> = Vec::new();
+    let (mut skip_return_code, mut skip_patterns) = (None, Vec::new());
     for p in t["properties"].as_array().into_iter().flatten() {
         let key = p["name"].as_str().unwrap_or_default();
         let value = &p["value"];
@@ -137,9 +138,30 @@ fn test(t: &Value, build_dir: &Path, dirs: &HashMap<String, PathBuf>) -> Result<
                 props.not_run = Some(NotRun::Skipped("DISABLED in CTest".into()))
             }
             "DISABLED" => {}
+            "SKIP_RETURN_CODE" => match value.as_i64().or_else(|| value.as_str()?.parse().ok()) {
+                Some(code) => skip_return_code = i32::try_from(code).ok(),
+                None => props.notes.push(not_honoured(key, value)),
+            },
+            "SKIP_REGULAR_EXPRESSION" => {
+                for pattern in strings(value) {
+                    match super::skips::readable_pattern(&pattern) {
+                        true => skip_patterns.push(pattern),
+                        false => props.notes.push(format!(
+                            "not honoured: SKIP_REGULAR_EXPRESSION `{pattern}`: not a regular \
+                             expression vkexit can read"
+                        )),
+                    }
+                }
+            }
             key if HARMLESS.contains(&key) => {}
             key => props.notes.push(not_honoured(key, value)),
         }
+    }
+    if skip_return_code.is_some() || !skip_patterns.is_empty() {
+        props.skip = Some(SkipRule::Ctest {
+            return_code: skip_return_code,
+            patterns: skip_patterns,
+        });
     }
     let (env, remove, notes) = modify(env, &modifications);
     props.env = env;
@@ -184,9 +206,7 @@ fn not_honoured(key: &str, value: &Value) -> String {
         "PASS_REGULAR_EXPRESSION" | "FAIL_REGULAR_EXPRESSION" => {
             "vkexit judges the exit status and the validation log, not the output"
         }
-        "SKIP_RETURN_CODE" | "SKIP_REGULAR_EXPRESSION" => {
-            "a run that CTest would count skipped is judged as it ended (a nonzero exit fails)"
-        }
+        "SKIP_RETURN_CODE" => "it is not an exit status",
         "REQUIRED_FILES" => "vkexit does not check for them before a run",
         "TIMEOUT_AFTER_MATCH" => "the run's time limit does not change on output",
         _ => "vkexit does not know this property",

@@ -2,9 +2,10 @@
 //! TypeParam = int`) and their tests indented below (`Name/1  # GetParam() = 2`); one test
 //! runs as `PROGRAM ARGS --gtest_filter=Suite.Name`, the filter last so that it wins.
 //! `DISABLED_` tests are listed but run nothing (GoogleTest exits 0), so they are skipped
-//! unless the arguments hold `--gtest_also_run_disabled_tests`.
+//! unless the arguments hold `--gtest_also_run_disabled_tests`. A run that prints
+//! `[  SKIPPED ] Suite.Name` (`GTEST_SKIP()`) is `skipped`.
 
-use super::{command_line, run_listing, ListingError, Suite, Test};
+use super::{command_line, run_listing, ListingError, SkipRule, Suite, Test};
 use crate::plan::NotRun;
 use std::ffi::OsString;
 use std::process::Command;
@@ -36,7 +37,9 @@ pub(super) fn list(
                     "DISABLED_ in GoogleTest (runs with {ALSO_DISABLED} in the arguments)"
                 ))
             });
-            Test::listed(name, argv, not_run)
+            let mut test = Test::listed(name.clone(), argv, not_run);
+            test.props.skip = Some(SkipRule::Gtest(name));
+            test
         })
         .collect();
     Ok((command, tests))

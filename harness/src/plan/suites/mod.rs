@@ -12,6 +12,9 @@ mod ctest;
 mod gtest;
 mod libtest;
 mod pytest;
+mod skips;
+
+pub(crate) use skips::SkipRule;
 
 use crate::plan::matrix::{find_program, is_reserved_variable, NoProgram};
 use crate::plan::NotRun;
@@ -109,6 +112,8 @@ pub(crate) struct Props {
     pub(crate) resource_locks: Vec<String>,
     /// What vkexit does not honour of it, one line each.
     pub(crate) notes: Vec<String>,
+    /// How its runner tells that a run of it was skipped.
+    pub(crate) skip: Option<SkipRule>,
 }
 
 /// Why a listing gave no test: its tool could not start or failed, or what it printed is not

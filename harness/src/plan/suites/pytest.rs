@@ -2,9 +2,10 @@
 //! (`tests/test_x.py::test_a[1-2]`), then a blank line and a count; one test runs as
 //! `PYTHON -m pytest -q NODEID`, in the directory vkexit runs in, where the ids were
 //! collected. The cache plugin is off for both, so that no run leaves a cache behind that
-//! changes the next one.
+//! changes the next one. A run that pytest's summary says was skipped is `skipped`, with the
+//! reason its `-rsx` line gives.
 
-use super::{run_listing, ListingError, Suite, Test};
+use super::{run_listing, ListingError, SkipRule, Suite, Test};
 use std::ffi::OsString;
 use std::process::Command;
 use std::time::Duration;
@@ -30,9 +31,12 @@ pub(super) fn list(
         .map(|id| {
             let mut argv: Vec<OsString> = vec![suite.python.clone().into()];
             argv.extend(FLAGS.map(OsString::from));
-            argv.extend(["no:cacheprovider", "-q"].map(OsString::from));
+            // `-rsx`: the reason of a skip (or an expected failure) in the summary.
+            argv.extend(["no:cacheprovider", "-q", "-rsx"].map(OsString::from));
             argv.push(id.clone().into());
-            Test::listed(id, argv, None)
+            let mut test = Test::listed(id, argv, None);
+            test.props.skip = Some(SkipRule::Pytest);
+            test
         })
         .collect();
     Ok((command, tests))
