@@ -64,7 +64,7 @@ pub unsafe extern "C" fn dlopen(_file: *const c_char, _mode: c_int) -> *mut c_vo
 unsafe extern "C" fn choose(file: *const c_char, mode: c_int, caller: usize) -> usize {
     crate::ensure_loaded();
     let glibc = real::DLOPEN.get();
-    if timeline::open().is_none() {
+    if timeline::get().is_none() {
         return glibc;
     }
     // SAFETY: dlopen's file is null or a NUL-terminated string.
@@ -82,10 +82,45 @@ unsafe extern "C" fn choose(file: *const c_char, mode: c_int, caller: usize) -> 
     timeline::c_str_field(
         &mut record,
         field::CALLER,
-        objects::object_of(caller).and_then(|o| o.name),
+        objects::object_of(attributed(caller)).and_then(|o| o.name),
     );
     timeline::write(record);
     glibc
+}
+
+/// The runtimes of the sanitizers, whose interceptor of `dlopen` calls it for the program.
+const SANITIZER_RUNTIMES: [&[u8]; 6] = [
+    b"libasan.so",
+    b"libtsan.so",
+    b"liblsan.so",
+    b"libubsan.so",
+    b"libhwasan.so",
+    b"libclang_rt.",
+];
+
+/// The caller a `dlopen` is put down to: 0 (unknown) when the call came through another
+/// interposer of `dlopen` (a sanitizer's interceptor, in its runtime or linked into the
+/// program), which hides who called it; else `caller`.
+fn attributed(caller: usize) -> usize {
+    let mut info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: dladdr reads the link map for an address and fills `info`, which outlives it.
+    let found = unsafe { libc::dladdr(caller as *const c_void, &mut info) } != 0;
+    // SAFETY: names dladdr gave are NUL-terminated strings of a loaded object.
+    let text = |p: *const c_char| (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes());
+    let in_wrapper = text(info.dli_sname).is_some_and(|s| s.ends_with(b"dlopen"));
+    let file = text(info.dli_fname).unwrap_or_default();
+    let file = file.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    let sanitizer = SANITIZER_RUNTIMES.iter().any(|r| file.starts_with(r));
+    let wrapper = found && (in_wrapper || sanitizer);
+    match wrapper {
+        true => 0,
+        false => caller,
+    }
 }
 
 unsafe extern "C" fn dlopen_observed(
@@ -96,7 +131,7 @@ unsafe extern "C" fn dlopen_observed(
     // SAFETY: glibc's dlopen has this signature.
     let dlopen: Dlopen = unsafe { std::mem::transmute(real::DLOPEN.get()) };
     let call_ns = monotonic_ns();
-    let caller = objects::object_of(caller);
+    let caller = objects::object_of(attributed(caller));
     let by_stack = crate::classes::dlopen_begins(caller.as_ref());
     // SAFETY: the caller's own arguments.
     let handle = unsafe { dlopen(file, mode) };
@@ -215,7 +250,7 @@ pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
     crate::ensure_loaded();
     // SAFETY: glibc's dlclose has this signature.
     let dlclose: Dlclose = unsafe { std::mem::transmute(real::DLCLOSE.get()) };
-    if timeline::open().is_none() || handle.is_null() {
+    if timeline::get().is_none() || handle.is_null() {
         // SAFETY: the caller's own argument.
         return unsafe { dlclose(handle) };
     }

@@ -72,7 +72,7 @@ unsafe extern "C" fn register(
     crate::ensure_loaded();
     // SAFETY: glibc's __cxa_atexit has this signature.
     let real: CxaAtexit = unsafe { std::mem::transmute(real::CXA_ATEXIT.get()) };
-    let (Some(f), Some(_)) = (f, timeline::open()) else {
+    let (Some(f), Some(_)) = (f, timeline::get()) else {
         // SAFETY: the caller's own arguments.
         return unsafe { real(f, arg, dso_handle) };
     };

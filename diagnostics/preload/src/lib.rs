@@ -75,6 +75,13 @@ pub(crate) fn ensure_loaded() {
     if SET_UP.load(Ordering::Acquire) == DONE {
         return;
     }
+    // Too early for the C library: a sanitizer's runtime initialises from `.preinit_array`,
+    // before the C library has set up the environment, and calls in here. The constructor
+    // comes later and sets up then.
+    // SAFETY: reads the C library's `environ` pointer; nothing writes it concurrently here.
+    if unsafe { libc::environ }.is_null() {
+        return;
+    }
     let ours = SET_UP.compare_exchange(NOT_YET, UNDER_WAY, Ordering::AcqRel, Ordering::Acquire);
     if ours.is_ok() {
         set_up();

@@ -11,8 +11,10 @@ pub const TIMELINE_FILE_VAR: &str = files::TIMELINE.var;
 
 static LOG: OnceLock<Option<EvidenceLog>> = OnceLock::new();
 
-/// Opens the timeline on first use. Not for exit handlers or signal handlers: it may read the
-/// environment and allocate (use [`get`] there).
+/// Opens the timeline, from the library's set-up only: what it finds is kept, and before the
+/// C library is ready the environment may not be (an interposed call then uses [`get`], which
+/// says the timeline is not open yet). Not for exit handlers or signal handlers: it may read
+/// the environment and allocate.
 pub(crate) fn open() -> Option<&'static EvidenceLog> {
     LOG.get_or_init(|| EvidenceLog::from_env(TIMELINE_FILE_VAR, "vkexit-preload"))
         .as_ref()
