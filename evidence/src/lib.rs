@@ -107,6 +107,7 @@ pub(crate) use wire_names;
 
 pub mod crash;
 pub mod exit_code;
+pub mod exit_order;
 pub mod files;
 mod mapped;
 mod record;

@@ -162,6 +162,12 @@ pub mod field {
     pub const WAITED_NS: &str = "waited_ns";
     /// `chaos-pause`: how many other threads were alive when the pause began.
     pub const RUNNING: &str = "running";
+    /// `handler-registered`, `handlers-registered`: who registered it, as the exit orders move
+    /// handlers: `app`, `runtime`, `vulkan`, `system` ([`crate::exit_order::Class`]).
+    pub const CLASS: &str = "class";
+    /// `handler-registered`, `handlers-registered`: when: `before-main`, `in-dlopen`, `running`
+    /// ([`crate::exit_order::Phase`]).
+    pub const PHASE: &str = "phase";
     /// `shared-write`: the name written, at the top level of the shared directory.
     pub const NAME: &str = "name";
 }
@@ -333,6 +339,10 @@ mod read {
         /// Whether it runs through the library's wrapper, timed by `handler-start` and
         /// `handler-end`; `false`: it runs as registered, unseen.
         pub wrapped: bool,
+        /// Who registered it, as the exit orders move handlers; `None` in older timelines.
+        pub class: Option<String>,
+        /// When it was registered; `None` in older timelines.
+        pub phase: Option<String>,
     }
 
     /// A `handlers-registered` record: a run of C++ static destructors of one object.
@@ -354,6 +364,10 @@ mod read {
         pub wrapped: bool,
         /// The file of the object that registered them; `None` when unknown.
         pub registrant: Option<String>,
+        /// Who registered them, as the exit orders move handlers; `None` in older timelines.
+        pub class: Option<String>,
+        /// When the first was registered; `None` in older timelines.
+        pub phase: Option<String>,
     }
 
     /// `handler-start`, `handler-end`.

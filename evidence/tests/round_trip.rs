@@ -223,7 +223,9 @@ fn timeline_sample(event: timeline::Event) -> (Record, timeline::Entry) {
                 .str(f::FUNCTION_OBJECT, "/x/libvkexit_refrt.so")
                 .hex(f::FUNCTION_OFFSET, 0x1)
                 .hex(f::ARG, 0x2)
-                .bool(f::WRAPPED, true);
+                .bool(f::WRAPPED, true)
+                .str(f::CLASS, "runtime")
+                .str(f::PHASE, "in-dlopen");
             timeline::Entry::HandlerRegistered(timeline::HandlerRegistered {
                 id: 2,
                 kind: s("atexit"),
@@ -234,6 +236,8 @@ fn timeline_sample(event: timeline::Event) -> (Record, timeline::Entry) {
                 function_offset: some("0x1"),
                 arg: some("0x2"),
                 wrapped: true,
+                class: some("runtime"),
+                phase: some("in-dlopen"),
             })
         }
         E::HandlersRegistered => {
@@ -243,7 +247,9 @@ fn timeline_sample(event: timeline::Event) -> (Record, timeline::Entry) {
                 .str(f::KIND, timeline::HandlerKind::CxaAtexit.as_str())
                 .u64(f::FIRST_T_NS, 20)
                 .bool(f::WRAPPED, false)
-                .str(f::REGISTRANT, "/l/libLLVM-15.so.1");
+                .str(f::REGISTRANT, "/l/libLLVM-15.so.1")
+                .str(f::CLASS, "vulkan")
+                .str(f::PHASE, "running");
             timeline::Entry::HandlersRegistered(timeline::HandlersRegistered {
                 first_id: 1,
                 last_id: 500,
@@ -252,6 +258,8 @@ fn timeline_sample(event: timeline::Event) -> (Record, timeline::Entry) {
                 first_t_ns: 20,
                 wrapped: false,
                 registrant: some("/l/libLLVM-15.so.1"),
+                class: some("vulkan"),
+                phase: some("running"),
             })
         }
         E::HandlerStart => {

@@ -84,7 +84,7 @@ unsafe extern "C" fn register(
         return unsafe { real(Some(f), arg, dso_handle) };
     }
     flush_registrations();
-    let registrant = record_registration(id, f, arg, dso_handle, caller, wrapped);
+    let registrant = registrant_of(dso_handle as usize, caller);
     let entry = Entry {
         id,
         class: crate::classes::class_of(registrant.as_ref()),
@@ -92,6 +92,7 @@ unsafe extern "C" fn register(
         destructor: !arg.is_null(),
         group: registrant.as_ref().map_or(0, |o| o.base),
     };
+    record_registration(&entry, f, arg, registrant.as_ref(), wrapped);
     let slot = Slot::claim(f, arg, entry);
     // SAFETY: the trampoline has glibc's handler signature; the slot outlives the
     // registration (it is released only after the handler ran).
@@ -118,6 +119,8 @@ struct Run {
     last_id: u64,
     first_t_ns: u64,
     caller: usize,
+    /// When the first was registered.
+    phase: Phase,
 }
 
 static PENDING: std::sync::Mutex<Option<Run>> = std::sync::Mutex::new(None);
@@ -137,6 +140,7 @@ fn note_unwrapped_destructor(id: u64, dso_handle: *mut c_void, caller: usize) {
                 last_id: id,
                 first_t_ns: vkexit_evidence::monotonic_ns(),
                 caller,
+                phase: crate::classes::phase_now(),
             });
         }
     }
@@ -161,7 +165,9 @@ fn write_run(run: &Run) {
         .u64(field::COUNT, run.last_id - run.first_id + 1)
         .str(field::KIND, HandlerKind::CxaAtexit.as_str())
         .u64(field::FIRST_T_NS, run.first_t_ns)
-        .bool(field::WRAPPED, false);
+        .bool(field::WRAPPED, false)
+        .str(field::CLASS, crate::classes::class_of(registrant.as_ref()).name())
+        .str(field::PHASE, run.phase.name());
     timeline::c_str_field(
         &mut record,
         field::REGISTRANT,
@@ -178,16 +184,15 @@ fn registrant_of(dso_handle: usize, caller: usize) -> Option<objects::Object> {
     objects::object_of(dso_handle).or_else(|| objects::object_of(caller))
 }
 
-/// Writes the `handler-registered` record; the registering object.
+/// Writes the `handler-registered` record of `entry`, registered by `registrant`.
 fn record_registration(
-    id: u64,
+    entry: &Entry,
     f: Handler,
     arg: *mut c_void,
-    dso_handle: *mut c_void,
-    caller: usize,
+    registrant: Option<&objects::Object>,
     wrapped: bool,
-) -> Option<objects::Object> {
-    let registrant = registrant_of(dso_handle as usize, caller);
+) {
+    let id = entry.id;
     let function = objects::object_of(f as usize);
     let atexit = arg.is_null();
     let kind = if atexit {
@@ -197,11 +202,10 @@ fn record_registration(
     };
     let mut record = Record::new(Event::HandlerRegistered.as_str());
     record.u64(field::ID, id).str(field::KIND, kind.as_str());
-    timeline::c_str_field(
-        &mut record,
-        field::REGISTRANT,
-        registrant.as_ref().and_then(|o| o.name),
-    );
+    timeline::c_str_field(&mut record, field::REGISTRANT, registrant.and_then(|o| o.name));
+    record
+        .str(field::CLASS, entry.class.name())
+        .str(field::PHASE, entry.phase.name());
     record.hex(field::FUNCTION, f as usize as u64);
     // Named for `atexit` handlers only: dladdr scans the whole symbol table, and C++ static
     // destructors come by the thousand.
@@ -224,7 +228,6 @@ fn record_registration(
     }
     record.bool(field::WRAPPED, wrapped);
     timeline::write(record);
-    registrant
 }
 
 /// Runs as an exit handler: inside `exit()`, in the registration's place, or inside the

@@ -14,6 +14,7 @@ use super::invocation::{Invocation, Settings};
 use crate::host::layers::Emulation;
 use crate::judge::{self, Baseline};
 use crate::plan::exit_order::{ExitOrder, Order};
+use crate::plan::fix_search;
 use crate::plan::matrix::Matrix;
 use crate::plan::Cell;
 use crate::report::{
@@ -429,8 +430,10 @@ fn threads_ran_ahead(run_dir: &Path) -> bool {
     any
 }
 
-/// Where the natural exit fails: each change of order, smallest first, on the cells not yet
-/// fixed; the first that moved something and made every run pass is the cell's fix.
+/// Where the natural exit fails: the changes of exit order the planner proposes for each cell
+/// from the exit its natural run took (`plan::fix_search`), smallest first, tried in rounds
+/// (each cell's next candidate; cells with the same one share a phase); a cell's first that
+/// made every run pass is its fix. What was searched is said either way.
 fn search_fixes(
     request: &Request,
     base: &Invocation,
@@ -443,75 +446,193 @@ fn search_fixes(
         let n = &c.natural;
         n.runs > 0 && n.counts.passed() < n.runs && n.counts.error == 0
     };
-    // Cells where a change could not be tried (its runs did not start): no conclusion.
-    let mut undecided = vec![false; cells.len()];
-    for order in Order::FIXES {
+    let mut searches: Vec<Search> = cells
+        .iter()
+        .map(|c| match failing(c) {
+            true => Search::of(&c.natural),
+            false => Search::default(),
+        })
+        .collect();
+    let mut budget_ran_out = false;
+    for round in 0.. {
         let open: Vec<usize> = (0..cells.len())
             .filter(|&i| failing(&cells[i]) && cells[i].fix.is_none())
+            .filter(|&i| round < searches[i].candidates.len())
             .collect();
         if open.is_empty() || run::interrupt::interrupted() {
             break;
         }
-        // A deployment order already run for every cell: its runs are the verification.
-        fn ran(c: &ExploredCell, order: Order) -> Option<&Perturbation> {
-            c.perturbations.iter().find(|p| p.name == order.name())
-        }
-        let results = match open.iter().all(|&i| ran(&cells[i], order).is_some()) {
-            true => None,
-            false if request.budget.is_some_and(|b| start.elapsed() >= b) => {
-                left_out.push(format!("fix:{}", order.name()));
-                continue;
-            }
-            false => {
-                let only: Vec<PhaseCell> = open
-                    .iter()
-                    .map(|&i| (key(&cells[i].natural), cells[i].natural.emulation.clone()))
-                    .collect();
-                let dir = format!("fix-{}", order.name());
-                Some(phase(
-                    request,
-                    base,
-                    &dir,
-                    Some(ExitOrder(vec![order])),
-                    None,
-                    Some(&only),
-                    reporters,
-                )?)
-            }
-        };
+        // The cells of this round, by the candidate each tries.
+        let mut by_order: Vec<(ExitOrder, Vec<usize>)> = Vec::new();
         for &i in &open {
-            let tried = match &results {
-                Some(r) => perturbation(Kind::Order(order), &cells[i].natural, r),
-                None => ran(&cells[i], order).cloned(),
-            };
-            if tried.as_ref().is_none_or(|p| p.verdict == "error") {
-                undecided[i] = true;
+            let order = searches[i].candidates[round].order.clone();
+            match by_order.iter_mut().find(|(o, _)| *o == order) {
+                Some((_, members)) => members.push(i),
+                None => by_order.push((order, vec![i])),
             }
-            if let Some(p) = tried.filter(|p| p.verdict == "pass") {
-                cells[i].fix = Some(Fix {
-                    exit_order: order.name().into(),
-                    change: order.advice().into(),
-                    moved: p.moved,
-                    counts: p.counts,
-                    verdict: p.verdict,
-                });
+        }
+        for (order, members) in by_order {
+            // A deployment order already run for every cell: its runs are the verification.
+            let ran = |c: &ExploredCell| match order.0.as_slice() {
+                [one] => c.perturbations.iter().find(|p| p.name == one.name()).cloned(),
+                _ => None,
+            };
+            let results = match members.iter().all(|&i| ran(&cells[i]).is_some()) {
+                true => None,
+                false if request.budget.is_some_and(|b| start.elapsed() >= b) => {
+                    budget_ran_out = true;
+                    left_out.push(format!("fix:{order}"));
+                    continue;
+                }
+                false => {
+                    let only: Vec<PhaseCell> = members
+                        .iter()
+                        .map(|&i| (key(&cells[i].natural), cells[i].natural.emulation.clone()))
+                        .collect();
+                    let dir = format!("fix-{}", order.to_string().replace(',', "+"));
+                    Some(phase(
+                        request,
+                        base,
+                        &dir,
+                        Some(order.clone()),
+                        None,
+                        Some(&only),
+                        reporters,
+                    )?)
+                }
+            };
+            for &i in &members {
+                let tried = match &results {
+                    Some(r) => perturbation(Kind::Order(order.0[0]), &cells[i].natural, r),
+                    None => ran(&cells[i]),
+                };
+                let search = &mut searches[i];
+                search.tried.push(order.to_string());
+                if tried.as_ref().is_none_or(|p| p.verdict == "error") {
+                    search.undecided = true;
+                }
+                if let Some(p) = tried.filter(|p| p.verdict == "pass") {
+                    cells[i].fix = Some(Fix {
+                        exit_order: order.to_string(),
+                        change: advice(&order),
+                        moved: p.moved,
+                        counts: p.counts,
+                        verdict: p.verdict,
+                    });
+                }
             }
         }
     }
-    for (cell, undecided) in cells.iter_mut().zip(undecided) {
+    for (cell, search) in cells.iter_mut().zip(searches) {
         if !failing(cell) || cell.fix.is_some() {
             continue;
         }
-        cell.no_fix = Some(match undecided || run::interrupt::interrupted() {
+        let cut_short = budget_ran_out && search.tried.len() < search.candidates.len();
+        cell.no_fix = Some(match search.undecided || run::interrupt::interrupted() {
             true => "not decided: a change of exit order could not be tried (its runs did not start or were cut short)".into(),
-            false => no_fix_reason(&cell.natural),
+            false if cut_short => format!(
+                "not decided: the budget (--budget) ran out after {} of the {} changes of exit order this exit allows ({})",
+                search.tried.len(),
+                search.candidates.len(),
+                search.tried.join("; ")
+            ),
+            false => no_fix_reason(&cell.natural, &search),
         });
     }
     Ok(())
 }
 
-fn no_fix_reason(natural: &CellResult) -> String {
-    let tried: Vec<&str> = Order::FIXES.iter().map(|o| o.name()).collect();
+/// One failing cell's search: the candidates planned from its natural exit, those tried, and
+/// whether one could not be judged.
+#[derive(Default)]
+struct Search {
+    candidates: Vec<fix_search::Candidate>,
+    tried: Vec<String>,
+    undecided: bool,
+}
+
+impl Search {
+    /// The candidates for the exit `natural`'s first kept run took.
+    fn of(natural: &CellResult) -> Search {
+        let exit = natural
+            .artifacts
+            .first()
+            .map(|dir| observed_exit(Path::new(dir)))
+            .unwrap_or_default();
+        Search {
+            candidates: fix_search::candidates(&exit),
+            ..Search::default()
+        }
+    }
+}
+
+/// The exit a run took, from its timeline: the main process's handlers pending when exit
+/// began (those run before, inside a `dlclose`, left out).
+fn observed_exit(run_dir: &Path) -> fix_search::ObservedExit {
+    let Ok(file) = std::fs::File::open(run_dir.join(vkexit_evidence::files::TIMELINE.name)) else {
+        return fix_search::ObservedExit::default();
+    };
+    let mut main_pid: Option<i64> = None;
+    let mut registered: Vec<fix_search::Registered> = Vec::new();
+    let mut ran: std::collections::HashSet<u64> = Default::default();
+    let mut exiting = false;
+    let _ = vkexit_evidence::read::records(file, |stamp, e: timeline::Entry| {
+        let pid = stamp.pid.unwrap_or(0);
+        if main_pid.is_none() && matches!(e, timeline::Entry::PreloadLoaded(_)) {
+            main_pid = Some(pid);
+        }
+        if main_pid != Some(pid) {
+            return;
+        }
+        match e {
+            timeline::Entry::HandlerRegistered(h) => registered.push(fix_search::Registered {
+                id: h.id,
+                destructor: h.kind() == Some(timeline::HandlerKind::CxaAtexit),
+                class: h.class,
+                phase: h.phase,
+                registrant: h.registrant,
+            }),
+            timeline::Entry::HandlersRegistered(run) => {
+                let last = run.last_id.min(run.first_id.saturating_add(100_000));
+                for id in run.first_id..=last {
+                    registered.push(fix_search::Registered {
+                        id,
+                        destructor: true,
+                        class: run.class.clone(),
+                        phase: run.phase.clone(),
+                        registrant: run.registrant.clone(),
+                    });
+                }
+            }
+            timeline::Entry::MainReturned(_) | timeline::Entry::ExitCalled(_) => exiting = true,
+            timeline::Entry::HandlerStart(h) if !exiting => {
+                ran.insert(h.id);
+            }
+            _ => {}
+        }
+    });
+    fix_search::ObservedExit::of(&registered, &ran)
+}
+
+/// What to change in the source for `order`: each order's advice, in turn.
+fn advice(order: &ExitOrder) -> String {
+    let each: Vec<&str> = order.0.iter().map(|o| o.advice()).collect();
+    each.join("; then ")
+}
+
+fn no_fix_reason(natural: &CellResult, search: &Search) -> String {
+    let searched = match search.tried.len() {
+        0 => "no change of exit order moves any of its exit handlers".to_string(),
+        n => {
+            let combined = search.tried.iter().filter(|t| t.contains(',')).count();
+            format!(
+                "no change of exit order made it pass: all {n} that move its exit handlers were \
+                 tried ({} single, {combined} of two combined: {})",
+                n - combined,
+                search.tried.join("; ")
+            )
+        }
+    };
     // A crash in the loader's finalization comes from a library destructor that runs after
     // every exit handler: no order of the handlers moves it.
     let after_handlers = natural
@@ -525,10 +646,7 @@ fn no_fix_reason(natural: &CellResult) -> String {
         _ if natural.emulation != "none" => "nothing destroys the device before the driver's exit handler in any order vkexit can make: a teardown must exist and run before it (register one with atexit after vkCreateInstance)".to_string(),
         _ => "the failure does not depend on the order of the exit handlers (a use after free inside one handler, or teardown that never happens)".to_string(),
     };
-    format!(
-        "no change of exit order made it pass (tried {}): {what}",
-        tried.join(", ")
-    )
+    format!("{searched}: {what}")
 }
 
 /// What a developer acts on: latent bugs in a passing exit, and the fix of a failing one.

@@ -3,6 +3,7 @@
 
 mod cases;
 pub(crate) mod exit_order;
+pub(crate) mod fix_search;
 pub mod matrix;
 pub(crate) mod shard;
 pub(crate) mod suites;

@@ -1,0 +1,391 @@
+//! Exit orders as the preloaded library applies them (`VKEXIT_EXIT_ORDER`), shared with the
+//! harness, whose search for a fix simulates them on the exit a run took.
+//!
+//! glibc runs exit handlers last-in-first-out, so their order is the order of registration,
+//! and that order is decided by the build: a runtime linked into the program registers its
+//! load-time handlers (C++ static destructors, `atexit` in a constructor) before `main`; loaded
+//! with `dlopen` as a module, after the handlers the application registered before loading it;
+//! the static destructors of different objects follow link and load order. Each order here
+//! moves whole groups of registrations to where such a build would have made them; none moves
+//! the C library's, the dynamic loader's or the Vulkan stack's (loader, layers, drivers and
+//! what they load) among themselves. Entries are in registration order: the last runs first.
+
+/// Who registered a handler, as the orders move them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Class {
+    /// The program's own executable.
+    App = 0,
+    /// Any other library: the runtime under test, a plugin, an extension module.
+    Runtime = 1,
+    /// The Vulkan loader, its layers, its drivers and what they loaded.
+    Vulkan = 2,
+    /// The C and C++ runtimes, the dynamic loader, this library: never moved.
+    System = 3,
+}
+
+impl Class {
+    /// Every class, in the order of their numbers.
+    pub const ALL: [Class; 4] = [Class::App, Class::Runtime, Class::Vulkan, Class::System];
+
+    /// The class of a number [`Class::App`]`as u8` gave; anything else is the system's.
+    pub fn from_u8(v: u8) -> Class {
+        match v {
+            0 => Class::App,
+            1 => Class::Runtime,
+            2 => Class::Vulkan,
+            _ => Class::System,
+        }
+    }
+
+    /// Its name in the timeline (`class` of `handler-registered`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::App => "app",
+            Class::Runtime => "runtime",
+            Class::Vulkan => "vulkan",
+            Class::System => "system",
+        }
+    }
+
+    /// The class of a timeline name.
+    pub fn from_name(name: &str) -> Option<Class> {
+        Class::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// When a handler was registered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    /// Before `main`: by an object linked into the program, from its constructors.
+    BeforeMain = 0,
+    /// Inside a `dlopen`: by the object loaded, from its constructors.
+    InDlopen = 1,
+    /// While the program ran.
+    Running = 2,
+}
+
+impl Phase {
+    /// Every phase, in the order of their numbers.
+    pub const ALL: [Phase; 3] = [Phase::BeforeMain, Phase::InDlopen, Phase::Running];
+
+    /// The phase of a number [`Phase::BeforeMain`]`as u8` gave; anything else is `Running`.
+    pub fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::BeforeMain,
+            1 => Phase::InDlopen,
+            _ => Phase::Running,
+        }
+    }
+
+    /// Its name in the timeline (`phase` of `handler-registered`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::BeforeMain => "before-main",
+            Phase::InDlopen => "in-dlopen",
+            Phase::Running => "running",
+        }
+    }
+
+    /// The phase of a timeline name.
+    pub fn from_name(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// One pending handler, as an order sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The handler's number, from 1 in each process.
+    pub id: u64,
+    /// Who registered it.
+    pub class: Class,
+    /// When.
+    pub phase: Phase,
+    /// A C++ static destructor (`__cxa_atexit` with an object).
+    pub destructor: bool,
+    /// The registering object (its load address): one group of the link order.
+    pub group: usize,
+}
+
+impl Entry {
+    /// Registered when its object was loaded: a static destructor, or a constructor's `atexit`.
+    fn at_load(&self) -> bool {
+        self.destructor || self.phase != Phase::Running
+    }
+
+    fn runtime_at_load(&self) -> bool {
+        self.class == Class::Runtime && self.at_load()
+    }
+}
+
+/// The orders, each a real build or deployment of the same program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// The runtime libraries loaded with `dlopen` after the application registered its
+    /// handlers (`GGML_BACKEND_DL`, plugins, extension modules): their load-time handlers
+    /// are registered after the application's, before the Vulkan stack's.
+    Module,
+    /// The runtime libraries linked into the program: their load-time handlers registered
+    /// before `main`, before any of the application's.
+    Linked,
+    /// The static destructors of the program and its runtime libraries in the reverse order
+    /// across objects (another link or load order); each object's own order kept.
+    Relinked,
+    /// The runtime libraries' load-time handlers registered after `vkCreateInstance` (with
+    /// `atexit` after the instance exists), so they run before the Vulkan stack's.
+    TeardownBeforeDriver,
+    /// The application's handlers registered after the runtime was initialised, so they run
+    /// before everything the runtime and the driver registered.
+    CleanupFirst,
+}
+
+impl Order {
+    /// Every order.
+    pub const ALL: [Order; 5] = [
+        Order::Module,
+        Order::Linked,
+        Order::Relinked,
+        Order::TeardownBeforeDriver,
+        Order::CleanupFirst,
+    ];
+
+    /// Its name, as `--exit-order` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Module => "module",
+            Order::Linked => "linked",
+            Order::Relinked => "link-order",
+            Order::TeardownBeforeDriver => "teardown-before-driver",
+            Order::CleanupFirst => "cleanup-first",
+        }
+    }
+
+    /// The order of that name.
+    pub fn from_name(name: &str) -> Option<Order> {
+        Order::ALL.into_iter().find(|o| o.name() == name)
+    }
+
+    /// Applies the order to `entries` (in registration order); the ids it moved.
+    pub fn apply(self, entries: &mut Vec<Entry>) -> Vec<u64> {
+        match self {
+            Order::Module => {
+                let first_vulkan = position(entries, |e| e.class == Class::Vulkan);
+                let before_vulkan = &entries[..first_vulkan.unwrap_or(entries.len())];
+                let Some(anchor) = before_vulkan.iter().rposition(|e| e.class == Class::App) else {
+                    return Vec::new();
+                };
+                let anchor_id = entries[anchor].id;
+                move_after(entries, anchor_id, |i, e| i < anchor && e.runtime_at_load())
+            }
+            Order::Linked => {
+                let Some(first_app) = position(entries, |e| e.class == Class::App) else {
+                    return Vec::new();
+                };
+                let movers = |i: usize, e: &Entry| {
+                    i > first_app && e.class == Class::Runtime && e.phase == Phase::InDlopen
+                };
+                let moved: Vec<Entry> = take(entries, movers);
+                let at = position(entries, |e| e.class == Class::App).unwrap_or(0);
+                let ids = moved.iter().map(|e| e.id).collect();
+                entries.splice(at..at, moved);
+                ids
+            }
+            Order::Relinked => reverse_groups(entries),
+            Order::TeardownBeforeDriver => {
+                let Some(last_vulkan) = entries.iter().rposition(|e| e.class == Class::Vulkan)
+                else {
+                    return Vec::new();
+                };
+                let anchor_id = entries[last_vulkan].id;
+                move_after(entries, anchor_id, |i, e| {
+                    i < last_vulkan && e.runtime_at_load()
+                })
+            }
+            Order::CleanupFirst => {
+                let last = entries.len();
+                let moved: Vec<Entry> = take(entries, |i, e| {
+                    e.class == Class::App && e.phase == Phase::Running && i + 1 < last
+                });
+                // Only handlers that something registered after them: else nothing moved.
+                let ids = moved.iter().map(|e| e.id).collect();
+                entries.extend(moved);
+                ids
+            }
+        }
+    }
+}
+
+fn position(entries: &[Entry], f: impl Fn(&Entry) -> bool) -> Option<usize> {
+    entries.iter().position(f)
+}
+
+/// Removes the entries `f` picks (by index and entry), keeping their order.
+fn take(entries: &mut Vec<Entry>, f: impl Fn(usize, &Entry) -> bool) -> Vec<Entry> {
+    let mut kept = Vec::with_capacity(entries.len());
+    let mut taken = Vec::new();
+    for (i, e) in entries.drain(..).enumerate() {
+        match f(i, &e) {
+            true => taken.push(e),
+            false => kept.push(e),
+        }
+    }
+    *entries = kept;
+    taken
+}
+
+/// Moves the entries `f` picks to just after the entry `anchor_id`.
+fn move_after(
+    entries: &mut Vec<Entry>,
+    anchor_id: u64,
+    f: impl Fn(usize, &Entry) -> bool,
+) -> Vec<u64> {
+    let moved = take(entries, f);
+    let at = entries
+        .iter()
+        .position(|e| e.id == anchor_id)
+        .map_or(entries.len(), |i| i + 1);
+    let ids = moved.iter().map(|e| e.id).collect();
+    entries.splice(at..at, moved);
+    ids
+}
+
+/// The load-time handlers of the program and the runtime libraries, grouped by object in the
+/// order the objects first registered, put back into the same places with the groups in the
+/// reverse order. Nothing moves with fewer than two such objects.
+fn reverse_groups(entries: &mut [Entry]) -> Vec<u64> {
+    let eligible =
+        |e: &Entry| (e.class == Class::App && e.phase == Phase::BeforeMain) || e.runtime_at_load();
+    let places: Vec<usize> = (0..entries.len())
+        .filter(|&i| eligible(&entries[i]))
+        .collect();
+    let mut groups: Vec<(usize, Vec<Entry>)> = Vec::new();
+    for &i in &places {
+        let e = entries[i];
+        match groups.iter_mut().find(|(g, _)| *g == e.group) {
+            Some((_, members)) => members.push(e),
+            None => groups.push((e.group, vec![e])),
+        }
+    }
+    if groups.len() < 2 {
+        return Vec::new();
+    }
+    let reordered: Vec<Entry> = groups.into_iter().rev().flat_map(|(_, m)| m).collect();
+    let mut moved = Vec::new();
+    for (&place, e) in places.iter().zip(reordered) {
+        if entries[place].id != e.id {
+            moved.push(e.id);
+        }
+        entries[place] = e;
+    }
+    moved
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(id: u64, class: Class, phase: Phase, group: usize) -> Entry {
+        Entry {
+            id,
+            class,
+            phase,
+            destructor: false,
+            group,
+        }
+    }
+
+    fn ids(entries: &[Entry]) -> Vec<u64> {
+        entries.iter().map(|e| e.id).collect()
+    }
+
+    /// `events-freed-after-teardown`: refrt loaded (its load-time handler), the application's
+    /// cleanup, then the Vulkan stack, then refrt's teardown registered after init.
+    fn events_freed() -> Vec<Entry> {
+        vec![
+            e(1, Class::Runtime, Phase::InDlopen, 10),
+            e(2, Class::App, Phase::Running, 1),
+            e(3, Class::Vulkan, Phase::InDlopen, 20),
+            e(4, Class::Vulkan, Phase::InDlopen, 21),
+            e(5, Class::Runtime, Phase::Running, 10),
+        ]
+    }
+
+    #[test]
+    fn module_registers_a_runtimes_load_time_handlers_after_the_applications() {
+        let mut entries = events_freed();
+        assert_eq!(Order::Module.apply(&mut entries), [1]);
+        assert_eq!(ids(&entries), [2, 1, 3, 4, 5]);
+        // Already a module loaded after the cleanup: nothing to move.
+        let mut again = entries.clone();
+        assert!(Order::Module.apply(&mut again).is_empty());
+        assert_eq!(again, entries);
+    }
+
+    #[test]
+    fn linked_registers_a_modules_load_time_handlers_before_the_applications() {
+        // `handler-before-load`: the cleanup, then refrt loaded.
+        let mut entries = vec![
+            e(1, Class::App, Phase::Running, 1),
+            e(2, Class::Runtime, Phase::InDlopen, 10),
+            e(3, Class::Vulkan, Phase::InDlopen, 20),
+            e(4, Class::Runtime, Phase::Running, 10),
+        ];
+        assert_eq!(Order::Linked.apply(&mut entries), [2]);
+        assert_eq!(ids(&entries), [2, 1, 3, 4]);
+        assert!(Order::Linked.apply(&mut entries).is_empty());
+    }
+
+    #[test]
+    fn teardown_before_driver_moves_load_time_handlers_past_the_vulkan_stacks() {
+        let mut entries = events_freed();
+        assert_eq!(Order::TeardownBeforeDriver.apply(&mut entries), [1]);
+        assert_eq!(ids(&entries), [2, 3, 4, 1, 5]);
+        // The handler registered at run time stays where it is.
+        assert_eq!(entries[4].phase, Phase::Running);
+    }
+
+    #[test]
+    fn cleanup_first_moves_the_applications_run_time_handlers_last_registered() {
+        let mut entries = events_freed();
+        assert_eq!(Order::CleanupFirst.apply(&mut entries), [2]);
+        assert_eq!(ids(&entries), [1, 3, 4, 5, 2]);
+        assert!(Order::CleanupFirst.apply(&mut entries).is_empty());
+    }
+
+    #[test]
+    fn link_order_reverses_objects_not_the_handlers_of_one_object() {
+        let mut entries = vec![
+            e(1, Class::System, Phase::BeforeMain, 0),
+            e(2, Class::Runtime, Phase::BeforeMain, 10),
+            e(3, Class::Runtime, Phase::BeforeMain, 10),
+            e(4, Class::App, Phase::BeforeMain, 1),
+            e(5, Class::App, Phase::Running, 1),
+            e(6, Class::Vulkan, Phase::InDlopen, 20),
+        ];
+        let moved = Order::Relinked.apply(&mut entries);
+        assert_eq!(ids(&entries), [1, 4, 2, 3, 5, 6]);
+        assert_eq!(moved, [4, 2, 3]);
+        // One object alone has no other order.
+        let mut one = vec![
+            e(1, Class::Runtime, Phase::BeforeMain, 10),
+            e(2, Class::Runtime, Phase::BeforeMain, 10),
+        ];
+        assert!(Order::Relinked.apply(&mut one).is_empty());
+    }
+
+    #[test]
+    fn nothing_of_the_system_or_the_vulkan_stack_moves() {
+        let mut entries = vec![
+            e(1, Class::System, Phase::BeforeMain, 0),
+            e(2, Class::Vulkan, Phase::InDlopen, 20),
+            e(3, Class::Vulkan, Phase::InDlopen, 21),
+        ];
+        for order in Order::ALL {
+            let before = entries.clone();
+            assert!(order.apply(&mut entries).is_empty(), "{order:?}");
+            assert_eq!(entries, before);
+        }
+    }
+}

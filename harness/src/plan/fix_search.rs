@@ -1,0 +1,261 @@
+//! Which changes of exit order to try on a failing exit, smallest first: a pure function of the
+//! exit the natural run took (its handlers pending at exit, who registered each and when), with
+//! no run and no file. `explore`'s engine runs what this proposes and hands back verdicts.
+//!
+//! Each candidate is a sequence of the source changes and deployments `--exit-order` names
+//! ([`Order::FIXES`]), simulated on the observed exit with the very rules the preloaded library
+//! applies (`vkexit_evidence::exit_order`). A candidate is kept only when every order in it
+//! moves a handler there (one that moves nothing adds nothing to a smaller candidate), and
+//! only once for each exit order it gives (two sequences that end in the same order are one
+//! test). They come in the order a developer would make the change: one order before two, and
+//! among those, fewer handlers moved first.
+
+use super::exit_order::{ExitOrder, Order};
+use std::collections::HashSet;
+use vkexit_evidence::exit_order::{self as rules, Class, Entry, Phase};
+
+/// The exit a run took: the handlers pending when exit began, in registration order (the
+/// last runs first), as its main process's timeline names them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ObservedExit {
+    pub(crate) handlers: Vec<Entry>,
+}
+
+/// A handler of the observed exit, as its registration record gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Registered {
+    pub(crate) id: u64,
+    /// `app`, `runtime`, `vulkan`, `system`; `None` (an older timeline): never moved.
+    pub(crate) class: Option<String>,
+    /// `before-main`, `in-dlopen`, `running`.
+    pub(crate) phase: Option<String>,
+    /// A C++ static destructor.
+    pub(crate) destructor: bool,
+    /// The object that registered it.
+    pub(crate) registrant: Option<String>,
+}
+
+impl ObservedExit {
+    /// The exit of these registrations (in any order), handlers with the ids in `ran` (run
+    /// before exit began, inside a `dlclose`) left out.
+    pub(crate) fn of(registrations: &[Registered], ran: &HashSet<u64>) -> ObservedExit {
+        let mut objects: Vec<&str> = Vec::new();
+        let mut handlers: Vec<Entry> = registrations
+            .iter()
+            .filter(|r| !ran.contains(&r.id))
+            .map(|r| {
+                let object = r.registrant.as_deref().unwrap_or("");
+                let group = match objects.iter().position(|o| *o == object) {
+                    Some(at) => at,
+                    None => {
+                        objects.push(object);
+                        objects.len() - 1
+                    }
+                };
+                Entry {
+                    id: r.id,
+                    class: r
+                        .class
+                        .as_deref()
+                        .and_then(Class::from_name)
+                        .unwrap_or(Class::System),
+                    phase: r
+                        .phase
+                        .as_deref()
+                        .and_then(Phase::from_name)
+                        .unwrap_or(Phase::Running),
+                    destructor: r.destructor,
+                    group: group + 1,
+                }
+            })
+            .collect();
+        handlers.sort_by_key(|e| e.id);
+        ObservedExit { handlers }
+    }
+}
+
+/// One change to try.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Candidate {
+    /// The orders, applied in turn, as `--exit-order` takes them.
+    pub(crate) order: ExitOrder,
+    /// How many handlers it moves on the observed exit.
+    pub(crate) moved: usize,
+}
+
+/// How many orders a candidate combines at most.
+pub(crate) const MAX_COMBINED: usize = 2;
+
+/// The candidates for `exit`, smallest first.
+pub(crate) fn candidates(exit: &ObservedExit) -> Vec<Candidate> {
+    let mut sequences: Vec<Vec<Order>> = Order::FIXES.iter().map(|&o| vec![o]).collect();
+    for &a in &Order::FIXES {
+        for &b in Order::FIXES.iter().filter(|&&b| b != a) {
+            sequences.push(vec![a, b]);
+        }
+    }
+    let natural: Vec<u64> = exit.handlers.iter().map(|e| e.id).collect();
+    let mut seen: HashSet<Vec<u64>> = HashSet::from([natural]);
+    let mut out: Vec<Candidate> = Vec::new();
+    for sequence in sequences {
+        let Some((order, moved)) = simulate(exit, &sequence) else {
+            continue;
+        };
+        if seen.insert(order) {
+            out.push(Candidate {
+                order: ExitOrder(sequence),
+                moved,
+            });
+        }
+    }
+    // Stable: among equals, the order of `Order::FIXES` (the developer's first guess) stays.
+    out.sort_by_key(|c| (c.order.0.len(), c.moved));
+    out
+}
+
+/// The registration order `sequence` gives `exit` and how many handlers it moved, or `None`
+/// when one of its orders moves nothing there.
+fn simulate(exit: &ObservedExit, sequence: &[Order]) -> Option<(Vec<u64>, usize)> {
+    let mut entries = exit.handlers.clone();
+    let mut moved: HashSet<u64> = HashSet::new();
+    for order in sequence {
+        let rule = rules::Order::from_name(order.name())?;
+        let ids = rule.apply(&mut entries);
+        if ids.is_empty() {
+            return None;
+        }
+        moved.extend(ids);
+    }
+    Some((entries.iter().map(|e| e.id).collect(), moved.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reg(id: u64, class: &str, phase: &str, destructor: bool, object: &str) -> Registered {
+        Registered {
+            id,
+            class: Some(class.into()),
+            phase: Some(phase.into()),
+            destructor,
+            registrant: Some(object.into()),
+        }
+    }
+
+    fn names(candidates: &[Candidate]) -> Vec<String> {
+        candidates.iter().map(|c| c.order.to_string()).collect()
+    }
+
+    /// The seed's `handler-before-load × static-destructor` under the Tegra exit: the
+    /// application's cleanup registered before the runtime loaded, the runtime's static
+    /// destructor when it loaded, then the driver's handler at vkCreateInstance.
+    fn seed() -> ObservedExit {
+        ObservedExit::of(
+            &[
+                reg(1, "app", "running", false, "/bin/handler-before-load"),
+                reg(2, "runtime", "in-dlopen", true, "/lib/libvkexit_refrt.so"),
+                reg(3, "vulkan", "running", false, "/lib/libVkLayer_tegra.so"),
+            ],
+            &HashSet::new(),
+        )
+    }
+
+    #[test]
+    fn the_seeds_two_step_fix_is_a_candidate_after_the_single_moves() {
+        let found = candidates(&seed());
+        let names = names(&found);
+        // One move first: each moves one handler.
+        assert_eq!(
+            names[..2],
+            ["teardown-before-driver", "cleanup-first"],
+            "{names:?}"
+        );
+        // Then the seed's history: the teardown after vkCreateInstance, then the cleanup
+        // registered after the runtime is initialised.
+        let two = names
+            .iter()
+            .position(|n| n == "teardown-before-driver,cleanup-first")
+            .unwrap_or_else(|| panic!("{names:?}"));
+        assert!(two >= 2, "{names:?}");
+        assert_eq!(found[two].moved, 2);
+        // Simulated, it is the order the fix runs: the cleanup, then the teardown, then the
+        // driver's (registration order: the last runs first).
+        let (order, _) = simulate(
+            &seed(),
+            &[Order::TeardownBeforeDriver, Order::CleanupFirst],
+        )
+        .unwrap();
+        assert_eq!(order, [3, 2, 1]);
+        // Alone, the cleanup first still leaves the teardown after the driver's handler.
+        let (alone, _) = simulate(&seed(), &[Order::CleanupFirst]).unwrap();
+        assert_eq!(alone, [2, 3, 1]);
+    }
+
+    #[test]
+    fn a_sequence_whose_order_moves_nothing_or_repeats_an_order_is_left_out() {
+        let found = names(&candidates(&seed()));
+        // `module` moves nothing here (the runtime's destructor is after the cleanup already).
+        assert!(!found.iter().any(|n| n.split(',').any(|o| o == "module")), "{found:?}");
+        // Each resulting order is tried once.
+        let mut orders: Vec<Vec<u64>> = Vec::new();
+        for c in candidates(&seed()) {
+            let (order, _) = simulate(&seed(), &c.order.0).unwrap();
+            assert!(!orders.contains(&order), "{found:?}");
+            orders.push(order);
+        }
+    }
+
+    #[test]
+    fn an_exit_with_nothing_to_move_has_no_candidate() {
+        let only_system = ObservedExit::of(
+            &[
+                reg(1, "system", "before-main", false, "/lib/libc.so.6"),
+                reg(2, "vulkan", "running", false, "/lib/libvulkan.so.1"),
+            ],
+            &HashSet::new(),
+        );
+        assert!(candidates(&only_system).is_empty());
+        assert!(candidates(&ObservedExit::default()).is_empty());
+    }
+
+    #[test]
+    fn handlers_that_ran_before_exit_and_unknown_classes_are_not_moved() {
+        let ran = HashSet::from([2]);
+        let exit = ObservedExit::of(
+            &[
+                reg(1, "app", "running", false, "/bin/p"),
+                reg(2, "runtime", "in-dlopen", true, "/lib/librt.so"),
+                Registered {
+                    class: None,
+                    ..reg(3, "", "", false, "/lib/x.so")
+                },
+            ],
+            &ran,
+        );
+        assert_eq!(exit.handlers.len(), 2);
+        assert_eq!(exit.handlers[1].class, Class::System);
+        assert!(candidates(&exit).is_empty(), "{:?}", candidates(&exit));
+    }
+
+    #[test]
+    fn the_smaller_change_comes_first() {
+        // Two runtime objects' destructors before the driver's handler: teardown-before-driver
+        // moves both, link-order swaps them; the app's cleanup is registered last already.
+        let exit = ObservedExit::of(
+            &[
+                reg(1, "runtime", "before-main", true, "/lib/liba.so"),
+                reg(2, "runtime", "before-main", true, "/lib/libb.so"),
+                reg(3, "vulkan", "running", false, "/lib/libdriver.so"),
+                reg(4, "app", "running", false, "/bin/p"),
+            ],
+            &HashSet::new(),
+        );
+        let found = candidates(&exit);
+        let moved: Vec<usize> = found.iter().map(|c| c.moved).collect();
+        let singles = found.iter().filter(|c| c.order.0.len() == 1).count();
+        assert!(singles >= 2, "{:?}", names(&found));
+        assert!(moved[..singles].windows(2).all(|w| w[0] <= w[1]), "{moved:?}");
+        assert!(found[singles..].iter().all(|c| c.order.0.len() == 2));
+    }
+}
