@@ -457,16 +457,22 @@ fn the_seeds_two_step_fix_is_searched_and_replays() {
     let exploration = exploration(&json);
     let cell = &exploration.cells[0];
     assert!(cell.natural.counts.passed() < 2, "{cell:#?}");
-    let fix = cell
-        .fix
-        .as_ref()
-        .unwrap_or_else(|| panic!("{cell:#?}
-{stderr}"));
-    assert_eq!(fix.exit_order, "teardown-before-driver,cleanup-first", "{cell:#?}");
+    let fix = cell.fix.as_ref().unwrap_or_else(|| {
+        panic!(
+            "{cell:#?}
+{stderr}"
+        )
+    });
+    assert_eq!(
+        fix.exit_order, "teardown-before-driver,cleanup-first",
+        "{cell:#?}"
+    );
     assert_eq!((fix.counts.pass, fix.verdict.as_str()), (2, "pass"));
     assert!(
         fix.change.contains("atexit after vkCreateInstance")
-            && fix.change.contains("; then register the application's cleanup"),
+            && fix
+                .change
+                .contains("; then register the application's cleanup"),
         "{fix:#?}"
     );
     assert!(cell.no_fix.is_none(), "{cell:#?}");

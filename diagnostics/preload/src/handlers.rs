@@ -166,7 +166,10 @@ fn write_run(run: &Run) {
         .str(field::KIND, HandlerKind::CxaAtexit.as_str())
         .u64(field::FIRST_T_NS, run.first_t_ns)
         .bool(field::WRAPPED, false)
-        .str(field::CLASS, crate::classes::class_of(registrant.as_ref()).name())
+        .str(
+            field::CLASS,
+            crate::classes::class_of(registrant.as_ref()).name(),
+        )
         .str(field::PHASE, run.phase.name());
     timeline::c_str_field(
         &mut record,
@@ -202,7 +205,11 @@ fn record_registration(
     };
     let mut record = Record::new(Event::HandlerRegistered.as_str());
     record.u64(field::ID, id).str(field::KIND, kind.as_str());
-    timeline::c_str_field(&mut record, field::REGISTRANT, registrant.and_then(|o| o.name));
+    timeline::c_str_field(
+        &mut record,
+        field::REGISTRANT,
+        registrant.and_then(|o| o.name),
+    );
     record
         .str(field::CLASS, entry.class.name())
         .str(field::PHASE, entry.phase.name());

@@ -474,7 +474,11 @@ fn search_fixes(
         for (order, members) in by_order {
             // A deployment order already run for every cell: its runs are the verification.
             let ran = |c: &ExploredCell| match order.0.as_slice() {
-                [one] => c.perturbations.iter().find(|p| p.name == one.name()).cloned(),
+                [one] => c
+                    .perturbations
+                    .iter()
+                    .find(|p| p.name == one.name())
+                    .cloned(),
                 _ => None,
             };
             let results = match members.iter().all(|&i| ran(&cells[i]).is_some()) {
