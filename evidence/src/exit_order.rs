@@ -107,6 +107,107 @@ pub struct Entry {
     pub destructor: bool,
     /// The registering object (its load address): one group of the link order.
     pub group: usize,
+    /// The [`symbol_hash`] of the handler's symbol; 0 when it has none (a C++ static
+    /// destructor, a function the symbol table does not name).
+    pub symbol: u64,
+}
+
+/// The number by which an exit order names a handler's symbol: FNV-1a of its bytes, never 0.
+pub fn symbol_hash(symbol: &[u8]) -> u64 {
+    symbol
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+        .max(1)
+}
+
+/// A handler an exit order names: by its symbol, or by its number where it has none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Named {
+    /// The [`symbol_hash`] of its symbol.
+    Symbol(u64),
+    /// Its number (`handler-registered`'s `id`) in the process.
+    Id(u64),
+}
+
+impl Named {
+    /// `#7` is handler 7; anything else is a symbol.
+    pub fn parse(text: &str) -> Option<Named> {
+        match text.strip_prefix('#') {
+            Some(id) => id.parse().ok().map(Named::Id),
+            None if text.is_empty() => None,
+            None => Some(Named::Symbol(symbol_hash(text.as_bytes()))),
+        }
+    }
+
+    fn matches(self, e: &Entry) -> bool {
+        match self {
+            Named::Symbol(hash) => e.symbol == hash,
+            Named::Id(id) => e.id == id,
+        }
+    }
+}
+
+/// One handler run before another: `first` registered just after `then`, as the program would
+/// register it with its two registrations swapped (the last registered runs first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Before {
+    /// The handler to run first.
+    pub first: Named,
+    /// The handler it must run before.
+    pub then: Named,
+}
+
+impl Before {
+    /// Applies the move to `entries` (in registration order); the id it moved, if it did:
+    /// nothing when either is not pending or `first` runs first already.
+    pub fn apply(self, entries: &mut Vec<Entry>) -> Vec<u64> {
+        let first = entries.iter().position(|e| self.first.matches(e));
+        let then = entries.iter().position(|e| self.then.matches(e));
+        let (Some(first), Some(then)) = (first, then) else {
+            return Vec::new();
+        };
+        if first > then {
+            return Vec::new();
+        }
+        let moved = entries.remove(first);
+        // `then` moved one place down with the removal.
+        entries.insert(then, moved);
+        vec![moved.id]
+    }
+}
+
+/// One step of an exit order: a whole order, or one handler moved before another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// An order of [`Order::ALL`].
+    Order(Order),
+    /// `run:FIRST:before:THEN`.
+    Before(Before),
+}
+
+impl Step {
+    /// A step as `VKEXIT_EXIT_ORDER` names it: an order's name, or `run:FIRST:before:THEN`
+    /// with each handler a symbol or `#ID`.
+    pub fn parse(text: &str) -> Option<Step> {
+        if let Some(order) = Order::from_name(text) {
+            return Some(Step::Order(order));
+        }
+        let (first, then) = text.strip_prefix("run:")?.split_once(":before:")?;
+        Some(Step::Before(Before {
+            first: Named::parse(first)?,
+            then: Named::parse(then)?,
+        }))
+    }
+
+    /// Applies the step to `entries` (in registration order); the ids it moved.
+    pub fn apply(self, entries: &mut Vec<Entry>) -> Vec<u64> {
+        match self {
+            Step::Order(order) => order.apply(entries),
+            Step::Before(before) => before.apply(entries),
+        }
+    }
 }
 
 impl Entry {
@@ -293,7 +394,41 @@ mod tests {
             phase,
             destructor: false,
             group,
+            symbol: 0,
         }
+    }
+
+    #[test]
+    fn one_handler_is_run_before_another_by_symbol_or_number() {
+        let named = |id, symbol: &str| Entry {
+            symbol: symbol_hash(symbol.as_bytes()),
+            ..e(id, Class::Runtime, Phase::Running, 1)
+        };
+        // Registered: join_workers, then vk_shutdown; so vk_shutdown runs first.
+        let natural = vec![
+            named(1, "join_workers"),
+            named(2, "vk_shutdown"),
+            named(3, "x"),
+        ];
+        let mut entries = natural.clone();
+        let step = Step::parse("run:join_workers:before:vk_shutdown").unwrap();
+        assert_eq!(step.apply(&mut entries), [1]);
+        assert_eq!(ids(&entries), [2, 1, 3]);
+        // Already so: nothing moves.
+        assert!(step.apply(&mut entries).is_empty());
+        let mut entries = natural.clone();
+        assert_eq!(
+            Step::parse("run:#1:before:#2").unwrap().apply(&mut entries),
+            [1]
+        );
+        assert_eq!(ids(&entries), [2, 1, 3]);
+        let mut entries = natural;
+        let absent = Step::parse("run:nowhere:before:vk_shutdown").unwrap();
+        assert!(absent.apply(&mut entries).is_empty());
+        for bad in ["run:a", "run::before:b", "run:#x:before:b", "teardown"] {
+            assert_eq!(Step::parse(bad), None, "{bad}");
+        }
+        assert_eq!(Step::parse("module"), Some(Step::Order(Order::Module)));
     }
 
     fn ids(entries: &[Entry]) -> Vec<u64> {

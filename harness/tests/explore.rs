@@ -710,3 +710,146 @@ fn green(e: &Exploration) -> bool {
                 .any(|p| matches!(p.verdict.as_str(), "fail" | "flaky" | "error"))
     })
 }
+
+/// A library that starts a worker thread on its device and registers, while the program runs,
+/// `join_workers` and then `vk_shutdown` with `atexit`: `vk_shutdown` runs first and destroys
+/// the device while the worker still submits (it waits, there, for the worker's next call, so
+/// that this happens in every run). Swapping the two registrations fixes it.
+const WORKERS: &str = r#"#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <vulkan/vulkan.h>
+static VkInstance instance;
+static VkDevice device;
+static VkQueue queue;
+static volatile int stop, destroyed, called_after;
+static pthread_t worker;
+static void *work(void *unused) {
+    (void)unused;
+    while (!stop) {
+        vkQueueWaitIdle(queue);
+        if (destroyed) called_after = 1;
+    }
+    return 0;
+}
+void join_workers(void) {
+    stop = 1;
+    pthread_join(worker, 0);
+}
+void vk_shutdown(void) {
+    vkDestroyDevice(device, 0);
+    destroyed = 1;
+    while (!stop && !called_after) sched_yield();
+    vkDestroyInstance(instance, 0);
+}
+int workers_start(void) {
+    VkInstanceCreateInfo info = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    if (vkCreateInstance(&info, 0, &instance) != VK_SUCCESS) return 2;
+    uint32_t n = 1;
+    VkPhysicalDevice gpu;
+    if (vkEnumeratePhysicalDevices(instance, &n, &gpu) < 0 || n == 0) return 2;
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo q = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    q.queueCount = 1;
+    q.pQueuePriorities = &priority;
+    VkDeviceCreateInfo d = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    d.queueCreateInfoCount = 1;
+    d.pQueueCreateInfos = &q;
+    if (vkCreateDevice(gpu, &d, 0, &device) != VK_SUCCESS) return 2;
+    vkGetDeviceQueue(device, 0, 0, &queue);
+    pthread_create(&worker, 0, work, 0);
+    atexit(join_workers);
+    atexit(vk_shutdown);
+    return 0;
+}
+"#;
+
+#[test]
+fn two_handlers_of_one_library_in_the_wrong_order_get_a_swap_that_replays() {
+    let sb = Sandbox::new();
+    cc(
+        sb.path(),
+        &[("workers.c", WORKERS)],
+        &[
+            "-shared",
+            "-fPIC",
+            "workers.c",
+            "-o",
+            "libworkers.so",
+            "-lvulkan",
+            "-pthread",
+        ],
+    );
+    cc(
+        sb.path(),
+        &[(
+            "main.c",
+            "int workers_start(void);\nint main(void) { return workers_start(); }\n",
+        )],
+        &[
+            "main.c",
+            "-o",
+            "workers",
+            "-L.",
+            "-lworkers",
+            "-Wl,-rpath,$ORIGIN",
+        ],
+    );
+    let json = sb.path().join("explore.json");
+    let out = sb
+        .vkexit()
+        .args([
+            "explore",
+            "--driver",
+            "lavapipe",
+            "--runs",
+            "2",
+            "--timeout",
+            "30",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("--")
+        .arg(sb.path().join("workers"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let exploration = exploration(&json);
+    let cell = &exploration.cells[0];
+    assert_eq!(cell.natural.counts.passed(), 0, "{cell:#?}\n{stderr}");
+    let fix = cell
+        .fix
+        .as_ref()
+        .unwrap_or_else(|| panic!("{cell:#?}\n{stderr}"));
+    assert_eq!(
+        fix.exit_order, "run:join_workers:before:vk_shutdown",
+        "{cell:#?}"
+    );
+    assert_eq!((fix.counts.passed(), fix.verdict.as_str()), (2, "pass"));
+    assert!(
+        fix.change
+            .contains("register `join_workers` after `vk_shutdown`"),
+        "{fix:#?}"
+    );
+    assert!(
+        fix.moved.iter().any(|m| m.contains("join_workers")),
+        "{fix:#?}"
+    );
+    // `run` replays it: clean with the swap, failing without.
+    for (order, passes) in [(Some(fix.exit_order.as_str()), 2), (None, 0)] {
+        let mut args = Args::run()
+            .runs(2)
+            .json("replay.json")
+            .opt("--timeout", "30");
+        if let Some(order) = order {
+            args = args.opt("--exit-order", order);
+        }
+        let args = args.program(&sb.path().join("workers"), &[]);
+        let (_, replay) = sb.gate(&args, "replay.json");
+        assert_eq!(
+            the_cell(&replay).counts.passed(),
+            passes,
+            "{order:?}: {replay:#?}"
+        );
+    }
+}

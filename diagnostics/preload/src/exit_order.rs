@@ -1,5 +1,6 @@
 //! Another exit order: the handlers pending when exit begins run in the order another build or
-//! deployment of the same program would give them (`VKEXIT_EXIT_ORDER`), and other threads are
+//! deployment of the same program would give them, or with one handler moved before another
+//! (`VKEXIT_EXIT_ORDER`: the steps of `vkexit_evidence::exit_order`), and other threads are
 //! let run ahead at handler boundaries (`VKEXIT_CHAOS_SEED`).
 //!
 //! glibc runs exit handlers last-in-first-out, so their order is the order of registration,
@@ -18,7 +19,8 @@
 //! and is not run again. Handlers registered while these run go first, as glibc runs them.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use vkexit_evidence::timeline::{field, Event};
 use vkexit_evidence::Record;
@@ -26,36 +28,32 @@ use vkexit_evidence::Record;
 use crate::handlers::{self, Pending};
 use crate::timeline;
 
-pub(crate) use vkexit_evidence::exit_order::{Class, Entry, Order, Phase};
+use vkexit_evidence::exit_order::Step;
+pub(crate) use vkexit_evidence::exit_order::{Class, Entry, Phase};
 
-/// The orders to apply, comma-separated names of [`Order`].
+/// The steps to apply, comma-separated: names of orders, or `run:FIRST:before:THEN`.
 pub const EXIT_ORDER_VAR: &str = "VKEXIT_EXIT_ORDER";
 /// The thread-timing seed: other threads are let run ahead at handler boundaries it picks.
 pub const CHAOS_SEED_VAR: &str = "VKEXIT_CHAOS_SEED";
 
-/// The orders asked for, by index into [`Order::ALL`], in the order given (at most 8).
-static ORDERS: [AtomicU8; 8] = [const { AtomicU8::new(u8::MAX) }; 8];
+/// The steps asked for, in the order given, each with its name as given (at most 16).
+static STEPS: OnceLock<Vec<(Step, String)>> = OnceLock::new();
 static CHAOS_SEED: AtomicU64 = AtomicU64::new(0);
 static CHAOS: AtomicBool = AtomicBool::new(false);
 static ASKED: AtomicBool = AtomicBool::new(false);
 static TAKEN_OVER: AtomicBool = AtomicBool::new(false);
 
-/// Reads [`EXIT_ORDER_VAR`] and [`CHAOS_SEED_VAR`] (from the library's constructor). Whether
+/// Reads [`EXIT_ORDER_VAR`] and [`CHAOS_SEED_VAR`] (from the library's set-up). Whether
 /// either asks for anything: then every handler must be wrapped.
 pub(crate) fn configure() -> bool {
-    let mut n = 0;
-    if let Ok(list) = std::env::var(EXIT_ORDER_VAR) {
-        for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let Some(order) = Order::from_name(name) else {
-                continue;
-            };
-            if n < ORDERS.len() {
-                let index = Order::ALL.iter().position(|&o| o == order).unwrap_or(0);
-                ORDERS[n].store(index as u8, Ordering::Relaxed);
-                n += 1;
-            }
-        }
-    }
+    let steps = STEPS.get_or_init(|| {
+        let list = std::env::var(EXIT_ORDER_VAR).unwrap_or_default();
+        list.split(',')
+            .map(str::trim)
+            .filter_map(|name| Some((Step::parse(name)?, name.to_string())))
+            .take(16)
+            .collect()
+    });
     if let Some(seed) = std::env::var(CHAOS_SEED_VAR)
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
@@ -63,18 +61,13 @@ pub(crate) fn configure() -> bool {
         CHAOS_SEED.store(seed, Ordering::Relaxed);
         CHAOS.store(true, Ordering::Relaxed);
     }
-    let asked = n > 0 || CHAOS.load(Ordering::Relaxed);
+    let asked = !steps.is_empty() || CHAOS.load(Ordering::Relaxed);
     ASKED.store(asked, Ordering::Relaxed);
     asked
 }
 
-fn orders() -> Vec<Order> {
-    ORDERS
-        .iter()
-        .map(|o| o.load(Ordering::Relaxed))
-        .take_while(|&i| (i as usize) < Order::ALL.len())
-        .map(|i| Order::ALL[i as usize])
-        .collect()
+fn steps() -> &'static [(Step, String)] {
+    STEPS.get().map_or(&[], Vec::as_slice)
 }
 
 /// Exit begins (from `exit`, or after `main` returned): runs the pending handlers in the
@@ -85,10 +78,10 @@ pub(crate) fn take_over(status: c_int) {
     }
     let pending = handlers::pending();
     let mut entries: Vec<Entry> = pending.iter().map(|p| p.entry).collect();
-    let orders = orders();
+    let steps = steps();
     let mut moved: Vec<u64> = Vec::new();
-    for order in &orders {
-        for id in order.apply(&mut entries) {
+    for (step, _) in steps {
+        for id in step.apply(&mut entries) {
             if !moved.contains(&id) {
                 moved.push(id);
             }
@@ -98,7 +91,7 @@ pub(crate) fn take_over(status: c_int) {
         .load(Ordering::Relaxed)
         .then(|| CHAOS_SEED.load(Ordering::Relaxed));
     entries.reverse();
-    record_reordering(&orders, &moved, &entries, pending.len(), chaos);
+    record_reordering(steps, &moved, &entries, pending.len(), chaos);
     if moved.is_empty() && chaos.is_none() {
         return;
     }
@@ -136,13 +129,13 @@ fn run_newer(mut newest: u64, status: c_int) -> u64 {
 }
 
 fn record_reordering(
-    orders: &[Order],
+    steps: &[(Step, String)],
     moved: &[u64],
     run_order: &[Entry],
     pending: usize,
     chaos: Option<u64>,
 ) {
-    let names: Vec<&str> = orders.iter().map(|o| o.name()).collect();
+    let names: Vec<&str> = steps.iter().map(|(_, name)| name.as_str()).collect();
     let in_run_order: Vec<String> = run_order
         .iter()
         .filter(|e| moved.contains(&e.id))

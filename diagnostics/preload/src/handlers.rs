@@ -22,6 +22,7 @@ use vkexit_evidence::Record;
 
 use crate::exit_order::{Class, Entry, Phase};
 use crate::{objects, real, timeline};
+use vkexit_evidence::exit_order::symbol_hash;
 
 /// What glibc calls: `f(arg, status)`; `atexit` functions ignore both.
 type Handler = unsafe extern "C" fn(*mut c_void, c_int);
@@ -85,14 +86,15 @@ unsafe extern "C" fn register(
     }
     flush_registrations();
     let registrant = registrant_of(dso_handle as usize, caller);
-    let entry = Entry {
+    let mut entry = Entry {
         id,
         class: crate::classes::class_of(registrant.as_ref()),
         phase: crate::classes::phase_now(),
         destructor: !arg.is_null(),
         group: registrant.as_ref().map_or(0, |o| o.base),
+        symbol: 0,
     };
-    record_registration(&entry, f, arg, registrant.as_ref(), wrapped);
+    entry.symbol = record_registration(&entry, f, arg, registrant.as_ref(), wrapped);
     let slot = Slot::claim(f, arg, entry);
     // SAFETY: the trampoline has glibc's handler signature; the slot outlives the
     // registration (it is released only after the handler ran).
@@ -187,14 +189,15 @@ fn registrant_of(dso_handle: usize, caller: usize) -> Option<objects::Object> {
     objects::object_of(dso_handle).or_else(|| objects::object_of(caller))
 }
 
-/// Writes the `handler-registered` record of `entry`, registered by `registrant`.
+/// Writes the `handler-registered` record of `entry`, registered by `registrant`; the
+/// [`symbol_hash`] of its symbol, 0 without one.
 fn record_registration(
     entry: &Entry,
     f: Handler,
     arg: *mut c_void,
     registrant: Option<&objects::Object>,
     wrapped: bool,
-) {
+) -> u64 {
     let id = entry.id;
     let function = objects::object_of(f as usize);
     let atexit = arg.is_null();
@@ -235,6 +238,7 @@ fn record_registration(
     }
     record.bool(field::WRAPPED, wrapped);
     timeline::write(record);
+    symbol.map_or(0, |s| symbol_hash(s.to_bytes()))
 }
 
 /// Runs as an exit handler: inside `exit()`, in the registration's place, or inside the
@@ -286,6 +290,7 @@ impl Slot {
             phase: Phase::from_u8(self.phase.load(Ordering::Acquire)),
             destructor: self.destructor.load(Ordering::Acquire),
             group: self.group.load(Ordering::Acquire),
+            symbol: self.symbol.load(Ordering::Acquire),
         }
     }
 }
@@ -340,6 +345,7 @@ struct Slot {
     phase: AtomicU8,
     destructor: AtomicBool,
     group: AtomicUsize,
+    symbol: AtomicU64,
 }
 
 /// The slots past the pool, for [`pending`] to find.
@@ -365,6 +371,7 @@ impl Slot {
             phase: AtomicU8::new(0),
             destructor: AtomicBool::new(false),
             group: AtomicUsize::new(0),
+            symbol: AtomicU64::new(0),
         }
     }
 
@@ -406,6 +413,7 @@ impl Slot {
         slot.phase.store(entry.phase as u8, Ordering::Release);
         slot.destructor.store(entry.destructor, Ordering::Release);
         slot.group.store(entry.group, Ordering::Release);
+        slot.symbol.store(entry.symbol, Ordering::Release);
         slot
     }
 
@@ -430,6 +438,7 @@ mod tests {
             phase: Phase::Running,
             destructor: false,
             group: 0,
+            symbol: 0,
         }
     }
 

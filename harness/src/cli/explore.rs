@@ -56,7 +56,16 @@ pub(super) struct ExploreArgs {
 pub(super) fn explore_command(args: ExploreArgs) -> Result<Exit> {
     let mut settings = args.exec.settings(true, args.shard)?;
     let orders = match settings.exit_order.take() {
-        Some(asked) => asked.0,
+        Some(asked) if asked.orders().len() < asked.0.len() => {
+            return Err(crate::support::errors::Error::BadFlag {
+                flag: "--exit-order",
+                value: Some(asked.to_string()),
+                why: "explore perturbs with whole orders; a run:FIRST:before:THEN step replays \
+                      a fix with `vkexit run --exit-order`"
+                    .into(),
+            });
+        }
+        Some(asked) => asked.orders(),
         None => Order::DEPLOYMENTS.to_vec(),
     };
     let chaos_seed = settings.chaos_seed.take().unwrap_or(1);

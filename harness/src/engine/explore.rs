@@ -13,7 +13,7 @@ use super::gate;
 use super::invocation::{Invocation, Settings};
 use crate::host::layers::Emulation;
 use crate::judge::{self, Baseline};
-use crate::plan::exit_order::{ExitOrder, Order};
+use crate::plan::exit_order::{ExitOrder, Order, Step};
 use crate::plan::fix_search;
 use crate::plan::matrix::Matrix;
 use crate::plan::Cell;
@@ -51,6 +51,8 @@ enum Kind {
     Order(Order),
     Driver(Emulation),
     Threads(u64),
+    /// A change of exit order the fix search verifies (its steps are the phase's).
+    Fix,
 }
 
 impl Kind {
@@ -59,6 +61,7 @@ impl Kind {
             Kind::Order(o) => o.name().to_string(),
             Kind::Driver(e) => format!("driver-exit:{}", e.name()),
             Kind::Threads(seed) => format!("threads:seed={seed}"),
+            Kind::Fix => "fix".into(),
         }
     }
 
@@ -80,6 +83,7 @@ impl Kind {
                  ahead of the exit handlers (a slower machine, a loaded one)"
                     .into()
             }
+            Kind::Fix => "a change of the program's exit order".into(),
         }
     }
 
@@ -88,6 +92,7 @@ impl Kind {
             Kind::Order(o) => format!("--exit-order {}", o.name()),
             Kind::Driver(e) => format!("--emulate {}", e.name()),
             Kind::Threads(seed) => format!("--chaos-seed {seed}"),
+            Kind::Fix => "--exit-order".into(),
         }
     }
 
@@ -166,7 +171,7 @@ pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) ->
                 request,
                 &base,
                 &kind.dir(),
-                Some(ExitOrder(vec![o])),
+                Some(ExitOrder::of(o)),
                 None,
                 None,
                 reporters,
@@ -192,6 +197,7 @@ pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) ->
                 None,
                 reporters,
             )?,
+            Kind::Fix => continue,
         };
         for cell in &mut cells {
             if let Some(p) = perturbation(kind, &cell.natural, &results) {
@@ -354,7 +360,7 @@ fn perturbation(kind: Kind, natural: &CellResult, results: &Results) -> Option<P
     };
     let first = cell.artifacts.first().map(PathBuf::from);
     let applies = match kind {
-        Kind::Order(_) => {
+        Kind::Order(_) | Kind::Fix => {
             let moved = first.as_deref().map(moved_handlers).unwrap_or_default();
             p.moved = moved.clone();
             !moved.is_empty()
@@ -474,7 +480,7 @@ fn search_fixes(
         for (order, members) in by_order {
             // A deployment order already run for every cell: its runs are the verification.
             let ran = |c: &ExploredCell| match order.0.as_slice() {
-                [one] => c
+                [Step::Order(one)] => c
                     .perturbations
                     .iter()
                     .find(|p| p.name == one.name())
@@ -507,7 +513,7 @@ fn search_fixes(
             };
             for &i in &members {
                 let tried = match &results {
-                    Some(r) => perturbation(Kind::Order(order.0[0]), &cells[i].natural, r),
+                    Some(r) => perturbation(Kind::Fix, &cells[i].natural, r),
                     None => ran(&cells[i]),
                 };
                 let search = &mut searches[i];
@@ -592,6 +598,7 @@ fn observed_exit(run_dir: &Path) -> fix_search::ObservedExit {
             timeline::Entry::HandlerRegistered(h) => registered.push(fix_search::Registered {
                 id: h.id,
                 destructor: h.kind() == Some(timeline::HandlerKind::CxaAtexit),
+                symbol: h.symbol,
                 class: h.class,
                 phase: h.phase,
                 registrant: h.registrant,
@@ -602,6 +609,7 @@ fn observed_exit(run_dir: &Path) -> fix_search::ObservedExit {
                     registered.push(fix_search::Registered {
                         id,
                         destructor: true,
+                        symbol: None,
                         class: run.class.clone(),
                         phase: run.phase.clone(),
                         registrant: run.registrant.clone(),
@@ -620,7 +628,7 @@ fn observed_exit(run_dir: &Path) -> fix_search::ObservedExit {
 
 /// What to change in the source for `order`: each order's advice, in turn.
 fn advice(order: &ExitOrder) -> String {
-    let each: Vec<&str> = order.0.iter().map(|o| o.advice()).collect();
+    let each: Vec<String> = order.0.iter().map(Step::advice).collect();
     each.join("; then ")
 }
 

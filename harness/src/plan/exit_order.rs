@@ -108,16 +108,106 @@ impl Order {
     }
 }
 
-/// The orders of one `--exit-order` value, applied in turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ExitOrder(pub(crate) Vec<Order>);
+/// A handler named in a step: by its symbol, or `#ID` (its number in the main process) where
+/// it has none.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Handler {
+    Symbol(String),
+    Id(u64),
+}
+
+impl fmt::Display for Handler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Handler::Symbol(s) => f.write_str(s),
+            Handler::Id(id) => write!(f, "#{id}"),
+        }
+    }
+}
+
+impl Handler {
+    fn parse(text: &str) -> Option<Handler> {
+        match text.strip_prefix('#') {
+            Some(id) => id.parse().ok().map(Handler::Id),
+            None if text.is_empty() || text.contains([',', ':', ' ']) => None,
+            None => Some(Handler::Symbol(text.to_string())),
+        }
+    }
+
+    /// As the preload names it (`vkexit_evidence::exit_order::Named`).
+    pub(crate) fn named(&self) -> vkexit_evidence::exit_order::Named {
+        use vkexit_evidence::exit_order::{symbol_hash, Named};
+        match self {
+            Handler::Symbol(s) => Named::Symbol(symbol_hash(s.as_bytes())),
+            Handler::Id(id) => Named::Id(*id),
+        }
+    }
+}
+
+/// One step of an exit order: a whole order, or one handler run before another
+/// (`run:FIRST:before:THEN`: the program registering its two handlers the other way round).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Step {
+    Order(Order),
+    Before { first: Handler, then: Handler },
+}
+
+impl Step {
+    fn parse(text: &str) -> Option<Step> {
+        if let Some(order) = Order::parse(text) {
+            return Some(Step::Order(order));
+        }
+        let (first, then) = text.strip_prefix("run:")?.split_once(":before:")?;
+        Some(Step::Before {
+            first: Handler::parse(first)?,
+            then: Handler::parse(then)?,
+        })
+    }
+
+    /// What to change in the source, when this step made a failing exit clean.
+    pub(crate) fn advice(&self) -> String {
+        match self {
+            Step::Order(o) => o.advice().to_string(),
+            Step::Before { first, then } => format!(
+                "register `{first}` after `{then}` (exit handlers run last registered first: \
+                 `{then}` ran before `{first}`)"
+            ),
+        }
+    }
+
+    /// As the preload applies it.
+    pub(crate) fn rule(&self) -> Option<vkexit_evidence::exit_order::Step> {
+        use vkexit_evidence::exit_order as rules;
+        Some(match self {
+            Step::Order(o) => rules::Step::Order(rules::Order::from_name(o.name())?),
+            Step::Before { first, then } => rules::Step::Before(rules::Before {
+                first: first.named(),
+                then: then.named(),
+            }),
+        })
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Order(o) => f.write_str(o.name()),
+            Step::Before { first, then } => write!(f, "run:{first}:before:{then}"),
+        }
+    }
+}
+
+/// The steps of one `--exit-order` value, applied in turn.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ExitOrder(pub(crate) Vec<Step>);
 
 /// An `--exit-order` value (or a matrix's `exit_order`) that is none.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum BadExitOrder {
     /// A name of no order.
     #[error(
-        "`{0}` is no exit order; expected one or more of {known}, comma-separated",
+        "`{0}` is no exit order; expected one or more of {known}, or run:FIRST:before:THEN \
+         (two exit handlers by symbol or #ID), comma-separated",
         known = Order::ALL.map(Order::name).join(", ")
     )]
     Unknown(String),
@@ -127,25 +217,42 @@ pub(crate) enum BadExitOrder {
 }
 
 impl ExitOrder {
-    /// Reads `module,linked`: every name known, none twice, at least one.
+    /// Reads `module,linked` or `run:join_workers:before:vk_shutdown`: every step known, none
+    /// twice, at least one.
     pub(crate) fn parse(text: &str) -> Result<ExitOrder, BadExitOrder> {
-        let mut orders = Vec::new();
+        let mut steps = Vec::new();
         for name in text.split(',').map(str::trim) {
-            let Some(order) = Order::parse(name) else {
+            let Some(step) = Step::parse(name) else {
                 return Err(BadExitOrder::Unknown(name.to_string()));
             };
-            if orders.contains(&order) {
+            if steps.contains(&step) {
                 return Err(BadExitOrder::Twice(name.to_string()));
             }
-            orders.push(order);
+            steps.push(step);
         }
-        Ok(ExitOrder(orders))
+        Ok(ExitOrder(steps))
+    }
+
+    /// The whole orders among its steps.
+    pub(crate) fn orders(&self) -> Vec<Order> {
+        self.0
+            .iter()
+            .filter_map(|s| match s {
+                Step::Order(o) => Some(*o),
+                Step::Before { .. } => None,
+            })
+            .collect()
+    }
+
+    /// One whole order.
+    pub(crate) fn of(order: Order) -> ExitOrder {
+        ExitOrder(vec![Step::Order(order)])
     }
 }
 
 impl fmt::Display for ExitOrder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.0.iter().map(|o| o.name()).collect();
+        let names: Vec<String> = self.0.iter().map(Step::to_string).collect();
         f.write_str(&names.join(","))
     }
 }
@@ -165,8 +272,21 @@ mod tests {
     #[test]
     fn exit_orders_are_read_by_name_and_said_back_the_same() {
         let order = ExitOrder::parse("module,linked").unwrap();
-        assert_eq!(order.0, [Order::Module, Order::Linked]);
+        assert_eq!(order.orders(), [Order::Module, Order::Linked]);
         assert_eq!(order.to_string(), "module,linked");
+        let moved = ExitOrder::parse("cleanup-first,run:join_workers:before:#4").unwrap();
+        assert_eq!(
+            moved.0[1],
+            Step::Before {
+                first: Handler::Symbol("join_workers".into()),
+                then: Handler::Id(4),
+            }
+        );
+        assert_eq!(
+            moved.to_string(),
+            "cleanup-first,run:join_workers:before:#4"
+        );
+        assert_eq!(moved.orders(), [Order::CleanupFirst]);
         for o in Order::ALL {
             assert_eq!(Order::parse(o.name()), Some(o));
         }
@@ -182,5 +302,13 @@ mod tests {
             "`linked` is given twice"
         );
         assert!(ExitOrder::parse("").is_err());
+        for bad in [
+            "run:a",
+            "run::before:b",
+            "run:#x:before:b",
+            "run:a b:before:c",
+        ] {
+            assert!(ExitOrder::parse(bad).is_err(), "{bad}");
+        }
     }
 }

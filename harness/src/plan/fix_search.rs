@@ -3,22 +3,26 @@
 //! no run and no file. `explore`'s engine runs what this proposes and hands back verdicts.
 //!
 //! Each candidate is a sequence of the source changes and deployments `--exit-order` names
-//! ([`Order::FIXES`]), simulated on the observed exit with the very rules the preloaded library
-//! applies (`vkexit_evidence::exit_order`). A candidate is kept only when every order in it
+//! ([`Order::FIXES`]), or one exit handler run before another handler of the same object (the
+//! program registering its two `atexit` handlers the other way round: `run:A:before:B`),
+//! simulated on the observed exit with the very rules the preloaded library applies
+//! (`vkexit_evidence::exit_order`). A candidate is kept only when every order in it
 //! moves a handler there (one that moves nothing adds nothing to a smaller candidate), and
 //! only once for each exit order it gives (two sequences that end in the same order are one
 //! test). They come in the order a developer would make the change: one order before two, and
 //! among those, fewer handlers moved first.
 
-use super::exit_order::{ExitOrder, Order};
+use super::exit_order::{ExitOrder, Handler, Order, Step};
 use std::collections::HashSet;
-use vkexit_evidence::exit_order::{self as rules, Class, Entry, Phase};
+use vkexit_evidence::exit_order::{symbol_hash, Class, Entry, Phase};
 
 /// The exit a run took: the handlers pending when exit began, in registration order (the
 /// last runs first), as its main process's timeline names them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ObservedExit {
     pub(crate) handlers: Vec<Entry>,
+    /// The symbol of each handler that has one, by id.
+    pub(crate) symbols: Vec<(u64, String)>,
 }
 
 /// A handler of the observed exit, as its registration record gives it.
@@ -31,6 +35,8 @@ pub(crate) struct Registered {
     pub(crate) phase: Option<String>,
     /// A C++ static destructor.
     pub(crate) destructor: bool,
+    /// Its symbol (`atexit` handlers the symbol table names).
+    pub(crate) symbol: Option<String>,
     /// The object that registered it.
     pub(crate) registrant: Option<String>,
 }
@@ -66,11 +72,17 @@ impl ObservedExit {
                         .unwrap_or(Phase::Running),
                     destructor: r.destructor,
                     group: group + 1,
+                    symbol: r.symbol.as_deref().map_or(0, |s| symbol_hash(s.as_bytes())),
                 }
             })
             .collect();
         handlers.sort_by_key(|e| e.id);
-        ObservedExit { handlers }
+        let symbols = registrations
+            .iter()
+            .filter(|r| !ran.contains(&r.id))
+            .filter_map(|r| Some((r.id, r.symbol.clone()?)))
+            .collect();
+        ObservedExit { handlers, symbols }
     }
 }
 
@@ -85,10 +97,12 @@ pub(crate) struct Candidate {
 
 /// The candidates for `exit`, smallest first.
 pub(crate) fn candidates(exit: &ObservedExit) -> Vec<Candidate> {
-    let mut sequences: Vec<Vec<Order>> = Order::FIXES.iter().map(|&o| vec![o]).collect();
+    let mut sequences: Vec<Vec<Step>> =
+        Order::FIXES.iter().map(|&o| vec![Step::Order(o)]).collect();
+    sequences.extend(swaps(exit).into_iter().map(|s| vec![s]));
     for &a in &Order::FIXES {
         for &b in Order::FIXES.iter().filter(|&&b| b != a) {
-            sequences.push(vec![a, b]);
+            sequences.push(vec![Step::Order(a), Step::Order(b)]);
         }
     }
     let natural: Vec<u64> = exit.handlers.iter().map(|e| e.id).collect();
@@ -105,19 +119,49 @@ pub(crate) fn candidates(exit: &ObservedExit) -> Vec<Candidate> {
             });
         }
     }
-    // Stable: among equals, the order of `Order::FIXES` (the developer's first guess) stays.
+    // Stable: among equals, the order above (whole orders in the order of `Order::FIXES`, the
+    // developer's first guess, then single handlers) stays.
     out.sort_by_key(|c| (c.order.0.len(), c.moved));
     out
 }
 
+/// The `atexit` handlers one object registered while the program ran, each pair as the other
+/// registration order would run them: the earlier registered first. Handlers are named by
+/// symbol, or by number where they have none; at most [`MAX_SWAPS`].
+fn swaps(exit: &ObservedExit) -> Vec<Step> {
+    let movable: Vec<&Entry> = exit
+        .handlers
+        .iter()
+        .filter(|e| matches!(e.class, Class::App | Class::Runtime))
+        .filter(|e| !e.destructor && e.phase == Phase::Running)
+        .collect();
+    let name = |e: &Entry| match exit.symbols.iter().find(|(id, _)| *id == e.id) {
+        Some((_, symbol)) => Handler::Symbol(symbol.clone()),
+        None => Handler::Id(e.id),
+    };
+    let mut out = Vec::new();
+    for (i, earlier) in movable.iter().enumerate() {
+        for later in movable[i + 1..].iter().filter(|l| l.group == earlier.group) {
+            out.push(Step::Before {
+                first: name(earlier),
+                then: name(later),
+            });
+        }
+    }
+    out.truncate(MAX_SWAPS);
+    out
+}
+
+/// How many single-handler moves one exit proposes at most (its first handlers' pairs).
+const MAX_SWAPS: usize = 16;
+
 /// The registration order `sequence` gives `exit` and how many handlers it moved, or `None`
-/// when one of its orders moves nothing there.
-fn simulate(exit: &ObservedExit, sequence: &[Order]) -> Option<(Vec<u64>, usize)> {
+/// when one of its steps moves nothing there.
+fn simulate(exit: &ObservedExit, sequence: &[Step]) -> Option<(Vec<u64>, usize)> {
     let mut entries = exit.handlers.clone();
     let mut moved: HashSet<u64> = HashSet::new();
-    for order in sequence {
-        let rule = rules::Order::from_name(order.name())?;
-        let ids = rule.apply(&mut entries);
+    for step in sequence {
+        let ids = step.rule()?.apply(&mut entries);
         if ids.is_empty() {
             return None;
         }
@@ -136,8 +180,13 @@ mod tests {
             class: Some(class.into()),
             phase: Some(phase.into()),
             destructor,
+            symbol: None,
             registrant: Some(object.into()),
         }
+    }
+
+    fn steps(orders: &[Order]) -> Vec<Step> {
+        orders.iter().map(|&o| Step::Order(o)).collect()
     }
 
     fn names(candidates: &[Candidate]) -> Vec<String> {
@@ -182,7 +231,7 @@ mod tests {
             simulate(&seed(), &[Order::TeardownBeforeDriver, Order::CleanupFirst]).unwrap();
         assert_eq!(order, [3, 2, 1]);
         // Alone, the cleanup first still leaves the teardown after the driver's handler.
-        let (alone, _) = simulate(&seed(), &[Order::CleanupFirst]).unwrap();
+        let (alone, _) = simulate(&seed(), &steps(&[Order::CleanupFirst])).unwrap();
         assert_eq!(alone, [2, 3, 1]);
     }
 
@@ -261,5 +310,40 @@ mod tests {
             "{moved:?}"
         );
         assert!(found[singles..].iter().all(|c| c.order.0.len() == 2));
+    }
+
+    #[test]
+    fn two_handlers_of_one_library_are_swapped_by_symbol() {
+        // A runtime library registers join_workers, then vk_shutdown, while the program runs:
+        // vk_shutdown runs first. No whole order moves a runtime's run-time handlers.
+        let named = |id, symbol: &str| Registered {
+            symbol: Some(symbol.into()),
+            ..reg(id, "runtime", "running", false, "/lib/libworkers.so")
+        };
+        let exit = ObservedExit::of(
+            &[
+                reg(1, "vulkan", "running", false, "/lib/libvulkan_lvp.so"),
+                named(2, "join_workers"),
+                named(3, "vk_shutdown"),
+                reg(4, "app", "running", false, "/bin/p"),
+            ],
+            &HashSet::new(),
+        );
+        let found = names(&candidates(&exit));
+        assert!(
+            found.contains(&"run:join_workers:before:vk_shutdown".to_string()),
+            "{found:?}"
+        );
+        // Handlers of different objects are not paired; the app's alone has no pair.
+        assert!(!found.iter().any(|n| n.contains("#4")), "{found:?}");
+        let (order, moved) = simulate(
+            &exit,
+            &[ExitOrder::parse("run:join_workers:before:vk_shutdown")
+                .unwrap()
+                .0[0]
+                .clone()],
+        )
+        .unwrap();
+        assert_eq!((order, moved), (vec![1, 3, 2, 4], 1));
     }
 }
