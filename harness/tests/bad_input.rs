@@ -234,6 +234,24 @@ fn an_artifacts_path_that_is_a_file_is_an_error_naming_it() {
 }
 
 #[test]
+fn an_artifacts_path_with_a_colon_is_refused_before_any_run() {
+    let sb = Sandbox::new();
+    sb.vkexit()
+        .args([
+            "run",
+            "--no-validation",
+            "--runs",
+            "1",
+            "--artifacts",
+            "runs:1",
+        ])
+        .args(["--", "sh", "-c", "exit 0"])
+        .assert()
+        .code(2)
+        .stderr(contains("--artifacts").and(contains("`:`")).and(no_panic()));
+}
+
+#[test]
 fn an_icd_manifest_without_a_library_says_what_is_missing() {
     let sb = Sandbox::new();
     let icd = sb.path().join("no_library_icd.json");

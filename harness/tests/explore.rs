@@ -713,11 +713,11 @@ fn green(e: &Exploration) -> bool {
 
 /// A library that starts a worker thread on its device and registers, while the program runs,
 /// `join_workers` and then `vk_shutdown` with `atexit`: `vk_shutdown` runs first and destroys
-/// the device while the worker still submits (it waits, there, for the worker's next call, so
-/// that this happens in every run). Swapping the two registrations fixes it.
+/// the device while the worker still submits (it waits there, up to 2 s, for the worker's next
+/// call, so that this happens in every run). Swapping the two registrations fixes it.
 const WORKERS: &str = r#"#include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <vulkan/vulkan.h>
 static VkInstance instance;
 static VkDevice device;
@@ -739,7 +739,7 @@ void join_workers(void) {
 void vk_shutdown(void) {
     vkDestroyDevice(device, 0);
     destroyed = 1;
-    while (!stop && !called_after) sched_yield();
+    for (int i = 0; i < 2000 && !stop && !called_after; i++) usleep(1000);
     vkDestroyInstance(instance, 0);
 }
 int workers_start(void) {

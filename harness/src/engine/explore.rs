@@ -499,7 +499,9 @@ fn search_fixes(
                         .iter()
                         .map(|&i| (key(&cells[i].natural), cells[i].natural.emulation.clone()))
                         .collect();
-                    let dir = format!("fix-{}", order.to_string().replace(',', "+"));
+                    // A file name for any step: `:` would split the paths of the variables
+                    // that name files in it (VK_ADD_DRIVER_FILES, LD_PRELOAD).
+                    let dir = format!("fix-{order}").replace([',', ':', '#', '='], "-");
                     Some(phase(
                         request,
                         base,

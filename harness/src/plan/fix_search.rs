@@ -227,8 +227,11 @@ mod tests {
         assert_eq!(found[two].moved, 2);
         // Simulated, it is the order the fix runs: the cleanup, then the teardown, then the
         // driver's (registration order: the last runs first).
-        let (order, _) =
-            simulate(&seed(), &[Order::TeardownBeforeDriver, Order::CleanupFirst]).unwrap();
+        let (order, _) = simulate(
+            &seed(),
+            &steps(&[Order::TeardownBeforeDriver, Order::CleanupFirst]),
+        )
+        .unwrap();
         assert_eq!(order, [3, 2, 1]);
         // Alone, the cleanup first still leaves the teardown after the driver's handler.
         let (alone, _) = simulate(&seed(), &steps(&[Order::CleanupFirst])).unwrap();

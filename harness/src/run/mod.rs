@@ -429,6 +429,16 @@ fn prepare_artifacts(plan: &Plan, root: &Path) -> Result<PathBuf> {
     let root = &root
         .canonicalize()
         .map_err(|e| Error::io("cannot resolve the artifacts directory", root, e))?;
+    // Runs find their driver and preload through lists of paths that `:` separates.
+    if root.as_os_str().as_encoded_bytes().contains(&b':') {
+        return Err(Error::BadFlag {
+            flag: "--artifacts",
+            value: Some(root.display().to_string()),
+            why: "a path with `:` cannot name a run's files in VK_ADD_DRIVER_FILES and \
+                  LD_PRELOAD, which `:` separates: choose a directory without it"
+                .into(),
+        });
+    }
     for cell in plan.cells.iter().filter(|c| c.not_run.is_none()) {
         let dir = root.join(cell.slug());
         if dir.exists() {
