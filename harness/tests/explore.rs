@@ -44,6 +44,22 @@ fn explore(sb: &Sandbox, runs: u32, args: &[&str], program: &Path) -> (i32, Expl
     )
 }
 
+/// `vkexit explore --driver lavapipe ARGS --json FILE` over built-in cells: its exit code, the
+/// exploration and stderr.
+fn explore_cells(sb: &Sandbox, args: &[&str]) -> (Option<i32>, Exploration, String) {
+    let json: PathBuf = sb.path().join("explore.json");
+    let out = sb
+        .vkexit()
+        .args(["explore", "--driver", "lavapipe"])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), exploration(&json), stderr)
+}
+
 fn verdict<'a>(cell: &'a ExploredCell, name: &str) -> &'a str {
     &cell
         .perturbations
@@ -361,37 +377,22 @@ fn the_seeds_history_is_found_by_exploring_the_built_in_cells() {
 #[test]
 fn the_static_destructor_after_the_tegra_exit_gets_the_seeds_fix() {
     let sb = Sandbox::new();
-    let json: PathBuf = sb.path().join("explore.json");
-    let out = sb
-        .vkexit()
-        .args([
-            "explore",
-            "--driver",
-            "lavapipe",
-            "--case",
-            "clean-exit",
-            "--runtime",
-            "refrt:static-destructor",
-            "--runtime",
-            "refrt:never",
-            "--emulate",
-            "tegra",
-            "--runs",
-            "2",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
+    let args = [
+        "--case",
+        "clean-exit",
+        "--runtime",
+        "refrt:static-destructor",
+        "--runtime",
+        "refrt:never",
+        "--emulate",
+        "tegra",
+        "--runs",
+        "2",
+    ];
+    let (code, exploration, stderr) = explore_cells(&sb, &args);
     // Both crash as the built-in baseline expects; the Tegra driver's thread is alive at exit,
     // and with it let run ahead they still crash: a failing perturbation, so the gate is red.
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let exploration = exploration(&json);
+    assert_eq!(code, Some(1), "{stderr}");
     let cell = |runtime: &str| {
         exploration
             .cells
@@ -433,36 +434,23 @@ fn the_static_destructor_after_the_tegra_exit_gets_the_seeds_fix() {
 #[test]
 fn the_seeds_two_step_fix_is_searched_and_replays() {
     let sb = Sandbox::new();
-    let json: PathBuf = sb.path().join("explore.json");
-    let out = sb
-        .vkexit()
-        .args([
-            "explore",
-            "--driver",
-            "lavapipe",
-            "--case",
-            "handler-before-load",
-            "--runtime",
-            "refrt:static-destructor",
-            "--emulate",
-            "tegra",
-            "--runs",
-            "2",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let exploration = exploration(&json);
+    let args = [
+        "--case",
+        "handler-before-load",
+        "--runtime",
+        "refrt:static-destructor",
+        "--emulate",
+        "tegra",
+        "--runs",
+        "2",
+    ];
+    let (_, exploration, stderr) = explore_cells(&sb, &args);
     let cell = &exploration.cells[0];
     assert!(cell.natural.counts.passed() < 2, "{cell:#?}");
-    let fix = cell.fix.as_ref().unwrap_or_else(|| {
-        panic!(
-            "{cell:#?}
-{stderr}"
-        )
-    });
+    let fix = cell
+        .fix
+        .as_ref()
+        .unwrap_or_else(|| panic!("{cell:#?}\n{stderr}"));
     assert_eq!(
         fix.exit_order, "teardown-before-driver,cleanup-first",
         "{cell:#?}"
