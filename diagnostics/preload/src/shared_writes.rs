@@ -194,13 +194,8 @@ fn top_name<'a>(path: &'a [u8], dir: &[u8]) -> Option<&'a [u8]> {
 
 /// Whether `name` is seen for the first time in this process (or the table is full).
 fn first_sight(name: &[u8]) -> bool {
-    // FNV-1a, never 0 (the empty slot).
-    let hash = name
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
-        .max(1);
+    // Never 0, the empty slot.
+    let hash = vkexit_evidence::exit_order::symbol_hash(name);
     let start = (hash % SEEN as u64) as usize;
     for i in 0..SEEN {
         let slot = &SEEN_NAMES[(start + i) % SEEN];
