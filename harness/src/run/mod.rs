@@ -540,6 +540,8 @@ fn run_one(
     };
     let crashes = read_crashes(&dir);
     let crash_story = crash_story(&dir, &crashes);
+    // Read by the scenario's set-up check, the sanitizer's report and the suite's skip rule.
+    let stderr = outcome.stderr.to_lossy_string();
     let evidence = RunEvidence {
         termination: outcome.termination.clone(),
         validation: Validation::read(&dir, validation),
@@ -553,9 +555,7 @@ fn run_one(
         // An external program's exit code 3 is its own; only a built-in scenario means this.
         setup_failure: match (&outcome.termination, cell.runtime.as_str()) {
             (_, "external") => None,
-            (Termination::Exited { code }, _) => {
-                observed::setup_failure(*code, &outcome.stderr.to_lossy_string())
-            }
+            (Termination::Exited { code }, _) => observed::setup_failure(*code, &stderr),
             _ => None,
         },
     };
@@ -576,7 +576,7 @@ fn run_one(
         unchosen_driver: (selection(cell) == DriverSelection::LoaderSelect && !copy.is_file())
             .then_some(copy),
         hang,
-        sanitizer_report: sanitizer::report(&outcome.stderr.to_lossy_string()),
+        sanitizer_report: sanitizer::report(&stderr),
         crash_story,
         duration: outcome.duration,
         stdout_bytes: outcome.stdout.total(),
@@ -586,11 +586,7 @@ fn run_one(
                 Termination::Exited { code } => Some(*code),
                 _ => None,
             };
-            let (stdout, stderr) = (
-                outcome.stdout.to_lossy_string(),
-                outcome.stderr.to_lossy_string(),
-            );
-            rule.skipped(code, &stdout, &stderr)
+            rule.skipped(code, &outcome.stdout.to_lossy_string(), &stderr)
         }),
         shared_writes: match shared_dir::shared(cell) {
             Some(_) => shared_dir::read(&dir.join(TIMELINE_FILE)),
