@@ -178,13 +178,72 @@ impl Before {
     }
 }
 
-/// One step of an exit order: a whole order, or one handler moved before another.
+/// The library destructors of one object run before another's, in the loader's finalization
+/// (`destructors:FIRST:before:THEN`, each object by its file name): what linking `FIRST`
+/// before `THEN` gives two libraries neither of which depends on the other, or `FIRST`
+/// depending on `THEN`.
+///
+/// Carried out when `then`'s destructors come due: `first`'s run just before them, unless
+/// they ran already; when the loader reaches `first`'s later, they do not run again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DestructorsBefore {
+    /// The [`symbol_hash`] of the file name of the object whose destructors run first.
+    pub first: u64,
+    /// The [`symbol_hash`] of the file name of the object they run before.
+    pub then: u64,
+}
+
+impl DestructorsBefore {
+    /// The objects whose destructors run when `object`'s come due, in turn: each object that
+    /// `steps` put before it and that has not run (with those put before it, first), then
+    /// `object` itself unless it ran. `ran` says which have; what this returns counts as run
+    /// from then on. A cycle in `steps` is cut where it closes.
+    pub fn due(object: u64, steps: &[DestructorsBefore], ran: &[u64]) -> Vec<u64> {
+        let mut out: Vec<u64> = Vec::new();
+        let mut open: Vec<u64> = Vec::new();
+        visit(object, steps, ran, &mut open, &mut out);
+        out
+    }
+
+    /// The order `steps` gives objects whose destructors the loader runs in `natural` order.
+    pub fn simulate(natural: &[u64], steps: &[DestructorsBefore]) -> Vec<u64> {
+        let mut ran: Vec<u64> = Vec::new();
+        for &object in natural {
+            let due = DestructorsBefore::due(object, steps, &ran);
+            ran.extend(due);
+        }
+        ran
+    }
+}
+
+fn visit(
+    object: u64,
+    steps: &[DestructorsBefore],
+    ran: &[u64],
+    open: &mut Vec<u64>,
+    out: &mut Vec<u64>,
+) {
+    if ran.contains(&object) || out.contains(&object) || open.contains(&object) {
+        return;
+    }
+    open.push(object);
+    for step in steps.iter().filter(|s| s.then == object) {
+        visit(step.first, steps, ran, open, out);
+    }
+    open.pop();
+    out.push(object);
+}
+
+/// One step of an exit order: a whole order, one handler moved before another, or one
+/// object's library destructors moved before another's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
     /// An order of [`Order::ALL`].
     Order(Order),
     /// `run:FIRST:before:THEN`.
     Before(Before),
+    /// `destructors:FIRST:before:THEN`.
+    Destructors(DestructorsBefore),
 }
 
 impl Step {
@@ -194,6 +253,16 @@ impl Step {
         if let Some(order) = Order::from_name(text) {
             return Some(Step::Order(order));
         }
+        if let Some(objects) = text.strip_prefix("destructors:") {
+            let (first, then) = objects.split_once(":before:")?;
+            if first.is_empty() || then.is_empty() {
+                return None;
+            }
+            return Some(Step::Destructors(DestructorsBefore {
+                first: symbol_hash(first.as_bytes()),
+                then: symbol_hash(then.as_bytes()),
+            }));
+        }
         let (first, then) = text.strip_prefix("run:")?.split_once(":before:")?;
         Some(Step::Before(Before {
             first: Named::parse(first)?,
@@ -201,11 +270,13 @@ impl Step {
         }))
     }
 
-    /// Applies the step to `entries` (in registration order); the ids it moved.
+    /// Applies the step to `entries` (in registration order); the ids it moved. Library
+    /// destructors are no exit handlers: their step moves none.
     pub fn apply(self, entries: &mut Vec<Entry>) -> Vec<u64> {
         match self {
             Step::Order(order) => order.apply(entries),
             Step::Before(before) => before.apply(entries),
+            Step::Destructors(_) => Vec::new(),
         }
     }
 }
@@ -429,6 +500,58 @@ mod tests {
             assert_eq!(Step::parse(bad), None, "{bad}");
         }
         assert_eq!(Step::parse("module"), Some(Step::Order(Order::Module)));
+    }
+
+    #[test]
+    fn one_objects_destructors_run_before_anothers_when_those_come_due() {
+        let h = |name: &str| symbol_hash(name.as_bytes());
+        let Some(Step::Destructors(step)) = Step::parse("destructors:libpool.so:before:libctx.so")
+        else {
+            panic!("not read");
+        };
+        assert_eq!((step.first, step.then), (h("libpool.so"), h("libctx.so")));
+        // The loader's order: the program, libctx, libpool, libc.
+        let natural = [h("app"), h("libctx.so"), h("libpool.so"), h("libc.so.6")];
+        assert_eq!(
+            DestructorsBefore::simulate(&natural, &[step]),
+            [h("app"), h("libpool.so"), h("libctx.so"), h("libc.so.6")]
+        );
+        // Already first: nothing changes.
+        let reversed = DestructorsBefore {
+            first: step.then,
+            then: step.first,
+        };
+        assert_eq!(DestructorsBefore::simulate(&natural, &[reversed]), natural);
+        // Chained: c before b before a.
+        let chain = [
+            DestructorsBefore {
+                first: h("c"),
+                then: h("b"),
+            },
+            DestructorsBefore {
+                first: h("b"),
+                then: h("a"),
+            },
+        ];
+        assert_eq!(
+            DestructorsBefore::simulate(&[h("a"), h("b"), h("c")], &chain),
+            [h("c"), h("b"), h("a")]
+        );
+        // A cycle is cut, every object runs once.
+        let cycle = [step, reversed];
+        let mut order = DestructorsBefore::simulate(&natural, &cycle);
+        assert_eq!(order.len(), natural.len());
+        order.sort();
+        let mut all = natural.to_vec();
+        all.sort();
+        assert_eq!(order, all);
+        for bad in [
+            "destructors:a",
+            "destructors::before:b",
+            "destructors:a:before:",
+        ] {
+            assert_eq!(Step::parse(bad), None, "{bad}");
+        }
     }
 
     fn ids(entries: &[Entry]) -> Vec<u64> {

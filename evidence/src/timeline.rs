@@ -29,6 +29,13 @@ crate::wire_names! {
         DlFiniStart = "dl-fini-start",
         /// The loader's finalization returned: the exit's last step that the library sees.
         DlFiniEnd = "dl-fini-end",
+        /// A library destructor (an entry of an object's `.fini_array`: a function marked
+        /// `__attribute__((destructor))`, or the C++ runtime's hook that runs the object's
+        /// remaining static destructors) begins, inside the loader's finalization; one without
+        /// its end is the destructor the process died in.
+        LibraryDestructorStart = "library-destructor-start",
+        /// A library destructor returned.
+        LibraryDestructorEnd = "library-destructor-end",
         /// A `dlopen` call returned (or, unobserved, was handed to glibc).
         Dlopen = "dlopen",
         /// A `dlclose` call returned.
@@ -170,6 +177,11 @@ pub mod field {
     pub const PHASE: &str = "phase";
     /// `shared-write`: the name written, at the top level of the shared directory.
     pub const NAME: &str = "name";
+    /// `library-destructor-start`: the file of the object whose `.fini_array` holds it.
+    pub const OBJECT: &str = "object";
+    /// `library-destructor-start`: the file name of the object whose destructors it was run
+    /// before, as `VKEXIT_EXIT_ORDER` asked; absent when it ran in the loader's order.
+    pub const MOVED_BEFORE: &str = "moved_before";
 }
 
 #[cfg(feature = "serde")]
@@ -204,6 +216,10 @@ mod read {
         DlFiniStart,
         /// A `dl-fini-end` record.
         DlFiniEnd,
+        /// A `library-destructor-start` record.
+        LibraryDestructorStart(LibraryDestructor),
+        /// A `library-destructor-end` record.
+        LibraryDestructorEnd(Handler),
         /// A `dlopen` record.
         Dlopen(Dlopen),
         /// A `dlclose` record.
@@ -216,6 +232,27 @@ mod read {
         ChaosPause(ChaosPause),
         /// A `shared-write` record.
         SharedWrite(SharedWrite),
+    }
+
+    /// A `library-destructor-start` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct LibraryDestructor {
+        /// Its number, from 1 in each process, in the order the loader would run them; its
+        /// `library-destructor-end` carries the same.
+        pub id: u64,
+        /// The file of the object whose `.fini_array` holds it; `None` when unknown.
+        pub object: Option<String>,
+        /// Who the object is, as the exit orders move it (`app`, `runtime`, `vulkan`,
+        /// `system`).
+        pub class: Option<String>,
+        /// The function's symbol; `None` when the symbol table does not name it.
+        pub symbol: Option<String>,
+        /// The function's offset in `object`, `"0x…"`, for `addr2line`.
+        pub function_offset: Option<String>,
+        /// The file name of the object it was run before, as an exit order asked; `None`
+        /// when it ran where the loader ran it.
+        pub moved_before: Option<String>,
     }
 
     /// A `shared-write` record.
@@ -456,6 +493,8 @@ mod read {
                 Event::HandlerEnd => Entry::HandlerEnd(from_value(record)?),
                 Event::DlFiniStart => Entry::DlFiniStart,
                 Event::DlFiniEnd => Entry::DlFiniEnd,
+                Event::LibraryDestructorStart => Entry::LibraryDestructorStart(from_value(record)?),
+                Event::LibraryDestructorEnd => Entry::LibraryDestructorEnd(from_value(record)?),
                 Event::Dlopen => Entry::Dlopen(from_value(record)?),
                 Event::Dlclose => Entry::Dlclose(from_value(record)?),
                 Event::VulkanObject => Entry::VulkanObject(from_value(record)?),
@@ -477,6 +516,8 @@ mod read {
                 Entry::HandlerEnd(_) => Event::HandlerEnd,
                 Entry::DlFiniStart => Event::DlFiniStart,
                 Entry::DlFiniEnd => Event::DlFiniEnd,
+                Entry::LibraryDestructorStart(_) => Event::LibraryDestructorStart,
+                Entry::LibraryDestructorEnd(_) => Event::LibraryDestructorEnd,
                 Entry::Dlopen(_) => Event::Dlopen,
                 Entry::Dlclose(_) => Event::Dlclose,
                 Entry::VulkanObject(_) => Event::VulkanObject,

@@ -272,6 +272,26 @@ fn timeline_sample(event: timeline::Event) -> (Record, timeline::Entry) {
         }
         E::DlFiniStart => timeline::Entry::DlFiniStart,
         E::DlFiniEnd => timeline::Entry::DlFiniEnd,
+        E::LibraryDestructorStart => {
+            r.u64(f::ID, 3)
+                .str(f::OBJECT, "/x/libpool.so")
+                .str(f::CLASS, "runtime")
+                .str(f::SYMBOL, "pool_fini")
+                .hex(f::FUNCTION_OFFSET, 0x1139)
+                .str(f::MOVED_BEFORE, "libctx.so");
+            timeline::Entry::LibraryDestructorStart(timeline::LibraryDestructor {
+                id: 3,
+                object: some("/x/libpool.so"),
+                class: some("runtime"),
+                symbol: some("pool_fini"),
+                function_offset: some("0x1139"),
+                moved_before: some("libctx.so"),
+            })
+        }
+        E::LibraryDestructorEnd => {
+            r.u64(f::ID, 3);
+            timeline::Entry::LibraryDestructorEnd(timeline::Handler { id: 3 })
+        }
         E::Dlopen => {
             r.str(f::PATH, "libvulkan.so.1")
                 .hex(f::MODE, 2)

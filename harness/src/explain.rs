@@ -358,6 +358,28 @@ impl Story {
                     .into(),
             ),
             timeline::Entry::DlFiniEnd => (Kind::Process, "loader finalization done".into()),
+            timeline::Entry::LibraryDestructorStart(d) => {
+                let object = d
+                    .object
+                    .as_deref()
+                    .map_or_else(|| "an unknown object".to_string(), registrant_name);
+                let function = match &d.symbol {
+                    Some(symbol) => format!("`{symbol}`"),
+                    None => "a function the symbol table does not name".into(),
+                };
+                let moved = match &d.moved_before {
+                    Some(then) => format!(", moved before {then}'s"),
+                    None => String::new(),
+                };
+                (
+                    Kind::HandlerRan,
+                    format!("library destructor #{} of {object} runs: {function}{moved}", d.id),
+                )
+            }
+            timeline::Entry::LibraryDestructorEnd(d) => (
+                Kind::HandlerRan,
+                format!("library destructor #{} returned", d.id),
+            ),
             timeline::Entry::Dlopen(dlopen) => match dlopen.path.as_deref().unwrap_or("") {
                 "" => (
                     Kind::Library,

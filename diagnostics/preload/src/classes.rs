@@ -6,7 +6,7 @@
 //! by another object of the stack, or one that registered a handler while such a `dlopen` was
 //! under way (a driver's dependencies, LLVM under lavapipe), is of the stack from then on.
 
-use std::ffi::CStr;
+use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::exit_order::{Class, Phase};
@@ -58,6 +58,40 @@ pub(crate) fn dlopen_ends(by_stack: bool, opened: Option<usize>) {
         VULKAN_DLOPEN_DEPTH.fetch_sub(1, Ordering::AcqRel);
     }
     DLOPEN_DEPTH.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// How many objects are loaded: before a `dlopen` of the Vulkan stack's, for
+/// [`loaded_since`].
+pub(crate) fn loaded_count() -> usize {
+    let mut count = 0usize;
+    // SAFETY: `count_one` only counts, through the pointer handed to it.
+    unsafe { libc::dl_iterate_phdr(Some(count_one), std::ptr::from_mut(&mut count).cast()) };
+    count
+}
+
+unsafe extern "C" fn count_one(_: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> c_int {
+    // SAFETY: the counter `loaded_count` handed over.
+    unsafe { *data.cast::<usize>() += 1 };
+    0
+}
+
+/// A `dlopen` of the Vulkan stack's returned: every object it loaded (the loader lists new
+/// objects after those it had, `before` of them) is of the stack, whether or not it registers
+/// an exit handler (a driver's dependencies have library destructors too).
+pub(crate) fn loaded_since(before: usize) {
+    let mut seen = (0usize, before);
+    // SAFETY: `mark_new` reads the loader's entry during the call and counts through the pointer.
+    unsafe { libc::dl_iterate_phdr(Some(mark_new), std::ptr::from_mut(&mut seen).cast()) };
+}
+
+unsafe extern "C" fn mark_new(info: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> c_int {
+    // SAFETY: the loader's entry and the counters `loaded_since` handed over.
+    let (info, seen) = unsafe { (&*info, &mut *data.cast::<(usize, usize)>()) };
+    if seen.0 >= seen.1 {
+        mark_stack(info.dlpi_addr as usize);
+    }
+    seen.0 += 1;
+    0
 }
 
 /// The class of a handler's registrant (registering now).

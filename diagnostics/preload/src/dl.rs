@@ -133,10 +133,14 @@ unsafe extern "C" fn dlopen_observed(
     let call_ns = monotonic_ns();
     let caller = objects::object_of(attributed(caller));
     let by_stack = crate::classes::dlopen_begins(caller.as_ref());
+    let loaded = by_stack.then(crate::classes::loaded_count);
     // SAFETY: the caller's own arguments.
     let handle = unsafe { dlopen(file, mode) };
     // SAFETY: a handle from glibc's dlopen is the object's link_map.
     let opened = (!handle.is_null()).then(|| unsafe { (*handle.cast::<LinkMap>()).addr });
+    if let Some(loaded) = loaded {
+        crate::classes::loaded_since(loaded);
+    }
     crate::classes::dlopen_ends(by_stack, opened);
     let mut record = Record::new(Event::Dlopen.as_str());
     // SAFETY: as in `choose`.

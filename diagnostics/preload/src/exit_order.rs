@@ -28,8 +28,8 @@ use vkexit_evidence::Record;
 use crate::handlers::{self, Pending};
 use crate::timeline;
 
-use vkexit_evidence::exit_order::Step;
 pub(crate) use vkexit_evidence::exit_order::{Class, Entry, Phase};
+use vkexit_evidence::exit_order::{DestructorsBefore, Step};
 
 /// The steps to apply, comma-separated: names of orders, or `run:FIRST:before:THEN`.
 pub const EXIT_ORDER_VAR: &str = "VKEXIT_EXIT_ORDER";
@@ -68,6 +68,17 @@ pub(crate) fn configure() -> bool {
 
 fn steps() -> &'static [(Step, String)] {
     STEPS.get().map_or(&[], Vec::as_slice)
+}
+
+/// The steps that move library destructors, for the loader's finalization ([`crate::fini`]).
+pub(crate) fn destructor_steps() -> Vec<DestructorsBefore> {
+    steps()
+        .iter()
+        .filter_map(|(step, _)| match step {
+            Step::Destructors(d) => Some(*d),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Exit begins (from `exit`, or after `main` returned): runs the pending handlers in the

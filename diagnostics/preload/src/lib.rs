@@ -5,11 +5,13 @@
 //!   this library's constructor, with the exit phase that only this library can know;
 //! - the **exit timeline** (`VKEXIT_TIMELINE_FILE`): `main` starting and returning, `exit`
 //!   called, every `atexit`/`__cxa_atexit` handler registered (by which object, which
-//!   function), started and ended, the loader's finalization (`.fini_array` destructors),
+//!   function), started and ended, the loader's finalization and each library destructor
+//!   it runs (`.fini_array`, [`fini`]),
 //!   `dlopen` and `dlclose`, and the Vulkan loader and drivers the program loaded ([`vulkan`]);
 //! - **another exit order** on request (`VKEXIT_EXIT_ORDER`, `VKEXIT_CHAOS_SEED`): the pending
 //!   exit handlers run in the order another build of the program would give them, or with
-//!   other threads let run ahead between them ([`exit_order`]);
+//!   other threads let run ahead between them ([`exit_order`]), and one object's library
+//!   destructors run before another's ([`fini`]);
 //! - **what the run writes into a shared working directory** (`VKEXIT_SHARED_DIR`): each
 //!   top-level name a process opens for writing there ([`shared_writes`]);
 //! - the **validation layer's log, one file per instance** (`VKEXIT_VALIDATION_LOG`,
@@ -37,6 +39,7 @@ mod dl;
 mod elf;
 mod exit;
 mod exit_order;
+mod fini;
 mod handlers;
 mod objects;
 mod real;

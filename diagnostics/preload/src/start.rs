@@ -80,11 +80,12 @@ unsafe extern "C" fn wrapped_main(
     status
 }
 
-/// Runs as the last exit handler, inside `exit()`: async-signal-safe around the loader's own
-/// finalization (records on the stack, one `write` each).
+/// Runs as the last exit handler, inside `exit()`, on the exiting thread: the library
+/// destructors are wrapped ([`crate::fini`]), then the loader's own finalization runs them.
 unsafe extern "C" fn wrapped_rtld_fini() {
     vkexit_crash::hold_exit_while_crash_is_reported();
     timeline::write(Record::new(Event::DlFiniStart.as_str()));
+    crate::fini::wrap_all(crate::exit_order::destructor_steps());
     // SAFETY: the loader's rtld_fini, stored by __libc_start_main above.
     let fini: Fini = unsafe { std::mem::transmute(RTLD_FINI.load(Ordering::Acquire)) };
     // SAFETY: called once, as glibc would have.

@@ -26,6 +26,7 @@ use crate::support::errors::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use vkexit_evidence::exit_order::Class;
 use vkexit_evidence::explore::{Exploration, ExploredCell, Fix, Perturbation};
 use vkexit_evidence::results::{CellResult, Counts, Results};
 use vkexit_evidence::timeline::{self, Event};
@@ -53,6 +54,8 @@ enum Kind {
     Threads(u64),
     /// A change of exit order the fix search verifies (its steps are the phase's).
     Fix,
+    /// The runtime libraries linked in the reverse order (each cell's steps are its own).
+    Libraries,
 }
 
 impl Kind {
@@ -62,6 +65,7 @@ impl Kind {
             Kind::Driver(e) => format!("driver-exit:{}", e.name()),
             Kind::Threads(seed) => format!("threads:seed={seed}"),
             Kind::Fix => "fix".into(),
+            Kind::Libraries => "library-link-order".into(),
         }
     }
 
@@ -84,6 +88,12 @@ impl Kind {
                     .into()
             }
             Kind::Fix => "a change of the program's exit order".into(),
+            Kind::Libraries => {
+                "the runtime libraries linked in the other order (-lb -la for -la -lb): their \
+                 library destructors (.fini_array, __attribute__((destructor))) run in the \
+                 reverse order, as far as what each library needs allows"
+                    .into()
+            }
         }
     }
 
@@ -92,7 +102,7 @@ impl Kind {
             Kind::Order(o) => format!("--exit-order {}", o.name()),
             Kind::Driver(e) => format!("--emulate {}", e.name()),
             Kind::Threads(seed) => format!("--chaos-seed {seed}"),
-            Kind::Fix => "--exit-order".into(),
+            Kind::Fix | Kind::Libraries => "--exit-order".into(),
         }
     }
 
@@ -197,7 +207,7 @@ pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) ->
                 None,
                 reporters,
             )?,
-            Kind::Fix => continue,
+            Kind::Fix | Kind::Libraries => continue,
         };
         for cell in &mut cells {
             if let Some(p) = perturbation(kind, &cell.natural, &results) {
@@ -205,6 +215,7 @@ pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) ->
             }
         }
     }
+    library_link_order(request, &base, &mut cells, &start, &mut left_out, reporters)?;
     search_fixes(request, &base, &mut cells, &start, &mut left_out, reporters)?;
     for cell in &mut cells {
         cell.findings = findings(cell);
@@ -360,7 +371,7 @@ fn perturbation(kind: Kind, natural: &CellResult, results: &Results) -> Option<P
     };
     let first = cell.artifacts.first().map(PathBuf::from);
     let applies = match kind {
-        Kind::Order(_) | Kind::Fix => {
+        Kind::Order(_) | Kind::Fix | Kind::Libraries => {
             let moved = first.as_deref().map(moved_handlers).unwrap_or_default();
             p.moved = moved.clone();
             !moved.is_empty()
@@ -385,6 +396,7 @@ fn moved_handlers(run_dir: &Path) -> Vec<String> {
     };
     let mut registered: BTreeMap<(i64, u64), timeline::HandlerRegistered> = BTreeMap::new();
     let mut moved: Option<(i64, Vec<u64>)> = None;
+    let mut libraries: Vec<(i64, String, String)> = Vec::new();
     let _ = vkexit_evidence::read::records(file, |stamp, e: timeline::Entry| match e {
         timeline::Entry::HandlerRegistered(h) => {
             registered.insert((stamp.pid.unwrap_or(0), h.id), h);
@@ -392,17 +404,35 @@ fn moved_handlers(run_dir: &Path) -> Vec<String> {
         timeline::Entry::ExitReordered(r) if moved.is_none() && r.moved > 0 => {
             moved = Some((stamp.pid.unwrap_or(0), r.moved_ids()));
         }
+        timeline::Entry::LibraryDestructorStart(d) => {
+            let pid = stamp.pid.unwrap_or(0);
+            let (Some(object), Some(then)) = (d.object, d.moved_before) else {
+                return;
+            };
+            let object = object.rsplit('/').next().unwrap_or(&object).to_string();
+            let first_pid = libraries.first().map_or(pid, |l| l.0);
+            if pid == first_pid && !libraries.iter().any(|l| l.1 == object) {
+                libraries.push((pid, object, then));
+            }
+        }
         _ => {}
     });
-    let Some((pid, ids)) = moved else {
-        return Vec::new();
+    let mut out: Vec<String> = match moved {
+        Some((pid, ids)) => ids
+            .iter()
+            .map(|id| match registered.get(&(pid, *id)) {
+                Some(h) => describe_handler(*id, h),
+                None => format!("exit handler #{id}"),
+            })
+            .collect(),
+        None => Vec::new(),
     };
-    ids.iter()
-        .map(|id| match registered.get(&(pid, *id)) {
-            Some(h) => describe_handler(*id, h),
-            None => format!("exit handler #{id}"),
-        })
-        .collect()
+    out.extend(
+        libraries.into_iter().map(|(_, object, then)| {
+            format!("the library destructors of {object}, before {then}'s")
+        }),
+    );
+    out
 }
 
 fn describe_handler(id: u64, h: &timeline::HandlerRegistered) -> String {
@@ -434,6 +464,85 @@ fn threads_ran_ahead(run_dir: &Path) -> bool {
         }
     });
     any
+}
+
+/// The runtime libraries linked in the other order: for each cell whose natural exit ran the
+/// library destructors of two runtime libraries neither of which needs the other, the order
+/// the planner gives for that link order (`plan::fix_search::relinked_libraries`), run for the
+/// cells that share it; any other cell is `not-applicable`, saying why.
+fn library_link_order(
+    request: &Request,
+    base: &Invocation,
+    cells: &mut [ExploredCell],
+    start: &Instant,
+    left_out: &mut Vec<String>,
+    reporters: &mut [&mut dyn Reporter],
+) -> Result<()> {
+    let kind = Kind::Libraries;
+    let mut groups: Vec<(ExitOrder, Vec<usize>)> = Vec::new();
+    for (i, cell) in cells.iter_mut().enumerate() {
+        let Some(dir) = cell
+            .natural
+            .artifacts
+            .first()
+            .filter(|_| cell.natural.runs > 0)
+        else {
+            continue;
+        };
+        let Some(order) = fix_search::relinked_libraries(&observed_exit(Path::new(dir))) else {
+            cell.perturbations.push(Perturbation {
+                name: kind.name(),
+                condition: kind.condition(),
+                replay: kind.replay(),
+                counts: Counts::default(),
+                verdict: "not-applicable".into(),
+                moved: vec![
+                    "no two runtime libraries whose destructors ran at exit are \
+                             independent of each other (fewer than two, or one needs the other): \
+                             no link order changes their order"
+                        .into(),
+                ],
+                signals: Vec::new(),
+                vuids: Vec::new(),
+                artifacts: Vec::new(),
+            });
+            continue;
+        };
+        match groups.iter_mut().find(|(o, _)| *o == order) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((order, vec![i])),
+        }
+    }
+    for (n, (order, members)) in groups.into_iter().enumerate() {
+        if run::interrupt::interrupted() {
+            break;
+        }
+        if request.budget.is_some_and(|b| start.elapsed() >= b) {
+            left_out.push(format!("{}:{order}", kind.name()));
+            continue;
+        }
+        let only: Vec<PhaseCell> = members
+            .iter()
+            .map(|&i| (key(&cells[i].natural), cells[i].natural.emulation.clone()))
+            .collect();
+        let dir = format!("{}-{}", kind.dir(), n + 1);
+        let results = phase(
+            request,
+            base,
+            &dir,
+            Some(order.clone()),
+            None,
+            Some(&only),
+            reporters,
+        )?;
+        for &i in &members {
+            if let Some(mut p) = perturbation(kind, &cells[i].natural, &results) {
+                p.replay = format!("--exit-order {order}");
+                cells[i].perturbations.push(p);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Where the natural exit fails: the changes of exit order the planner proposes for each cell
@@ -588,6 +697,7 @@ fn observed_exit(run_dir: &Path) -> fix_search::ObservedExit {
     let mut registered: Vec<fix_search::Registered> = Vec::new();
     let mut ran: std::collections::HashSet<u64> = Default::default();
     let mut exiting = false;
+    let mut libraries: Vec<(String, Option<String>)> = Vec::new();
     let _ = vkexit_evidence::read::records(file, |stamp, e: timeline::Entry| {
         let pid = stamp.pid.unwrap_or(0);
         if main_pid.is_none() && matches!(e, timeline::Entry::PreloadLoaded(_)) {
@@ -622,10 +732,54 @@ fn observed_exit(run_dir: &Path) -> fix_search::ObservedExit {
             timeline::Entry::HandlerStart(h) if !exiting => {
                 ran.insert(h.id);
             }
+            timeline::Entry::LibraryDestructorStart(d) => {
+                if let Some(object) = d.object {
+                    if !libraries.iter().any(|(o, _)| *o == object) {
+                        libraries.push((object, d.class));
+                    }
+                }
+            }
             _ => {}
         }
     });
-    fix_search::ObservedExit::of(&registered, &ran)
+    fix_search::ObservedExit::of(&registered, &ran).with_libraries(linked_libraries(&libraries))
+}
+
+/// The objects whose library destructors ran, in that order, each with the libraries it
+/// needs as its file says (by the file names of the objects here that have those names).
+fn linked_libraries(ran: &[(String, Option<String>)]) -> Vec<fix_search::Library> {
+    let file_name = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+    let linking: Vec<Option<vkexit_elf::Linking>> = ran
+        .iter()
+        .map(|(path, _)| {
+            let bytes = std::fs::read(path).ok()?;
+            vkexit_elf::linking(&bytes).ok()
+        })
+        .collect();
+    // A needed name is a soname; the timeline names files.
+    let file_of = |needed: &str| -> String {
+        ran.iter()
+            .zip(&linking)
+            .find(|((path, _), l)| {
+                file_name(path) == needed
+                    || l.as_ref().and_then(|l| l.soname.as_deref()) == Some(needed)
+            })
+            .map_or_else(|| needed.to_string(), |((path, _), _)| file_name(path))
+    };
+    ran.iter()
+        .zip(&linking)
+        .map(|((path, class), l)| fix_search::Library {
+            file: file_name(path),
+            class: class
+                .as_deref()
+                .and_then(Class::from_name)
+                .unwrap_or(Class::System),
+            needs: l
+                .iter()
+                .flat_map(|l| l.needed.iter().map(|n| file_of(n)))
+                .collect(),
+        })
+        .collect()
 }
 
 /// What to change in the source for `order`: each order's advice, in turn.

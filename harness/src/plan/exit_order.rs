@@ -149,13 +149,32 @@ impl Handler {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Step {
     Order(Order),
-    Before { first: Handler, then: Handler },
+    Before {
+        first: Handler,
+        then: Handler,
+    },
+    /// `destructors:FIRST:before:THEN`: one object's library destructors (`.fini_array`)
+    /// before another's, each object by its file name.
+    Destructors {
+        first: String,
+        then: String,
+    },
 }
 
 impl Step {
     fn parse(text: &str) -> Option<Step> {
         if let Some(order) = Order::parse(text) {
             return Some(Step::Order(order));
+        }
+        if let Some(objects) = text.strip_prefix("destructors:") {
+            let (first, then) = objects.split_once(":before:")?;
+            let file = |f: &str| {
+                (!f.is_empty() && !f.contains([',', ':', ' ', '/'])).then(|| f.to_string())
+            };
+            return Some(Step::Destructors {
+                first: file(first)?,
+                then: file(then)?,
+            });
         }
         let (first, then) = text.strip_prefix("run:")?.split_once(":before:")?;
         Some(Step::Before {
@@ -172,6 +191,11 @@ impl Step {
                 "register `{first}` after `{then}` (exit handlers run last registered first: \
                  `{then}` ran before `{first}`)"
             ),
+            Step::Destructors { first, then } => format!(
+                "make {first}'s library destructors run before {then}'s: link {first} before \
+                 {then}, or make {first} depend on {then} (the loader runs a library's \
+                 destructors before those of the libraries it needs)"
+            ),
         }
     }
 
@@ -184,6 +208,12 @@ impl Step {
                 first: first.named(),
                 then: then.named(),
             }),
+            Step::Destructors { first, then } => {
+                rules::Step::Destructors(rules::DestructorsBefore {
+                    first: rules::symbol_hash(first.as_bytes()),
+                    then: rules::symbol_hash(then.as_bytes()),
+                })
+            }
         })
     }
 }
@@ -193,6 +223,7 @@ impl fmt::Display for Step {
         match self {
             Step::Order(o) => f.write_str(o.name()),
             Step::Before { first, then } => write!(f, "run:{first}:before:{then}"),
+            Step::Destructors { first, then } => write!(f, "destructors:{first}:before:{then}"),
         }
     }
 }
@@ -206,8 +237,9 @@ pub(crate) struct ExitOrder(pub(crate) Vec<Step>);
 pub(crate) enum BadExitOrder {
     /// A name of no order.
     #[error(
-        "`{0}` is no exit order; expected one or more of {known}, or run:FIRST:before:THEN \
-         (two exit handlers by symbol or #ID), comma-separated",
+        "`{0}` is no exit order; expected one or more of {known}, run:FIRST:before:THEN \
+         (two exit handlers by symbol or #ID), or destructors:FIRST:before:THEN (two objects' \
+         library destructors, by file name), comma-separated",
         known = Order::ALL.map(Order::name).join(", ")
     )]
     Unknown(String),
@@ -239,7 +271,7 @@ impl ExitOrder {
             .iter()
             .filter_map(|s| match s {
                 Step::Order(o) => Some(*o),
-                Step::Before { .. } => None,
+                Step::Before { .. } | Step::Destructors { .. } => None,
             })
             .collect()
     }
@@ -287,6 +319,18 @@ mod tests {
             "cleanup-first,run:join_workers:before:#4"
         );
         assert_eq!(moved.orders(), [Order::CleanupFirst]);
+        let libraries = ExitOrder::parse("destructors:libpool.so:before:libctx.so").unwrap();
+        assert_eq!(
+            libraries.0[0],
+            Step::Destructors {
+                first: "libpool.so".into(),
+                then: "libctx.so".into(),
+            }
+        );
+        assert_eq!(
+            libraries.to_string(),
+            "destructors:libpool.so:before:libctx.so"
+        );
         for o in Order::ALL {
             assert_eq!(Order::parse(o.name()), Some(o));
         }
@@ -307,6 +351,9 @@ mod tests {
             "run::before:b",
             "run:#x:before:b",
             "run:a b:before:c",
+            "destructors:a",
+            "destructors::before:b",
+            "destructors:/lib/a.so:before:b",
         ] {
             assert!(ExitOrder::parse(bad).is_err(), "{bad}");
         }
