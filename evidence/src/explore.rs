@@ -94,6 +94,10 @@ pub struct Fix {
     pub exit_order: String,
     /// The change, in source terms.
     pub change: String,
+    /// The change as a unified diff of the program's source, where both registrations it
+    /// swaps lie in one function of a source file that could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
     /// The exit handlers it moved.
     pub moved: Vec<String>,
     /// The verifying runs.

@@ -113,6 +113,12 @@ pub mod field {
     /// `handler-registered`: the handler's offset in `function_object`, `"0x…"`, for
     /// `addr2line`; absent when the object is unknown.
     pub const FUNCTION_OFFSET: &str = "function_offset";
+    /// `handler-registered`: the file of the object whose code registered it (made the call to
+    /// `atexit` or `__cxa_atexit`); absent when unknown.
+    pub const CALL_OBJECT: &str = "call_object";
+    /// `handler-registered`: the return address of that call, as an offset in `call_object`,
+    /// `"0x…"`: the call ends just before it (`addr2line` of one less names its line).
+    pub const CALL_OFFSET: &str = "call_offset";
     /// `handler-registered`: the object a C++ static destructor destroys, `"0x…"`;
     /// `__cxa_atexit` only.
     pub const ARG: &str = "arg";
@@ -373,6 +379,10 @@ mod read {
         pub function_offset: Option<String>,
         /// The object a C++ static destructor destroys, `"0x…"`; `None` for `atexit`.
         pub arg: Option<String>,
+        /// The file of the object whose code registered it; `None` when unknown.
+        pub call_object: Option<String>,
+        /// The return address of the registering call, an offset in `call_object`, `"0x…"`.
+        pub call_offset: Option<String>,
         /// Whether it runs through the library's wrapper, timed by `handler-start` and
         /// `handler-end`; `false`: it runs as registered, unseen.
         pub wrapped: bool,

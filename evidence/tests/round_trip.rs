@@ -223,6 +223,8 @@ fn timeline_sample(event: timeline::Event) -> (Record, timeline::Entry) {
                 .str(f::FUNCTION_OBJECT, "/x/libvkexit_refrt.so")
                 .hex(f::FUNCTION_OFFSET, 0x1)
                 .hex(f::ARG, 0x2)
+                .str(f::CALL_OBJECT, "/x/libvkexit_refrt.so")
+                .hex(f::CALL_OFFSET, 0x40)
                 .bool(f::WRAPPED, true)
                 .str(f::CLASS, "runtime")
                 .str(f::PHASE, "in-dlopen");
@@ -235,6 +237,8 @@ fn timeline_sample(event: timeline::Event) -> (Record, timeline::Entry) {
                 function_object: some("/x/libvkexit_refrt.so"),
                 function_offset: some("0x1"),
                 arg: some("0x2"),
+                call_object: some("/x/libvkexit_refrt.so"),
+                call_offset: some("0x40"),
                 wrapped: true,
                 class: some("runtime"),
                 phase: some("in-dlopen"),

@@ -759,6 +759,7 @@ fn two_handlers_of_one_library_in_the_wrong_order_get_a_swap_that_replays() {
         sb.path(),
         &[("workers.c", WORKERS)],
         &[
+            "-g",
             "-shared",
             "-fPIC",
             "workers.c",
@@ -814,10 +815,19 @@ fn two_handlers_of_one_library_in_the_wrong_order_get_a_swap_that_replays() {
         "{cell:#?}"
     );
     assert_eq!((fix.counts.passed(), fix.verdict.as_str()), (2, "pass"));
+    // In the program's own terms: the two `atexit` calls' lines (built with -g), and the
+    // swap as a diff of its source.
     assert!(
         fix.change
-            .contains("register `join_workers` after `vk_shutdown`"),
+            .contains("register `join_workers` after `vk_shutdown` (workers.c:44, workers.c:45)"),
         "{fix:#?}"
+    );
+    let diff = fix.diff.as_deref().unwrap_or_else(|| panic!("{fix:#?}"));
+    assert!(
+        diff.contains(
+            "-    atexit(join_workers);\n+    atexit(vk_shutdown);\n-    atexit(vk_shutdown);\n+    atexit(join_workers);\n"
+        ),
+        "{diff}"
     );
     assert!(
         fix.moved.iter().any(|m| m.contains("join_workers")),

@@ -159,8 +159,12 @@ fn destructors_in_the_wrong_link_order_get_a_fix_that_replays() {
         .unwrap_or_else(|| panic!("{cell:#?}\n{stderr}"));
     assert_eq!(fix.exit_order, "destructors:libpool.so:before:libctx.so");
     assert_eq!((fix.counts.passed(), fix.verdict.as_str()), (2, "pass"));
+    // In the program's own terms: each library's destructor and its line (built with -g).
     assert!(
-        fix.change.contains("link libpool.so before libctx.so"),
+        fix.change.contains(
+            "make libpool.so's library destructors (`pool_fini`, pool.c:9) run before \
+             libctx.so's (`ctx_fini`, ctx.c:20): link libpool.so before libctx.so"
+        ),
         "{fix:#?}"
     );
     assert_eq!(replay(&sb, &program, Some(&fix.exit_order)), 2);

@@ -94,7 +94,7 @@ unsafe extern "C" fn register(
         group: registrant.as_ref().map_or(0, |o| o.base),
         symbol: 0,
     };
-    entry.symbol = record_registration(&entry, f, arg, registrant.as_ref(), wrapped);
+    entry.symbol = record_registration(&entry, f, arg, registrant.as_ref(), wrapped, caller);
     let slot = Slot::claim(f, arg, entry);
     // SAFETY: the trampoline has glibc's handler signature; the slot outlives the
     // registration (it is released only after the handler ran).
@@ -197,6 +197,7 @@ fn record_registration(
     arg: *mut c_void,
     registrant: Option<&objects::Object>,
     wrapped: bool,
+    caller: usize,
 ) -> u64 {
     let id = entry.id;
     let function = objects::object_of(f as usize);
@@ -235,6 +236,12 @@ fn record_registration(
     }
     if !atexit {
         record.hex(field::ARG, arg as u64);
+    }
+    // Where it was registered: the return address of the call to `atexit` (glibc's stub
+    // hands on to `__cxa_atexit` with a jump) or of a static object's registration.
+    if let Some(object) = objects::object_of(caller) {
+        timeline::c_str_field(&mut record, field::CALL_OBJECT, object.name);
+        record.hex(field::CALL_OFFSET, (caller - object.base) as u64);
     }
     record.bool(field::WRAPPED, wrapped);
     timeline::write(record);

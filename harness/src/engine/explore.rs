@@ -12,8 +12,9 @@
 use super::gate;
 use super::invocation::{Invocation, Settings};
 use crate::host::layers::Emulation;
+use crate::host::source_lines;
 use crate::judge::{self, Baseline};
-use crate::plan::exit_order::{ExitOrder, Order, Step};
+use crate::plan::exit_order::{ExitOrder, Handler, Order, Step};
 use crate::plan::fix_search;
 use crate::plan::matrix::Matrix;
 use crate::plan::Cell;
@@ -633,9 +634,11 @@ fn search_fixes(
                     search.undecided = true;
                 }
                 if let Some(p) = tried.filter(|p| p.verdict == "pass") {
+                    let (change, diff) = advice(&order, &cells[i].natural);
                     cells[i].fix = Some(Fix {
                         exit_order: order.to_string(),
-                        change: advice(&order),
+                        change,
+                        diff,
                         moved: p.moved,
                         counts: p.counts,
                         verdict: p.verdict,
@@ -782,10 +785,127 @@ fn linked_libraries(ran: &[(String, Option<String>)]) -> Vec<fix_search::Library
         .collect()
 }
 
-/// What to change in the source for `order`: each order's advice, in turn.
-fn advice(order: &ExitOrder) -> String {
-    let each: Vec<String> = order.0.iter().map(Step::advice).collect();
-    each.join("; then ")
+/// What to change in the source for `order`: each step's advice, in turn, with where in the
+/// program's source each handler it names was registered (and each library's destructor is)
+/// as the natural run's timeline and the program's debug info say; and the change as a diff
+/// where a step swaps two registrations of one function.
+fn advice(order: &ExitOrder, natural: &CellResult) -> (String, Option<String>) {
+    let sources = natural
+        .artifacts
+        .first()
+        .map(|dir| Sources::read(Path::new(dir)))
+        .unwrap_or_default();
+    let mut diff = None;
+    let each: Vec<String> = order
+        .0
+        .iter()
+        .map(|step| match step {
+            Step::Before { first, then } => {
+                let (a, b) = (sources.registration(first), sources.registration(then));
+                if let (Some(a), Some(b), None) = (&a, &b, &diff) {
+                    diff = source_lines::swap_diff(a, b);
+                }
+                let (a, b) = (a.map(|l| l.short()), b.map(|l| l.short()));
+                step.advice_at(a.as_deref(), b.as_deref())
+            }
+            Step::Destructors { first, then } => {
+                let (a, b) = (sources.destructor(first), sources.destructor(then));
+                step.advice_at(a.as_deref(), b.as_deref())
+            }
+            Step::Order(_) => step.advice(),
+        })
+        .collect();
+    (each.join("; then "), diff)
+}
+
+/// One registration: its id, its symbol, and the registering object with the call's return
+/// address there.
+struct Registration {
+    id: u64,
+    symbol: Option<String>,
+    call: Option<(String, u64)>,
+}
+
+/// Where the natural run's exit handlers were registered and its library destructors are:
+/// the main process's records, read back to the program's source through its debug info.
+#[derive(Default)]
+struct Sources {
+    registrations: Vec<Registration>,
+    /// Each library destructor that ran: its object's file and its offset there.
+    destructors: Vec<(String, u64)>,
+}
+
+impl Sources {
+    fn read(run_dir: &Path) -> Sources {
+        let mut out = Sources::default();
+        let Ok(file) = std::fs::File::open(run_dir.join(vkexit_evidence::files::TIMELINE.name))
+        else {
+            return out;
+        };
+        let hex = |text: Option<&str>| {
+            text.and_then(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok())
+        };
+        let mut main_pid = None;
+        let _ = vkexit_evidence::read::records(file, |stamp, e: timeline::Entry| {
+            let pid = stamp.pid.unwrap_or(0);
+            if main_pid.is_none() && matches!(e, timeline::Entry::PreloadLoaded(_)) {
+                main_pid = Some(pid);
+            }
+            if main_pid != Some(pid) {
+                return;
+            }
+            match e {
+                timeline::Entry::HandlerRegistered(h) => {
+                    let call = h.call_object.zip(hex(h.call_offset.as_deref()));
+                    out.registrations.push(Registration {
+                        id: h.id,
+                        symbol: h.symbol,
+                        call,
+                    });
+                }
+                timeline::Entry::LibraryDestructorStart(d) => {
+                    if let Some(at) = d.object.zip(hex(d.function_offset.as_deref())) {
+                        out.destructors.push(at);
+                    }
+                }
+                _ => {}
+            }
+        });
+        out
+    }
+
+    /// The source line of `handler`'s registration.
+    fn registration(&self, handler: &Handler) -> Option<source_lines::SourceLine> {
+        let found = self.registrations.iter().find(|r| match handler {
+            Handler::Symbol(s) => r.symbol.as_deref() == Some(s.as_str()),
+            Handler::Id(want) => r.id == *want,
+        })?;
+        let (object, offset) = found.call.as_ref()?;
+        source_lines::Object::read(Path::new(object))?.call_at(*offset)
+    }
+
+    /// The library destructor of the object `file` that its own source defines (not the C++
+    /// runtime's hook every object has), with its line: "`pool_fini`, pool.c:9".
+    fn destructor(&self, file: &str) -> Option<String> {
+        let (path, _) = self
+            .destructors
+            .iter()
+            .find(|(path, _)| path.rsplit('/').next() == Some(file))?;
+        let object = source_lines::Object::read(Path::new(path))?;
+        self.destructors
+            .iter()
+            .filter(|(p, _)| p == path)
+            .find_map(|(_, offset)| {
+                let function = object.function_at(*offset)?;
+                if function.starts_with("__") {
+                    return None;
+                }
+                Some(match object.line_at(*offset) {
+                    Some(line) => format!("`{function}`, {}", line.short()),
+                    None => format!("`{function}`"),
+                })
+            })
+    }
 }
 
 fn no_fix_reason(natural: &CellResult, search: &Search) -> String {

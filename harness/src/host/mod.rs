@@ -11,6 +11,7 @@ pub mod messages;
 pub mod probe;
 pub mod provenance;
 pub mod sanitizer;
+pub mod source_lines;
 pub mod validation;
 pub mod vk;
 pub mod vuid;

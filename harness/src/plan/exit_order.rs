@@ -185,17 +185,34 @@ impl Step {
 
     /// What to change in the source, when this step made a failing exit clean.
     pub(crate) fn advice(&self) -> String {
+        self.advice_at(None, None)
+    }
+
+    /// The same, with where in the source each of the two it names is (`workers.c:44`, or for
+    /// a library, its destructor and its line), where that is known.
+    pub(crate) fn advice_at(&self, first_at: Option<&str>, then_at: Option<&str>) -> String {
         match self {
             Step::Order(o) => o.advice().to_string(),
-            Step::Before { first, then } => format!(
-                "register `{first}` after `{then}` (exit handlers run last registered first: \
-                 `{then}` ran before `{first}`)"
-            ),
-            Step::Destructors { first, then } => format!(
-                "make {first}'s library destructors run before {then}'s: link {first} before \
-                 {then}, or make {first} depend on {then} (the loader runs a library's \
-                 destructors before those of the libraries it needs)"
-            ),
+            Step::Before { first, then } => {
+                let places = match (first_at, then_at) {
+                    (None, None) => String::new(),
+                    (a, b) => format!(" ({}, {})", a.unwrap_or("?"), b.unwrap_or("?")),
+                };
+                format!(
+                    "register `{first}` after `{then}`{places} (exit handlers run last registered \
+                     first: `{then}` ran before `{first}`)"
+                )
+            }
+            Step::Destructors { first, then } => {
+                let at = |place: Option<&str>| place.map_or(String::new(), |p| format!(" ({p})"));
+                format!(
+                    "make {first}'s library destructors{} run before {then}'s{}: link {first} \
+                     before {then}, or make {first} depend on {then} (the loader runs a \
+                     library's destructors before those of the libraries it needs)",
+                    at(first_at),
+                    at(then_at)
+                )
+            }
         }
     }
 

@@ -98,6 +98,12 @@ pub(crate) fn table(exploration: &Exploration) -> String {
         for f in &cell.findings {
             out.push_str(&format!("  → {f}\n"));
         }
+        if let Some(diff) = cell.fix.as_ref().and_then(|f| f.diff.as_ref()) {
+            out.push_str("  the change, in the program's source:\n");
+            for line in diff.lines() {
+                out.push_str(&format!("    {line}\n"));
+            }
+        }
     }
     out.push_str(&tally_lines(exploration));
     if !exploration.left_out.is_empty() {
@@ -267,6 +273,8 @@ pub(crate) fn junit(exploration: &Exploration) -> String {
 
 const STYLE: &str = "
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #1b1b1b; overflow-wrap: anywhere; }
+td.name, th code { white-space: nowrap; overflow-wrap: normal; }
+pre { margin: 0.3em 0 0; font-size: 0.9em; white-space: pre; overflow-wrap: normal; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #9e9e9e; padding: 0.3em 0.5em; vertical-align: top; text-align: left; font-size: 0.9em; }
 th { background: #f5f5f5; }
@@ -276,6 +284,7 @@ td a { color: inherit; }
 .flaky { background: #ffcc80; font-weight: bold; }
 .error { background: #b71c1c; color: #fff; font-weight: bold; }
 .na { color: #9e9e9e; }
+.also { background: #f3e5e5; color: #6d4c41; }
 h1 .green { color: #1b5e20; } h1 .red { color: #b71c1c; }
 ";
 
@@ -357,7 +366,7 @@ fn html_row(out: &mut String, cell: &ExploredCell, names: &[&str], base: Option<
     };
     let _ = write!(
         out,
-        "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{}</td>",
+        "<tr><td class=\"name\"><code>{}</code></td><td class=\"name\"><code>{}</code></td><td class=\"name\">{}</td><td class=\"name\">{}</td>",
         text(&n.case),
         text(&n.runtime),
         text(&n.driver),
@@ -382,11 +391,17 @@ fn html_row(out: &mut String, cell: &ExploredCell, names: &[&str], base: Option<
                 let _ = write!(out, "<td class=\"na\" title=\"{}\">n/a</td>", attr(why));
             }
             Some(p) => {
-                let shown = perturbation_runs(p);
+                let mut shown = perturbation_runs(p);
+                let natural_fails = n.runs > 0 && n.counts.passed() < n.runs;
                 let class = match p.verdict.as_str() {
                     "pass" => "pass",
                     "flaky" => "flaky",
                     "error" => "error",
+                    // The exit fails already: no new alarm.
+                    _ if natural_fails => {
+                        shown = format!("also fails: {shown}");
+                        "also"
+                    }
                     _ => "fail",
                 };
                 cell_td(
@@ -400,17 +415,25 @@ fn html_row(out: &mut String, cell: &ExploredCell, names: &[&str], base: Option<
         }
     }
     let fix = match (&cell.fix, &cell.no_fix) {
-        (Some(f), _) => format!(
-            "{}: pass {}/{} (--exit-order {})",
-            f.change,
-            f.counts.passed(),
-            f.counts.total(),
-            f.exit_order
-        ),
-        (None, Some(why)) => format!("none helps: {why}"),
+        // The change first (its reason in it), then how it was verified and replays, then the
+        // source's own diff.
+        (Some(f), _) => {
+            let diff = f
+                .diff
+                .as_ref()
+                .map_or(String::new(), |d| format!("<pre>{}</pre>", text(d)));
+            format!(
+                "{}<br>verified: pass {}/{} with <code>--exit-order {}</code>{diff}",
+                text(&f.change),
+                f.counts.passed(),
+                f.counts.total(),
+                text(&f.exit_order)
+            )
+        }
+        (None, Some(why)) => text(&format!("none helps: {why}")),
         (None, None) => "–".into(),
     };
-    let _ = writeln!(out, "<td>{}</td></tr>", text(&fix));
+    let _ = writeln!(out, "<td>{fix}</td></tr>");
 }
 
 /// A coloured cell, linked to a kept run's directory when there is one.
@@ -468,5 +491,72 @@ mod tests {
         assert!(text.contains("1 cell(s) not explored"), "{text}");
         let md = markdown(&e);
         assert!(md.contains("| skipped |"), "{md}");
+    }
+
+    /// A cell whose natural exit crashes, a perturbation that crashes too, and a fix with its
+    /// diff.
+    fn failing_cell_with_a_fix() -> Exploration {
+        let counts = |pass: u64, crash: u64| serde_json::json!({"pass": pass, "crash": crash, "exit": 0, "vuid": 0, "timeout": 0, "error": 0});
+        serde_json::from_value(serde_json::json!({
+            "schema": vkexit_evidence::explore::SCHEMA,
+            "vkexit_version": "0",
+            "chaos_seed": 1,
+            "cells": [{
+                "natural": {
+                    "case": "handler-before-load", "runtime": "refrt:static-destructor",
+                    "driver": "lavapipe", "layers": ["validation"], "emulation": "tegra",
+                    "runs": 2, "counts": counts(0, 2), "verdict": "fail",
+                    "vuids": [], "signals": ["SIGSEGV"], "artifacts": [],
+                    "pass_rate": 0.0, "pass_rate_95": [0.0, 0.8]
+                },
+                "perturbations": [{
+                    "name": "threads:seed=1", "condition": "c", "replay": "--chaos-seed 1",
+                    "counts": counts(0, 2), "verdict": "fail", "moved": [],
+                    "signals": ["SIGSEGV"], "vuids": [], "artifacts": []
+                }],
+                "fix": {
+                    "exit_order": "run:join_workers:before:vk_shutdown",
+                    "change": "register `join_workers` after `vk_shutdown` (app.c:4, app.c:5)",
+                    "diff": "--- app.c\n+++ app.c\n@@ -4,2 +4,2 @@\n-a\n+b\n-b\n+a\n",
+                    "moved": [], "counts": counts(2, 0), "verdict": "pass"
+                },
+                "findings": []
+            }]
+        }))
+        .expect("an exploration")
+    }
+
+    #[test]
+    fn the_html_table_keeps_names_whole_says_also_fails_and_leads_the_fix_with_the_change() {
+        let page = html(&failing_cell_with_a_fix(), None);
+        // Names are never broken inside a word, whatever the width.
+        assert!(
+            page.contains("td.name, th code { white-space: nowrap;"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td class=\"name\"><code>refrt:static-destructor</code></td>"),
+            "{page}"
+        );
+        assert!(page.contains("<td class=\"name\">lavapipe</td>"), "{page}");
+        // A perturbation of an exit that fails already is no new alarm.
+        assert!(page.contains("<td class=\"also\">also fails: "), "{page}");
+        assert!(!page.contains("<td class=\"fail\">crashes"), "{page}");
+        // The fix: the change, then its verification and replay, then the diff.
+        let fix = page
+            .split("register `join_workers` after `vk_shutdown`")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{page}"));
+        let verified = fix.find(
+            "verified: pass 2/2 with <code>--exit-order run:join_workers:before:vk_shutdown</code>",
+        );
+        let diff = fix.find("<pre>--- app.c");
+        assert!(verified.is_some() && diff > verified, "{fix}");
+        // The terminal shows the diff too.
+        let text = table(&failing_cell_with_a_fix());
+        assert!(
+            text.contains("  the change, in the program's source:\n    --- app.c\n"),
+            "{text}"
+        );
     }
 }
