@@ -140,6 +140,23 @@ fn destructors_that_pass_in_one_link_order_are_found_failing_in_the_other() {
         let other = cell.perturbations.iter().find(|p| p.name == name).unwrap();
         assert_eq!(other.verdict, "not-applicable", "{other:#?}");
     }
+    // glibc 2.31's library order is a deployment of its own, run with the loader's tunable.
+    let older = cell
+        .perturbations
+        .iter()
+        .find(|p| p.name == "glibc-2.31-library-order")
+        .unwrap_or_else(|| panic!("{cell:#?}"));
+    assert_ne!(older.verdict, "fail", "{older:#?}");
+    assert_eq!(older.replay, "--exit-order glibc-2.31-library-order");
+    let run = older
+        .artifacts
+        .first()
+        .unwrap_or_else(|| panic!("{older:#?}"));
+    let command = std::fs::read_to_string(Path::new(run).join("command.txt")).unwrap();
+    assert!(
+        command.contains("GLIBC_TUNABLES=glibc.rtld.dynamic_sort=1"),
+        "{command}"
+    );
     // The perturbation replays; the natural exit stays clean.
     let order = p.replay.strip_prefix("--exit-order ").unwrap();
     assert_eq!(replay(&sb, &program, Some(order)), 0);

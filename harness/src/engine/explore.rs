@@ -372,6 +372,28 @@ fn perturbation(kind: Kind, natural: &CellResult, results: &Results) -> Option<P
     };
     let first = cell.artifacts.first().map(PathBuf::from);
     let applies = match kind {
+        Kind::Order(Order::OlderGlibc) => {
+            let natural_order = natural
+                .artifacts
+                .first()
+                .map(|d| library_order(Path::new(d)))
+                .unwrap_or_default();
+            let order = first.as_deref().map(library_order).unwrap_or_default();
+            match order_change(&natural_order, &order) {
+                Some(change) => {
+                    p.moved = vec![change];
+                    true
+                }
+                None => {
+                    p.moved = vec![format!(
+                        "glibc 2.31's sort gives the {} objects whose library destructors ran \
+                         the same order here",
+                        order.len()
+                    )];
+                    false
+                }
+            }
+        }
         Kind::Order(_) | Kind::Fix | Kind::Libraries => {
             let moved = first.as_deref().map(moved_handlers).unwrap_or_default();
             p.moved = moved.clone();
@@ -388,6 +410,54 @@ fn perturbation(kind: Kind, natural: &CellResult, results: &Results) -> Option<P
         p.verdict = judge::explore::verdict_of(&cell.counts).into();
     }
     Some(p)
+}
+
+/// The objects whose library destructors a run's main process ran, by file name, in order.
+fn library_order(run_dir: &Path) -> Vec<String> {
+    let Ok(file) = std::fs::File::open(run_dir.join(vkexit_evidence::files::TIMELINE.name)) else {
+        return Vec::new();
+    };
+    let mut main_pid = None;
+    let mut out: Vec<String> = Vec::new();
+    let _ = vkexit_evidence::read::records(file, |stamp, e: timeline::Entry| {
+        let pid = stamp.pid.unwrap_or(0);
+        if main_pid.is_none() && matches!(e, timeline::Entry::PreloadLoaded(_)) {
+            main_pid = Some(pid);
+        }
+        if let (timeline::Entry::LibraryDestructorStart(d), true) = (e, main_pid == Some(pid)) {
+            let object = d.object.unwrap_or_default();
+            let name = object.rsplit('/').next().unwrap_or("").to_string();
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    });
+    out
+}
+
+/// How the loader's order of library destructors changed, said in one line; `None` when it
+/// did not (or nothing was seen).
+fn order_change(natural: &[String], now: &[String]) -> Option<String> {
+    if natural.is_empty() || now.is_empty() || natural == now {
+        return None;
+    }
+    let elsewhere = natural.iter().zip(now).filter(|(a, b)| a != b).count();
+    // The first object now run before one it used to follow.
+    let earlier = now.iter().enumerate().find_map(|(i, object)| {
+        let was = natural.iter().position(|o| o == object)?;
+        let passed = now[i + 1..].iter().find(|o| {
+            natural
+                .iter()
+                .position(|n| n == *o)
+                .is_some_and(|p| p < was)
+        })?;
+        Some(format!("{object} before {passed}"))
+    });
+    Some(format!(
+        "the loader ran library destructors in another order: {elsewhere} of {} objects in another place{}",
+        now.len(),
+        earlier.map_or(String::new(), |e| format!(" (first: {e})"))
+    ))
 }
 
 /// The handlers an exit order moved, as the run directory's timeline names them.
@@ -539,11 +609,27 @@ fn library_link_order(
         for &i in &members {
             if let Some(mut p) = perturbation(kind, &cells[i].natural, &results) {
                 p.replay = format!("--exit-order {order}");
+                p.condition = p
+                    .condition
+                    .replacen("(-lb -la for -la -lb)", &linked_as(&order), 1);
                 cells[i].perturbations.push(p);
             }
         }
     }
     Ok(())
+}
+
+/// The link order `order`'s steps stand for: "(libctx.so before libpool.so)".
+fn linked_as(order: &ExitOrder) -> String {
+    let each: Vec<String> = order
+        .0
+        .iter()
+        .filter_map(|s| match s {
+            Step::Destructors { first, then } => Some(format!("{first} before {then}")),
+            _ => None,
+        })
+        .collect();
+    format!("({})", each.join(", "))
 }
 
 /// Where the natural exit fails: the changes of exit order the planner proposes for each cell
@@ -979,4 +1065,30 @@ fn findings(cell: &ExploredCell) -> Vec<String> {
         out.push(why.clone());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn another_loader_order_is_said_by_the_first_object_that_moved_ahead() {
+        let natural = names(&["app", "libpool.so", "libctx.so", "libvulkan.so.1"]);
+        assert_eq!(order_change(&natural, &natural), None);
+        assert_eq!(order_change(&natural, &[]), None);
+        let now = names(&["app", "libctx.so", "libpool.so", "libvulkan.so.1"]);
+        assert_eq!(
+            order_change(&natural, &now).as_deref(),
+            Some(
+                "the loader ran library destructors in another order: 2 of 4 objects in another \
+                 place (first: libctx.so before libpool.so)"
+            )
+        );
+        let order = ExitOrder::parse("destructors:libctx.so:before:libpool.so").unwrap();
+        assert_eq!(linked_as(&order), "(libctx.so before libpool.so)");
+    }
 }

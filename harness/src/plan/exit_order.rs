@@ -14,22 +14,41 @@ pub(crate) enum Order {
     Relinked,
     TeardownBeforeDriver,
     CleanupFirst,
+    /// The dynamic loader's sort of glibc 2.31 (`GLIBC_TUNABLES=glibc.rtld.dynamic_sort=1`):
+    /// applied by the run's environment, not by the preload.
+    OlderGlibc,
 }
 
 impl Order {
     /// Every order, as `--exit-order` names them.
-    pub(crate) const ALL: [Order; 5] = [
+    pub(crate) const ALL: [Order; 6] = [
         Order::Module,
         Order::Linked,
         Order::Relinked,
         Order::TeardownBeforeDriver,
         Order::CleanupFirst,
+        Order::OlderGlibc,
     ];
 
-    /// The orders that stand for another build of an unchanged program: what `explore`
-    /// perturbs a passing exit with. The others are changes to the program's source, tried
-    /// as fixes.
-    pub(crate) const DEPLOYMENTS: [Order; 3] = [Order::Module, Order::Linked, Order::Relinked];
+    /// The orders that stand for another build or deployment of an unchanged program: what
+    /// `explore` perturbs a passing exit with. The others are changes to the program's source,
+    /// tried as fixes.
+    pub(crate) const DEPLOYMENTS: [Order; 4] = [
+        Order::Module,
+        Order::Linked,
+        Order::Relinked,
+        Order::OlderGlibc,
+    ];
+
+    /// The environment that makes the dynamic loader sort libraries as glibc 2.31 did, for a
+    /// run whose exit order (as `--exit-order` names it) asks for it; glibc before 2.35 has
+    /// that sort only and ignores the tunable.
+    pub(crate) fn loader_tunable(exit_order: &str) -> Option<&'static str> {
+        exit_order
+            .split(',')
+            .any(|s| s.trim() == Order::OlderGlibc.name())
+            .then_some("glibc.rtld.dynamic_sort=1")
+    }
 
     /// The changes tried, smallest first, when the natural exit fails.
     pub(crate) const FIXES: [Order; 5] = [
@@ -47,6 +66,7 @@ impl Order {
             Order::Relinked => "link-order",
             Order::TeardownBeforeDriver => "teardown-before-driver",
             Order::CleanupFirst => "cleanup-first",
+            Order::OlderGlibc => "glibc-2.31-library-order",
         }
     }
 
@@ -72,6 +92,12 @@ impl Order {
             Order::CleanupFirst => {
                 "the application's exit handlers registered after the runtime was initialised, \
                  so that they run before the runtime's teardown and the driver's exit handlers"
+            }
+            Order::OlderGlibc => {
+                "glibc 2.31's dynamic loader (Ubuntu 20.04, L4T 35 on a Jetson): it sorts \
+                 libraries that do not need each other in another order, so their constructors \
+                 and library destructors run in another order (GLIBC_TUNABLES=\
+                 glibc.rtld.dynamic_sort=1 in newer glibc)"
             }
         }
     }
@@ -99,6 +125,10 @@ impl Order {
             Order::Relinked => {
                 "make the static destructors independent of link order (or link the objects in \
                  the reverse order)"
+            }
+            Order::OlderGlibc => {
+                "make each library's destructor independent of the order the loader picks \
+                 among libraries that do not need each other (or make one need the other)"
             }
         }
     }

@@ -713,6 +713,14 @@ fn command_spec(
         }
         if let Some(order) = &options.exit_order {
             env_set.push((env::EXIT_ORDER.into(), order.clone()));
+            if let Some(tunable) = crate::plan::exit_order::Order::loader_tunable(order) {
+                // Added to the program's own tunables, which the loader reads in order.
+                let value = match cell_var(cell, "GLIBC_TUNABLES") {
+                    Some(own) if !own.is_empty() => format!("{own}:{tunable}"),
+                    _ => tunable.to_string(),
+                };
+                env_set.push(("GLIBC_TUNABLES".into(), value));
+            }
         }
         if let Some(seed) = options.chaos_seed {
             env_set.push((env::CHAOS_SEED.into(), seed.to_string()));
