@@ -131,6 +131,26 @@ impl Handler {
     }
 }
 
+/// "the library destructor #4 of libpool.so (`pool_fini`)", the function from the record or,
+/// where the dynamic symbol table does not name it, from the object's own symbol table.
+fn describe_destructor(d: &timeline::LibraryDestructor) -> String {
+    let object = d.object.as_deref().unwrap_or("");
+    let symbol = d.symbol.clone().or_else(|| {
+        let offset = d.function_offset.as_deref()?.trim_start_matches("0x");
+        let offset = u64::from_str_radix(offset, 16).ok()?;
+        let file = crate::host::source_lines::Object::read(std::path::Path::new(object))?;
+        file.function_at(offset).map(str::to_string)
+    });
+    let name = match object {
+        "" => "an unknown object".to_string(),
+        path => registrant_name(path),
+    };
+    match symbol {
+        Some(symbol) => format!("the library destructor #{} of {name} (`{symbol}`)", d.id),
+        None => format!("the library destructor #{} of {name}", d.id),
+    }
+}
+
 /// A registrant's file name, and the layer it is when it is one: a layer's
 /// own exit handlers are where a layer's crash at exit happens.
 fn registrant_name(path: &str) -> String {
@@ -171,6 +191,8 @@ pub struct Story {
     main_returned: bool,
     /// When the dynamic loader's finalization began, per process.
     loader_finalization: BTreeMap<i64, u64>,
+    /// The library destructor last started, per process, and whether it returned.
+    last_destructor: BTreeMap<i64, (timeline::LibraryDestructor, bool)>,
     /// Handlers taken from ranges so far, against `MAX_RANGED_HANDLERS`.
     ranged_handlers: u64,
     /// The evidence files that are there but could not be read, each with why: a story
@@ -359,6 +381,7 @@ impl Story {
             ),
             timeline::Entry::DlFiniEnd => (Kind::Process, "loader finalization done".into()),
             timeline::Entry::LibraryDestructorStart(d) => {
+                self.last_destructor.insert(pid, (d.clone(), false));
                 let object = d
                     .object
                     .as_deref()
@@ -377,7 +400,12 @@ impl Story {
                 )
             }
             timeline::Entry::LibraryDestructorEnd(d) => (
-                Kind::HandlerRan,
+                {
+                    if let Some(last) = self.last_destructor.get_mut(&pid) {
+                        last.1 = true;
+                    }
+                    Kind::HandlerRan
+                },
                 format!("library destructor #{} returned", d.id),
             ),
             timeline::Entry::Dlopen(dlopen) => match dlopen.path.as_deref().unwrap_or("") {
@@ -535,6 +563,9 @@ impl Story {
             let h = &self.handlers[&(pid, id)];
             text.push_str(&format!("; last exit handler to run: {}", h.describe(id)));
         }
+        if let Some(destructor) = self.crashed_in_destructor() {
+            text.push_str(&format!("; in {destructor}"));
+        }
         if !self.later_crashes.is_empty() {
             text.push_str(&format!("; then {}", self.later().join(", ")));
         }
@@ -558,6 +589,16 @@ impl Story {
             Some(&id) => self.handlers[&(pid, id)].describe(id),
             None => "none".to_string(),
         })
+    }
+
+    /// The library destructor the first crash came in (started, not returned, in the crashing
+    /// process, during the loader's finalization), described.
+    pub fn crashed_in_destructor(&self) -> Option<String> {
+        let (stamp, _) = self.crash.as_ref()?;
+        let pid = stamp.pid.unwrap_or(0);
+        let began = *self.loader_finalization.get(&pid)?;
+        let (destructor, returned) = self.last_destructor.get(&pid)?;
+        (stamp.t_ns >= began && !returned).then(|| describe_destructor(destructor))
     }
 
     /// The crash signals after the first, in short: "SIGABRT on thread main in libc.so.6"
@@ -928,6 +969,25 @@ not json at all
                 .crash_in_loader_finalization()
                 .as_deref(),
             Some("exit handler #5 (atexit, registered by libVkLayer_vkexit_tegra_exit.so)")
+        );
+        // A library destructor that started and never returned is where it crashed.
+        let mut text = std::fs::read_to_string(&timeline).unwrap();
+        text.push_str("{\"ev\":\"library-destructor-start\",\"t_ns\":9170,\"id\":1,\"object\":\"/x/app\",\"symbol\":\"app_fini\"}\n");
+        text.push_str("{\"ev\":\"library-destructor-end\",\"t_ns\":9180,\"id\":1}\n");
+        text.push_str("{\"ev\":\"library-destructor-start\",\"t_ns\":9190,\"id\":2,\"object\":\"/x/libpool.so\",\"symbol\":\"pool_fini\"}\n");
+        std::fs::write(&timeline, text).unwrap();
+        let story = Story::read(dir.path());
+        assert_eq!(
+            story.crashed_in_destructor().as_deref(),
+            Some("the library destructor #2 of libpool.so (`pool_fini`)")
+        );
+        assert!(
+            story
+                .summary()
+                .unwrap()
+                .ends_with("; in the library destructor #2 of libpool.so (`pool_fini`)"),
+            "{:?}",
+            story.summary()
         );
     }
 

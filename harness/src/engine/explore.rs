@@ -1009,14 +1009,21 @@ fn no_fix_reason(natural: &CellResult, search: &Search) -> String {
     };
     // A crash in the loader's finalization comes from a library destructor that runs after
     // every exit handler: no order of the handlers moves it.
-    let after_handlers = natural
+    let story = natural
         .artifacts
         .first()
         .filter(|_| natural.counts.crash > 0)
-        .and_then(|dir| crate::explain::Story::read(Path::new(dir)).crash_in_loader_finalization());
+        .map(|dir| crate::explain::Story::read(Path::new(dir)));
+    let after_handlers = story.as_ref().and_then(|s| {
+        let last = s.crash_in_loader_finalization()?;
+        Some(match s.crashed_in_destructor() {
+            Some(destructor) => format!("in {destructor}; the last exit handler to run: {last}"),
+            None => format!("the last exit handler to run: {last}"),
+        })
+    });
     let what = match (natural.counts.crash > 0, natural.counts.vuid > 0, after_handlers) {
         (false, true, _) => "the validation errors do not depend on the order of the exit handlers: the objects are still alive when the device is destroyed, whatever runs first (release them before vkDestroyDevice)".to_string(),
-        (_, _, Some(last)) => format!("the crash comes in the dynamic loader's finalization, after every exit handler (the last to run: {last}): a library destructor (.fini_array, __attribute__((destructor))), which no order of exit handlers moves, uses what was already torn down; tear the device down before then (in an exit handler registered after vkCreateInstance, or before main returns)"),
+        (_, _, Some(last)) => format!("the crash comes in the dynamic loader's finalization, after every exit handler ({last}): a library destructor (.fini_array, __attribute__((destructor))) uses what was already torn down, and no order of the exit handlers or of two runtime libraries' destructors helped; tear the device down before then (in an exit handler registered after vkCreateInstance, or before main returns)"),
         _ if natural.emulation != "none" => "nothing destroys the device before the driver's exit handler in any order vkexit can make: a teardown must exist and run before it (register one with atexit after vkCreateInstance)".to_string(),
         _ => "the failure does not depend on the order of the exit handlers (a use after free inside one handler, or teardown that never happens)".to_string(),
     };
