@@ -384,6 +384,8 @@ fn perturbation(kind: Kind, natural: &CellResult, results: &Results) -> Option<P
                     p.moved = vec![change];
                     true
                 }
+                // Not seen (a run that ended before the loader's finalization): its runs judge.
+                None if natural_order.is_empty() || order.is_empty() => true,
                 None => {
                     p.moved = vec![format!(
                         "glibc 2.31's sort gives the {} objects whose library destructors ran \
@@ -560,19 +562,24 @@ fn library_link_order(
         else {
             continue;
         };
-        let Some(order) = fix_search::relinked_libraries(&observed_exit(Path::new(dir))) else {
+        let exit = observed_exit(Path::new(dir));
+        let Some(order) = fix_search::relinked_libraries(&exit) else {
+            let why = match exit.libraries.is_empty() {
+                true => "no library destructor ran in its natural exit (it ended before the \
+                         loader's finalization): no link order of library destructors to try"
+                    .to_string(),
+                false => "no two runtime libraries whose destructors ran at exit are \
+                          independent of each other (fewer than two, or one needs the other): \
+                          no link order changes their order"
+                    .to_string(),
+            };
             cell.perturbations.push(Perturbation {
                 name: kind.name(),
                 condition: kind.condition(),
                 replay: kind.replay(),
                 counts: Counts::default(),
                 verdict: "not-applicable".into(),
-                moved: vec![
-                    "no two runtime libraries whose destructors ran at exit are \
-                             independent of each other (fewer than two, or one needs the other): \
-                             no link order changes their order"
-                        .into(),
-                ],
+                moved: vec![why],
                 signals: Vec::new(),
                 vuids: Vec::new(),
                 artifacts: Vec::new(),
@@ -838,9 +845,15 @@ fn observed_exit(run_dir: &Path) -> fix_search::ObservedExit {
 /// needs as its file says (by the file names of the objects here that have those names).
 fn linked_libraries(ran: &[(String, Option<String>)]) -> Vec<fix_search::Library> {
     let file_name = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+    // Only the program's and the runtime libraries' files: what moves, and what they need (the
+    // Vulkan stack's and the system's are large, LLVM's over 100 MB, and never move).
     let linking: Vec<Option<vkexit_elf::Linking>> = ran
         .iter()
-        .map(|(path, _)| {
+        .map(|(path, class)| {
+            let class = class.as_deref().and_then(Class::from_name);
+            if !matches!(class, Some(Class::App | Class::Runtime)) {
+                return None;
+            }
             let bytes = std::fs::read(path).ok()?;
             vkexit_elf::linking(&bytes).ok()
         })
