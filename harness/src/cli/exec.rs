@@ -62,6 +62,7 @@ pub(super) fn exec_command(args: ExecArgs) -> Result<u8> {
         no_rerun_without_layer: true,
         exit_order: args.exit_order,
         chaos_seed: args.chaos_seed,
+        slow_teardown: false,
         require_vulkan: false,
     };
     let cells = CellArgs {

@@ -18,6 +18,13 @@ pub(crate) fn verdict_of(counts: &Counts) -> &'static str {
     }
 }
 
+/// A perturbation whose runs ran but whose evidence does not show whether it acted on them (the
+/// layer that reports destroy calls was not in the process, the timeline is missing): neither a
+/// pass nor not-applicable.
+pub(crate) fn unproven() -> &'static str {
+    "error"
+}
+
 pub(crate) fn failed(verdict: &str) -> bool {
     matches!(verdict, "fail" | "flaky" | "error")
 }
