@@ -78,7 +78,9 @@ pub(crate) fn table(exploration: &Exploration) -> String {
             let what = match p.verdict.as_str() {
                 "not-applicable" => match (p.moved.first(), p.name.starts_with("threads")) {
                     (Some(why), _) => why.clone(),
-                    (None, true) => "no other thread was running at the exit handlers".into(),
+                    // An older exploration file: thread timing then applied wherever a thread
+                    // was alive.
+                    (None, true) => "no other thread was alive at the exit handlers".into(),
                     (None, false) => "moves no exit handler in this program".into(),
                 },
                 _ => perturbation_runs(p),
