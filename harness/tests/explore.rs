@@ -390,9 +390,10 @@ fn the_static_destructor_after_the_tegra_exit_gets_the_seeds_fix() {
         "2",
     ];
     let (code, exploration, stderr) = explore_cells(&sb, &args);
-    // Both crash as the built-in baseline expects, and moved into the linked order the
-    // static destructor's cell still crashes: a failing perturbation, so the gate is red.
-    assert_eq!(code, Some(1), "{stderr}");
+    // Both crash as the built-in baseline expects (expected-fail, green as `run` judges it).
+    // The Tegra driver's thread is alive at exit but asleep, so thread timing moves nothing
+    // there, and no perturbation that applies fails: the gate is green.
+    assert_eq!(code, Some(0), "{stderr}");
     let cell = |runtime: &str| {
         exploration
             .cells
