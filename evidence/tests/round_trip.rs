@@ -606,3 +606,23 @@ fn a_record_of_the_wrong_shape_is_bad_and_an_unknown_event_is_skipped() {
         })]
     );
 }
+
+/// A `chaos-pause` of an older timeline counted the other threads alive in `running`, with no
+/// states: it still reads, its states all zero, so a reader can tell it from a new one.
+#[test]
+fn an_older_chaos_pause_reads_with_its_count_and_no_states() {
+    let line = r#"{"ev":"chaos-pause","t_ns":1,"pid":2,"tid":2,"thread":"p","before_id":3,"waited_ns":0,"running":2,"chaos_seed":1}"#;
+    let mut read = Vec::new();
+    let bad = read::records(line.as_bytes(), |_, e: timeline::Entry| read.push(e)).unwrap();
+    assert_eq!(bad, 0);
+    assert_eq!(
+        read,
+        [timeline::Entry::ChaosPause(timeline::ChaosPause {
+            before_id: 3,
+            waited_ns: 0,
+            running: 2,
+            threads: timeline::ThreadStates::default(),
+            chaos_seed: 1,
+        })]
+    );
+}
