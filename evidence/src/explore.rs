@@ -61,7 +61,7 @@ pub struct ExploredCell {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Perturbation {
     /// Its name: an exit order (`module`, `linked`, `link-order`), `driver-exit:tegra`,
-    /// `driver-exit:tegra-racy` or `threads:seed=N`.
+    /// `driver-exit:tegra-racy`, `threads:seed=N` or `slow-teardown`.
     pub name: String,
     /// The real-world condition it stands for.
     pub condition: String,
@@ -72,7 +72,9 @@ pub struct Perturbation {
     /// `pass` (every run), `fail` (none), `flaky` (some), `error` (a run could not be
     /// judged), or `not-applicable` (it changes nothing in this program: no runs counted).
     pub verdict: String,
-    /// The exit handlers it moved, as the first run's timeline names them.
+    /// The exit handlers it moved, as the first run's timeline names them; for the
+    /// perturbations of threads (`threads:seed=N`, `slow-teardown`), the other threads' states
+    /// where it acted (alive, runnable, asleep, blocked); when `not-applicable` or `error`, why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moved: Vec<String>,
     /// The signals that ended a run, once each.

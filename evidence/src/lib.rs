@@ -112,6 +112,7 @@ pub mod files;
 mod mapped;
 mod record;
 pub mod shared_dir;
+pub mod slow_teardown;
 pub mod tegra;
 pub mod timeline;
 pub mod trace;

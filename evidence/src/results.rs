@@ -164,6 +164,9 @@ pub struct CellResult {
     /// The thread-timing seed of every run (`--chaos-seed`); absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chaos_seed: Option<u64>,
+    /// Every run had a slower device's teardown at exit (`--slow-teardown`); absent without.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub slow_teardown: bool,
     /// How many runs were made: the sum of `counts`.
     pub runs: u64,
     /// How many runs ended with each run verdict.

@@ -47,8 +47,17 @@ crate::wire_names! {
         /// by `VKEXIT_CHAOS_SEED`): which order, and which handlers it moved.
         ExitReordered = "exit-reordered",
         /// Before an exit handler ran, the exiting thread waited for the process's other
-        /// running threads to block or end (`VKEXIT_CHAOS_SEED`).
+        /// runnable threads to sleep, block or end (`VKEXIT_CHAOS_SEED`): the other threads'
+        /// states when it began.
         ChaosPause = "chaos-pause",
+        /// A `vkDestroy*`/`vkFree*` call made during exit returned, and the thread that made it
+        /// was held as a slower device's teardown would hold it, so that the threads asleep at
+        /// the call wake into what it destroyed (`VKEXIT_SLOW_TEARDOWN`): the other threads'
+        /// states at the call, how long it was held, how many of the sleepers woke.
+        TeardownHold = "teardown-hold",
+        /// vkexit's layer that reports each destroy call to the preloaded library is in the
+        /// process (`VKEXIT_SLOW_TEARDOWN`): without it no destroy call is seen.
+        TeardownWatched = "teardown-watched",
         /// A process of the run opened a file for writing (or made, renamed or removed one)
         /// in the working directory it shares with other runs (`VKEXIT_SHARED_DIR`): the
         /// name at that directory's top level, once per process.
@@ -173,8 +182,29 @@ pub mod field {
     pub const BEFORE_ID: &str = "before_id";
     /// `chaos-pause`: how long the exiting thread waited, nanoseconds.
     pub const WAITED_NS: &str = "waited_ns";
-    /// `chaos-pause`: how many other threads were alive when the pause began.
+    /// `chaos-pause` in older timelines: how many other threads were alive when the pause
+    /// began (now [`ALIVE`]).
     pub const RUNNING: &str = "running";
+    /// `chaos-pause`, `teardown-hold`: how many other threads of the process were alive (in
+    /// `/proc/self/task`) when it began; each is one of the four below.
+    pub const ALIVE: &str = "alive";
+    /// `chaos-pause`, `teardown-hold`: of those, running or runnable (`R`).
+    pub const RUNNABLE: &str = "runnable";
+    /// `chaos-pause`, `teardown-hold`: of those, asleep in a timed sleep (`nanosleep`,
+    /// `clock_nanosleep`): they wake by themselves.
+    pub const ASLEEP: &str = "asleep";
+    /// `chaos-pause`, `teardown-hold`: of those, blocked, waiting on something else (a futex,
+    /// a read, a poll, the disk).
+    pub const BLOCKED: &str = "blocked";
+    /// `chaos-pause`, `teardown-hold`: of those, stopped (by a signal or a tracer) or ended
+    /// and not yet reaped (zombie).
+    pub const STOPPED: &str = "stopped";
+    /// `teardown-hold`: the Vulkan call that returned (`vkDestroyDevice`).
+    pub const CALL: &str = "call";
+    /// `teardown-hold`: how long the thread that made the call was held, nanoseconds.
+    pub const HELD_NS: &str = "held_ns";
+    /// `teardown-hold`: how many of the threads asleep at the call woke while it was held.
+    pub const WOKE: &str = "woke";
     /// `handler-registered`, `handlers-registered`: who registered it, as the exit orders move
     /// handlers: `app`, `runtime`, `vulkan`, `system` ([`crate::exit_order::Class`]).
     pub const CLASS: &str = "class";
@@ -236,6 +266,10 @@ mod read {
         ExitReordered(ExitReordered),
         /// A `chaos-pause` record.
         ChaosPause(ChaosPause),
+        /// A `teardown-hold` record.
+        TeardownHold(TeardownHold),
+        /// A `teardown-watched` record.
+        TeardownWatched,
         /// A `shared-write` record.
         SharedWrite(SharedWrite),
     }
@@ -305,6 +339,22 @@ mod read {
             .collect()
     }
 
+    /// The other threads of a process at one moment, by state: `chaos-pause`, `teardown-hold`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct ThreadStates {
+        /// How many were alive (each is one of the four below).
+        pub alive: u64,
+        /// Running or runnable.
+        pub runnable: u64,
+        /// Asleep in a timed sleep: they wake by themselves.
+        pub asleep: u64,
+        /// Blocked, waiting on something else.
+        pub blocked: u64,
+        /// Stopped, or ended and not yet reaped.
+        pub stopped: u64,
+    }
+
     /// A `chaos-pause` record.
     #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
     #[serde(default)]
@@ -313,10 +363,28 @@ mod read {
         pub before_id: u64,
         /// How long the exiting thread waited, nanoseconds.
         pub waited_ns: u64,
-        /// How many other threads were alive when the pause began.
+        /// Older timelines: how many other threads were alive (their states unrecorded).
         pub running: u64,
+        /// The other threads' states when the pause began.
+        #[serde(flatten)]
+        pub threads: ThreadStates,
         /// The seed.
         pub chaos_seed: u64,
+    }
+
+    /// A `teardown-hold` record.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+    #[serde(default)]
+    pub struct TeardownHold {
+        /// The Vulkan call that returned.
+        pub call: String,
+        /// How long the thread that made it was held, nanoseconds (0: nothing to wait for).
+        pub held_ns: u64,
+        /// The other threads' states at the call.
+        #[serde(flatten)]
+        pub threads: ThreadStates,
+        /// How many of those asleep at the call woke while it was held.
+        pub woke: u64,
     }
 
     /// A `preload-loaded` record.
@@ -510,6 +578,8 @@ mod read {
                 Event::VulkanObject => Entry::VulkanObject(from_value(record)?),
                 Event::ExitReordered => Entry::ExitReordered(from_value(record)?),
                 Event::ChaosPause => Entry::ChaosPause(from_value(record)?),
+                Event::TeardownHold => Entry::TeardownHold(from_value(record)?),
+                Event::TeardownWatched => Entry::TeardownWatched,
                 Event::SharedWrite => Entry::SharedWrite(from_value(record)?),
             })
         }
@@ -533,6 +603,8 @@ mod read {
                 Entry::VulkanObject(_) => Event::VulkanObject,
                 Entry::ExitReordered(_) => Event::ExitReordered,
                 Entry::ChaosPause(_) => Event::ChaosPause,
+                Entry::TeardownHold(_) => Event::TeardownHold,
+                Entry::TeardownWatched => Event::TeardownWatched,
                 Entry::SharedWrite(_) => Event::SharedWrite,
             }
         }

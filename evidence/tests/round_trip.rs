@@ -184,6 +184,24 @@ fn tegra_sample(event: tegra::Event) -> (Record, tegra::Entry) {
     (r, entry)
 }
 
+/// Ten other threads in four states, each a different count.
+const THREAD_STATES: timeline::ThreadStates = timeline::ThreadStates {
+    alive: 10,
+    runnable: 1,
+    asleep: 2,
+    blocked: 3,
+    stopped: 4,
+};
+
+fn thread_states(r: &mut Record) {
+    use timeline::field as f;
+    r.u64(f::ALIVE, 10)
+        .u64(f::RUNNABLE, 1)
+        .u64(f::ASLEEP, 2)
+        .u64(f::BLOCKED, 3)
+        .u64(f::STOPPED, 4);
+}
+
 fn timeline_sample(event: timeline::Event) -> (Record, timeline::Entry) {
     use timeline::{field as f, Event as E};
     let mut r = Record::new(event.as_str());
@@ -353,17 +371,29 @@ fn timeline_sample(event: timeline::Event) -> (Record, timeline::Entry) {
             })
         }
         E::ChaosPause => {
-            r.u64(f::BEFORE_ID, 3)
-                .u64(f::WAITED_NS, 1000)
-                .u64(f::RUNNING, 1)
-                .u64(f::CHAOS_SEED, 7);
+            r.u64(f::BEFORE_ID, 3).u64(f::WAITED_NS, 1000);
+            thread_states(&mut r);
+            r.u64(f::CHAOS_SEED, 7);
             timeline::Entry::ChaosPause(timeline::ChaosPause {
                 before_id: 3,
                 waited_ns: 1000,
-                running: 1,
+                running: 0,
+                threads: THREAD_STATES,
                 chaos_seed: 7,
             })
         }
+        E::TeardownHold => {
+            r.str(f::CALL, "vkDestroyBuffer").u64(f::HELD_NS, 2000);
+            thread_states(&mut r);
+            r.u64(f::WOKE, 1);
+            timeline::Entry::TeardownHold(timeline::TeardownHold {
+                call: s("vkDestroyBuffer"),
+                held_ns: 2000,
+                threads: THREAD_STATES,
+                woke: 1,
+            })
+        }
+        E::TeardownWatched => timeline::Entry::TeardownWatched,
         E::SharedWrite => {
             r.str(f::NAME, "shader.spv");
             timeline::Entry::SharedWrite(timeline::SharedWrite {
@@ -597,6 +627,26 @@ fn a_record_of_the_wrong_shape_is_bad_and_an_unknown_event_is_skipped() {
         read_back,
         [tegra::Entry::ExitHandlerStart(tegra::ExitHandlerStart {
             live_workers: 2
+        })]
+    );
+}
+
+/// A `chaos-pause` of an older timeline counted the other threads alive in `running`, with no
+/// states: it still reads, its states all zero, so a reader can tell it from a new one.
+#[test]
+fn an_older_chaos_pause_reads_with_its_count_and_no_states() {
+    let line = r#"{"ev":"chaos-pause","t_ns":1,"pid":2,"tid":2,"thread":"p","before_id":3,"waited_ns":0,"running":2,"chaos_seed":1}"#;
+    let mut read = Vec::new();
+    let bad = read::records(line.as_bytes(), |_, e: timeline::Entry| read.push(e)).unwrap();
+    assert_eq!(bad, 0);
+    assert_eq!(
+        read,
+        [timeline::Entry::ChaosPause(timeline::ChaosPause {
+            before_id: 3,
+            waited_ns: 0,
+            running: 2,
+            threads: timeline::ThreadStates::default(),
+            chaos_seed: 1,
         })]
     );
 }

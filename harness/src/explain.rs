@@ -431,13 +431,24 @@ impl Story {
             timeline::Entry::ChaosPause(p) => (
                 Kind::Process,
                 format!(
-                    "thread timing (seed {}): before exit handler #{}, {} other thread(s) alive, let run ahead for {:.3} ms",
+                    "thread timing (seed {}): before exit handler #{}, {}; waited {:.3} ms for the runnable ones",
                     p.chaos_seed,
                     p.before_id,
-                    p.running,
+                    chaos_threads(&p),
                     p.waited_ns as f64 / 1e6
                 ),
             ),
+            timeline::Entry::TeardownHold(h) => (
+                Kind::Process,
+                format!(
+                    "slow teardown: {} returned; {}; held {:.3} ms, {} woke",
+                    h.call,
+                    thread_states(&h.threads, ""),
+                    h.held_ns as f64 / 1e6,
+                    h.woke
+                ),
+            ),
+            timeline::Entry::TeardownWatched => return,
         };
         self.push(&stamp, SOURCE, kind, text);
     }
@@ -886,6 +897,42 @@ fn reordered_text(r: &timeline::ExitReordered) -> String {
             moved.join(", ")
         ),
     }
+}
+
+/// The other threads at a chaos pause, as said; an older timeline recorded only how many were
+/// alive.
+fn chaos_threads(p: &timeline::ChaosPause) -> String {
+    match (p.threads.alive, p.running) {
+        (0, n) if n > 0 => format!("{n} other thread(s) alive (their states not recorded)"),
+        _ => thread_states(&p.threads, ""),
+    }
+}
+
+/// "3 other threads alive at the exit handlers: 1 asleep, 2 blocked"; `at` says where (may be
+/// empty).
+pub(crate) fn thread_states(s: &timeline::ThreadStates, at: &str) -> String {
+    let at = match at {
+        "" => String::new(),
+        at => format!(" {at}"),
+    };
+    if s.alive == 0 {
+        return format!("no other thread alive{at}");
+    }
+    let parts: Vec<String> = [
+        (s.runnable, "runnable"),
+        (s.asleep, "asleep"),
+        (s.blocked, "blocked"),
+        (s.stopped, "stopped"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    let threads = match s.alive {
+        1 => "1 other thread".to_string(),
+        n => format!("{n} other threads"),
+    };
+    format!("{threads} alive{at}: {}", parts.join(", "))
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub(crate) fn cell(case: &str, runtime: &str, verdict: CellVerdict, counts: Coun
         emulation: "none".into(),
         exit_order: None,
         chaos_seed: None,
+        slow_teardown: false,
         runs,
         counts,
         verdict,

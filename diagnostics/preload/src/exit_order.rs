@@ -26,7 +26,7 @@ use vkexit_evidence::timeline::{field, Event};
 use vkexit_evidence::Record;
 
 use crate::handlers::{self, Pending};
-use crate::timeline;
+use crate::{threads, timeline};
 
 pub(crate) use vkexit_evidence::exit_order::{Class, Entry, Phase};
 use vkexit_evidence::exit_order::{DestructorsBefore, Step};
@@ -178,8 +178,9 @@ const PAUSE_LIMIT_NS: u64 = 500_000_000;
 const TOTAL_LIMIT_NS: u64 = 1_500_000_000;
 
 /// Thread timing: at the handler boundaries the seed picks (every one when there are at most
-/// [`MAX_PAUSES`]), the exiting thread lets every other running thread of the process run
-/// ahead until it blocks or ends.
+/// [`MAX_PAUSES`]), the exiting thread lets every other runnable thread of the process run
+/// ahead until it sleeps, blocks or ends ([`threads`]: a thread asleep or blocked there is
+/// counted, not waited for).
 struct Chaos {
     seed: u64,
     boundaries: usize,
@@ -211,50 +212,24 @@ impl Chaos {
         self.pauses += 1;
         let start = vkexit_evidence::monotonic_ns();
         let limit = PAUSE_LIMIT_NS.min(TOTAL_LIMIT_NS - self.waited_ns);
-        let (alive, _) = other_threads();
+        let at_start = threads::Counts::of(&threads::others());
         let mut now = start;
-        while other_threads().1 > 0 && now - start < limit {
+        let mut runnable = at_start.runnable;
+        while runnable > 0 && now - start < limit {
             std::thread::sleep(std::time::Duration::from_millis(1));
             now = vkexit_evidence::monotonic_ns();
+            runnable = threads::Counts::of(&threads::others()).runnable;
         }
         let waited = now - start;
         self.waited_ns += waited;
         let mut record = Record::new(Event::ChaosPause.as_str());
         record
             .u64(field::BEFORE_ID, before_id)
-            .u64(field::WAITED_NS, waited)
-            .u64(field::RUNNING, alive)
-            .u64(field::CHAOS_SEED, self.seed);
+            .u64(field::WAITED_NS, waited);
+        at_start.write(&mut record);
+        record.u64(field::CHAOS_SEED, self.seed);
         timeline::write(record);
     }
-}
-
-/// The threads of this process other than the caller: how many are alive, and how many of
-/// those are running or runnable (`R` in their `stat`).
-fn other_threads() -> (u64, u64) {
-    // SAFETY: gettid has no preconditions.
-    let me = unsafe { libc::gettid() }.to_string();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return (0, 0);
-    };
-    let (mut alive, mut running) = (0, 0);
-    for task in tasks.flatten() {
-        if task.file_name().to_str() == Some(me.as_str()) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
-            continue;
-        };
-        alive += 1;
-        // The state follows the command name, which may hold spaces and parentheses.
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim().chars().next());
-        if state == Some('R') {
-            running += 1;
-        }
-    }
-    (alive, running)
 }
 
 fn splitmix64(mut x: u64) -> u64 {

@@ -12,6 +12,9 @@
 //!   exit handlers run in the order another build of the program would give them, or with
 //!   other threads let run ahead between them ([`exit_order`]), and one object's library
 //!   destructors run before another's ([`fini`]);
+//! - **a slower device's teardown** on request (`VKEXIT_SLOW_TEARDOWN`): each destroy call
+//!   made during exit, as vkexit's trace layer reports it, holds its thread until the threads
+//!   asleep at it have woken ([`slow_teardown`]);
 //! - **what the run writes into a shared working directory** (`VKEXIT_SHARED_DIR`): each
 //!   top-level name a process opens for writing there ([`shared_writes`]);
 //! - the **validation layer's log, one file per instance** (`VKEXIT_VALIDATION_LOG`,
@@ -45,7 +48,9 @@ mod objects;
 mod real;
 mod shared_writes;
 mod signals;
+mod slow_teardown;
 mod start;
+mod threads;
 mod timeline;
 mod validation_log;
 mod vulkan;
@@ -58,6 +63,7 @@ use vkexit_evidence::Record;
 
 pub use exit_order::{CHAOS_SEED_VAR, EXIT_ORDER_VAR};
 pub use handlers::HANDLERS_VAR;
+pub use slow_teardown::{vkexit_preload_destroy_returned, vkexit_preload_teardown_watched};
 pub use timeline::TIMELINE_FILE_VAR;
 pub use vkexit_crash::CRASH_FILE_VAR;
 
@@ -97,6 +103,7 @@ fn set_up() {
     real::resolve_all();
     objects::prepare();
     shared_writes::configure();
+    slow_teardown::configure();
     handlers::configure(exit_order::configure());
     validation_log::configure();
     exit_state::track();

@@ -44,6 +44,10 @@ pub(super) struct ExecArgs {
     /// Let the other threads run ahead at the exit handler boundaries this seed picks.
     #[arg(long, value_name = "N")]
     chaos_seed: Option<u64>,
+    /// Give the run a slower device's teardown at exit: each destroy call during exit held until
+    /// the threads asleep at it have woken.
+    #[arg(long)]
+    slow_teardown: bool,
     /// The program and its arguments; its output passes through, its exit code becomes the
     /// verdict's.
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -62,6 +66,7 @@ pub(super) fn exec_command(args: ExecArgs) -> Result<u8> {
         no_rerun_without_layer: true,
         exit_order: args.exit_order,
         chaos_seed: args.chaos_seed,
+        slow_teardown: args.slow_teardown,
         require_vulkan: false,
     };
     let cells = CellArgs {

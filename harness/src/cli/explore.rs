@@ -69,6 +69,15 @@ pub(super) fn explore_command(args: ExploreArgs) -> Result<Exit> {
         None => Order::DEPLOYMENTS.to_vec(),
     };
     let chaos_seed = settings.chaos_seed.take().unwrap_or(1);
+    if settings.slow_teardown {
+        return Err(crate::support::errors::Error::BadFlag {
+            flag: "--slow-teardown",
+            value: None,
+            why: "explore runs the slow teardown as one of its perturbations (slow-teardown); \
+                  `vkexit run --slow-teardown` replays it"
+                .into(),
+        });
+    }
     let resolved = Resolved::new(invocation::Request {
         baselines: args.baselines,
         outputs: args.reports.outputs(args.json),

@@ -218,6 +218,11 @@ pub(super) struct Execution {
     /// picks (replays a thread-timing failure that `explore` found).
     #[arg(long, value_name = "N")]
     pub(super) chaos_seed: Option<u64>,
+    /// Give every run a slower device's teardown at exit (a Jetson's): after each vkDestroy*/vkFree*
+    /// call made during exit, its thread is held until the threads asleep at it have woken, at most 1 s
+    /// a call and 3 s in all (replays a slow-teardown failure that `explore` found).
+    #[arg(long)]
+    pub(super) slow_teardown: bool,
 }
 
 impl CellArgs {
@@ -350,6 +355,14 @@ impl Execution {
                     .into(),
             });
         }
+        if self.no_diagnostics && self.slow_teardown {
+            return Err(Error::BadFlag {
+                flag: "--slow-teardown",
+                value: None,
+                why: "the preloaded library holds the teardown's calls: it cannot go with --no-diagnostics"
+                    .into(),
+            });
+        }
         let settings = Settings {
             artifacts: self.artifacts.clone(),
             keep_passing,
@@ -360,6 +373,7 @@ impl Execution {
             rerun_without_layer: !self.no_rerun_without_layer,
             exit_order: self.exit_order.clone(),
             chaos_seed: self.chaos_seed,
+            slow_teardown: self.slow_teardown,
             require_vulkan: self.require_vulkan,
         };
         Ok(settings)

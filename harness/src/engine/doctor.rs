@@ -289,6 +289,7 @@ fn validation_loads(
         validation::settings_text(&log),
     )?;
     let chain = Chain {
+        slow_teardown: false,
         trace: false,
         validation: Some(layer.clone()),
         emulation: Emulation::None,

@@ -2,12 +2,13 @@
 //! natural exit fails, the smallest change of order that makes it clean.
 //!
 //! Each phase is one gate over the whole selection with one thing changed for every run: an
-//! exit order (`run --exit-order`), the driver's exit emulated (`run --emulate`), or thread
-//! timing (`run --chaos-seed`); its runs keep their directories under
+//! exit order (`run --exit-order`), the driver's exit emulated (`run --emulate`), thread
+//! timing (`run --chaos-seed`), or a slower device's teardown (`run --slow-teardown`); its runs keep their directories under
 //! `<artifacts>/explore/<phase>/`, so that every perturbation replays and explains. The natural
 //! phase is `run` itself, judged by the same baseline; a perturbation is judged by its runs
-//! alone (all pass, none, some), and one that moved no handler in this program is
-//! `not-applicable`, as its first run's timeline says.
+//! alone (all pass, none, some), and one that moved no handler in this program (or, for the
+//! perturbations of threads, found no thread it could move) is `not-applicable`, as its first
+//! run's timeline says, with the reason.
 
 use super::gate;
 use super::invocation::{Invocation, Settings};
@@ -53,6 +54,9 @@ enum Kind {
     Order(Order),
     Driver(Emulation),
     Threads(u64),
+    /// A slower device's teardown: each destroy call at exit held until the threads asleep at
+    /// it have woken.
+    SlowTeardown,
     /// A change of exit order the fix search verifies (its steps are the phase's).
     Fix,
     /// The runtime libraries linked in the reverse order (each cell's steps are its own).
@@ -65,6 +69,7 @@ impl Kind {
             Kind::Order(o) => o.name().to_string(),
             Kind::Driver(e) => format!("driver-exit:{}", e.name()),
             Kind::Threads(seed) => format!("threads:seed={seed}"),
+            Kind::SlowTeardown => "slow-teardown".into(),
             Kind::Fix => "fix".into(),
             Kind::Libraries => "library-link-order".into(),
         }
@@ -84,8 +89,14 @@ impl Kind {
                     .into()
             }
             Kind::Threads(_) => {
-                "another thread timing at exit: threads still running when exit starts run \
+                "another thread timing at exit: threads still runnable when exit starts run \
                  ahead of the exit handlers (a slower machine, a loaded one)"
+                    .into()
+            }
+            Kind::SlowTeardown => {
+                "a slower device's teardown at exit, as a Jetson's is: each vkDestroy*/vkFree* \
+                 call made during exit takes long enough for the threads asleep at it to wake \
+                 into what it destroyed"
                     .into()
             }
             Kind::Fix => "a change of the program's exit order".into(),
@@ -103,6 +114,7 @@ impl Kind {
             Kind::Order(o) => format!("--exit-order {}", o.name()),
             Kind::Driver(e) => format!("--emulate {}", e.name()),
             Kind::Threads(seed) => format!("--chaos-seed {seed}"),
+            Kind::SlowTeardown => "--slow-teardown".into(),
             Kind::Fix | Kind::Libraries => "--exit-order".into(),
         }
     }
@@ -166,6 +178,7 @@ pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) ->
         Kind::Driver(Emulation::Tegra),
         Kind::Driver(Emulation::TegraRacy),
         Kind::Threads(request.chaos_seed),
+        Kind::SlowTeardown,
     ]);
     let mut left_out = Vec::new();
     let over_budget = |start: &Instant| request.budget.is_some_and(|b| start.elapsed() >= b);
@@ -205,6 +218,15 @@ pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) ->
                 &kind.dir(),
                 None,
                 Some(seed),
+                None,
+                reporters,
+            )?,
+            Kind::SlowTeardown => phase(
+                request,
+                &base.clone().with_slow_teardown(true),
+                &kind.dir(),
+                None,
+                None,
                 None,
                 reporters,
             )?,
@@ -401,7 +423,28 @@ fn perturbation(kind: Kind, natural: &CellResult, results: &Results) -> Option<P
             p.moved = moved.clone();
             !moved.is_empty()
         }
-        Kind::Threads(_) => first.as_deref().is_some_and(threads_ran_ahead),
+        Kind::Threads(_) | Kind::SlowTeardown => {
+            let acts = match (kind, first.as_deref()) {
+                (_, None) => Acts::Unproven("its runs kept no directory".into()),
+                (Kind::Threads(_), Some(dir)) => threads_ran_ahead(dir),
+                (_, Some(dir)) => teardown_held(dir),
+            };
+            match acts {
+                Acts::On(what) => {
+                    p.moved = vec![what];
+                    true
+                }
+                Acts::Not(why) => {
+                    p.moved = vec![why];
+                    false
+                }
+                Acts::Unproven(why) => {
+                    p.moved = vec![why];
+                    p.verdict = judge::explore::unproven().into();
+                    false
+                }
+            }
+        }
         Kind::Driver(_) => true,
     };
     p.counts = cell.counts;
@@ -524,19 +567,111 @@ fn describe_handler(id: u64, h: &timeline::HandlerRegistered) -> String {
     }
 }
 
-/// Whether another thread was alive at a boundary where the chaos schedule paused: the
-/// thread timing could change something (whether it did is the runs' verdict).
-fn threads_ran_ahead(run_dir: &Path) -> bool {
+/// What a perturbation of threads did to a run, from its timeline: what it acted on, why it
+/// had nothing to act on, or that the evidence does not say.
+enum Acts {
+    On(String),
+    Not(String),
+    Unproven(String),
+}
+
+/// Whether a thread was runnable at a boundary where the chaos schedule paused: only those run
+/// ahead (whether that changed the outcome is the runs' verdict). Threads alive but asleep or
+/// blocked are counted and said, never taken for running ones.
+fn threads_ran_ahead(run_dir: &Path) -> Acts {
     let Ok(file) = std::fs::File::open(run_dir.join(vkexit_evidence::files::TIMELINE.name)) else {
-        return false;
+        return Acts::Unproven("its run left no exit timeline".into());
     };
-    let mut any = false;
+    let (mut pauses, mut ran, mut busiest) = (0u64, None, timeline::ThreadStates::default());
     let _ = vkexit_evidence::read::records_of(file, Event::ChaosPause, |_, e: timeline::Entry| {
         if let timeline::Entry::ChaosPause(p) = e {
-            any |= p.running > 0;
+            pauses += 1;
+            let mut states = p.threads;
+            if states.alive == 0 && p.running > 0 {
+                // An older timeline: the threads alive, their states not recorded.
+                states.alive = p.running;
+                states.runnable = p.running;
+            }
+            if states.runnable > 0 && ran.is_none() {
+                ran = Some(states);
+            }
+            if states.alive > busiest.alive {
+                busiest = states;
+            }
         }
     });
-    any
+    let at = match pauses {
+        1 => "at the 1 exit handler boundary it paused at".to_string(),
+        n => format!("at the {n} exit handler boundaries it paused at"),
+    };
+    match (pauses, ran) {
+        (0, _) => Acts::Not("no exit handler was pending at exit: no boundary to pause at".into()),
+        (_, Some(states)) => Acts::On(format!(
+            "{}, let run ahead",
+            crate::explain::thread_states(&states, "at the first pause with one runnable")
+        )),
+        (_, None) if busiest.alive == 0 => Acts::Not(format!("no other thread was alive {at}")),
+        (_, None) => Acts::Not(format!(
+            "{}; none was runnable, so none ran ahead",
+            crate::explain::thread_states(&busiest, &at)
+        )),
+    }
+}
+
+/// Whether the slow teardown held a destroy call at exit while another thread was asleep or
+/// runnable: the threads it let wake into what the call destroyed.
+fn teardown_held(run_dir: &Path) -> Acts {
+    let Ok(file) = std::fs::File::open(run_dir.join(vkexit_evidence::files::TIMELINE.name)) else {
+        return Acts::Unproven("its run left no exit timeline".into());
+    };
+    let (mut watched, mut driver) = (false, false);
+    let (mut calls, mut held, mut woke) = (0u64, 0u64, 0u64);
+    let (mut first, mut busiest) = (None, timeline::ThreadStates::default());
+    let _ = vkexit_evidence::read::records(file, |_, e: timeline::Entry| match e {
+        timeline::Entry::TeardownWatched => watched = true,
+        timeline::Entry::VulkanObject(o) if o.role() == Some(timeline::Role::Driver) => {
+            driver = true
+        }
+        timeline::Entry::TeardownHold(h) => {
+            calls += 1;
+            if h.threads.runnable + h.threads.asleep > 0 {
+                held += 1;
+                woke += h.woke;
+                first.get_or_insert(h.threads);
+            }
+            if h.threads.alive > busiest.alive {
+                busiest = h.threads;
+            }
+        }
+        _ => {}
+    });
+    if !watched {
+        return match driver {
+            true => Acts::Unproven(
+                "the layer that reports destroy calls to vkexit was not in the process (a driver was)"
+                    .into(),
+            ),
+            false => Acts::Not("it loaded no Vulkan driver: no device to tear down".into()),
+        };
+    }
+    let calls_said = match calls {
+        1 => "its 1 destroy call".to_string(),
+        n => format!("its {n} destroy calls"),
+    };
+    match first {
+        _ if calls == 0 => Acts::Not("it made no vkDestroy*/vkFree* call during exit".into()),
+        None if busiest.alive == 0 => Acts::Not(format!(
+            "no other thread was alive at {calls_said} during exit"
+        )),
+        None => Acts::Not(format!(
+            "{}; none was asleep or runnable, so none could wake into them",
+            crate::explain::thread_states(&busiest, &format!("at {calls_said} during exit"))
+        )),
+        Some(states) => Acts::On(format!(
+            "held after {held} of {calls_said} during exit; at the first, {}; {woke} woke while held",
+            crate::explain::thread_states(&states, "")
+        )),
+    }
 }
 
 /// The runtime libraries linked in the other order: for each cell whose natural exit ran the
@@ -1043,6 +1178,12 @@ fn no_fix_reason(natural: &CellResult, search: &Search) -> String {
     format!("{searched}: {what}")
 }
 
+/// Whether the perturbation named `name` acts on threads: what it says it did is their states,
+/// not handlers moved.
+fn acts_on_threads(name: &str) -> bool {
+    name.starts_with("threads:") || name == Kind::SlowTeardown.name()
+}
+
 /// What a developer acts on: latent bugs in a passing exit, and the fix of a failing one.
 fn findings(cell: &ExploredCell) -> Vec<String> {
     let natural = &cell.natural;
@@ -1059,9 +1200,10 @@ fn findings(cell: &ExploredCell) -> Vec<String> {
     let judged = |p: &&Perturbation| p.verdict != "error" && judge::explore::failed(&p.verdict);
     for p in cell.perturbations.iter().filter(judged) {
         let how = report::explore::outcome(&p.counts, &p.signals, &p.vuids);
-        let moved = match p.moved.is_empty() {
-            true => String::new(),
-            false => format!("; moved: {}", p.moved.join(", ")),
+        let moved = match (p.moved.is_empty(), acts_on_threads(&p.name)) {
+            (true, _) => String::new(),
+            (false, true) => format!("; {}", p.moved.join(", ")),
+            (false, false) => format!("; moved: {}", p.moved.join(", ")),
         };
         out.push(match passes {
             true => format!(

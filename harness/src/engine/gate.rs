@@ -79,6 +79,7 @@ fn run_part(
         let mut result = fold.summarize(cell, expectation.as_ref());
         result.exit_order = options.exit_order.clone();
         result.chaos_seed = options.chaos_seed;
+        result.slow_teardown = options.chain.slow_teardown;
         result.allowed_vuids = removed.into_iter().collect();
         result.crash_in_layer = match fold.crash_layer() {
             Some((layer, crashed)) => Some(layer_crash(invocation, part, cell, layer, crashed)?),

@@ -152,6 +152,8 @@ pub(crate) struct Settings {
     pub(crate) exit_order: Option<ExitOrder>,
     /// Every run's other threads let run ahead at the exit handler boundaries this seed picks.
     pub(crate) chaos_seed: Option<u64>,
+    /// Every run's destroy calls at exit held as a slower device's teardown would hold them.
+    pub(crate) slow_teardown: bool,
     /// A run that never used Vulkan is an error (`--require-vulkan`).
     pub(crate) require_vulkan: bool,
 }
@@ -170,6 +172,7 @@ impl Settings {
             rerun_without_layer: true,
             exit_order: None,
             chaos_seed: None,
+            slow_teardown: false,
             require_vulkan: false,
         }
     }
@@ -309,13 +312,37 @@ impl Invocation {
             settings: Settings {
                 exit_order: None,
                 chaos_seed: None,
+                slow_teardown: false,
                 ..settings.clone()
             },
             notes,
             echo: false,
         };
         let exit_order = settings.exit_order.or_else(|| matrix.exit_order.clone());
-        Ok(invocation.perturbed(exit_order, settings.chaos_seed.or(matrix.chaos_seed)))
+        Ok(invocation
+            .perturbed(exit_order, settings.chaos_seed.or(matrix.chaos_seed))
+            .with_slow_teardown(settings.slow_teardown))
+    }
+
+    /// The same runs, each with a slower device's teardown at exit when `slow` (the trace
+    /// layer reports each destroy call, the preload holds it): the built-in baseline, of each
+    /// cell's own teardown, does not judge them.
+    pub(crate) fn with_slow_teardown(mut self, slow: bool) -> Self {
+        if slow {
+            self.forget_builtin_expectations();
+        }
+        self.settings.slow_teardown = slow;
+        self
+    }
+
+    fn forget_builtin_expectations(&mut self) {
+        for e in self.parts.iter_mut().flat_map(|p| &mut p.expectations) {
+            if e.as_ref()
+                .is_some_and(|e| e.source == judge::BUILTIN_SOURCE)
+            {
+                *e = None;
+            }
+        }
     }
 
     /// The same runs, each exiting in `exit_order` and with threads timed by `chaos_seed`.
@@ -327,13 +354,7 @@ impl Invocation {
         chaos_seed: Option<u64>,
     ) -> Self {
         if exit_order.is_some() || chaos_seed.is_some() {
-            for e in self.parts.iter_mut().flat_map(|p| &mut p.expectations) {
-                if e.as_ref()
-                    .is_some_and(|e| e.source == judge::BUILTIN_SOURCE)
-                {
-                    *e = None;
-                }
-            }
+            self.forget_builtin_expectations();
         }
         if let Some(order) = &exit_order {
             self.notes.push(format!(
@@ -357,7 +378,10 @@ impl Invocation {
             jobs: self.jobs,
             timeout: self.timeout,
             artifacts: self.settings.artifacts.clone(),
-            chain: part.chain.clone(),
+            chain: Chain {
+                slow_teardown: self.settings.slow_teardown,
+                ..part.chain.clone()
+            },
             diagnostics: self.settings.diagnostics,
             time_destructors: self.settings.time_destructors,
             exit_order: self.settings.exit_order.as_ref().map(|o| o.to_string()),
@@ -474,6 +498,7 @@ fn cell_env(matrix: &Matrix, cell: &Cell) -> Vec<(String, String)> {
 /// The layers of one set.
 fn chain(set: &LayerSet, validation: Option<&ValidationLayer>, fail_on_leak: bool) -> Chain {
     Chain {
+        slow_teardown: false,
         trace: set.trace || fail_on_leak,
         validation: validation.filter(|_| set.validation).cloned(),
         emulation: set.emulation,

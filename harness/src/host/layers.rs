@@ -106,6 +106,10 @@ impl Emulation {
 /// manifests were written, when it has any.
 #[derive(Debug, Clone)]
 pub(crate) struct Chain {
+    /// The trace layer goes in, with no trace of its own, to report each destroy call to the
+    /// preloaded library, which holds it during exit as a slower device would
+    /// (`run --slow-teardown`, `vkexit_evidence::slow_teardown`).
+    pub(crate) slow_teardown: bool,
     pub(crate) trace: bool,
     pub(crate) validation: Option<ValidationLayer>,
     pub(crate) emulation: Emulation,
@@ -136,9 +140,15 @@ impl Chain {
             .is_some_and(|v| !v.logs_beside_app_messengers())
     }
 
+    /// Whether vkexit's trace layer is in the chain: to trace, to witness messengers, or to
+    /// report destroy calls.
+    fn has_trace_layer(&self) -> bool {
+        self.trace || self.witnesses_messengers() || self.slow_teardown
+    }
+
     fn instance_layers(&self) -> Vec<&'static str> {
         let mut layers = Vec::new();
-        if self.trace || self.witnesses_messengers() {
+        if self.has_trace_layer() {
             layers.push(TRACE_LAYER);
         }
         if self.validation.is_some() {
@@ -154,7 +164,7 @@ impl Chain {
     /// the libraries vkexit carries, unpacked and checked.
     pub(crate) fn write_manifests(&mut self, dir: &Path) -> Result<()> {
         let mut wanted = Vec::new();
-        if self.trace || self.witnesses_messengers() {
+        if self.has_trace_layer() {
             wanted.push((
                 TRACE_LAYER,
                 "libVkLayer_vkexit_trace.so",
@@ -235,6 +245,9 @@ impl Chain {
                     .to_string(),
             ));
         }
+        if self.slow_teardown {
+            env.push((vkexit_evidence::slow_teardown::VAR.into(), "1".into()));
+        }
         if self.witnesses_messengers() {
             env.push((
                 logs::APP_MESSAGES_VAR.into(),
@@ -276,6 +289,7 @@ pub(crate) fn is_inherited_layer_setting(key: &str) -> bool {
         env::TIMELINE_HANDLERS,
         env::EXIT_ORDER,
         env::CHAOS_SEED,
+        vkexit_evidence::slow_teardown::VAR,
     ]
     .contains(&key)
         || validation::is_stray_setting(key)
@@ -302,6 +316,7 @@ mod tests {
     #[test]
     fn the_chain_is_trace_then_validation_then_tegra() {
         let chain = Chain {
+            slow_teardown: false,
             trace: true,
             validation: Some(layer()),
             emulation: Emulation::Tegra,
@@ -327,8 +342,29 @@ mod tests {
     }
 
     #[test]
+    fn a_slow_teardown_puts_the_trace_layer_in_without_a_trace_or_a_name() {
+        let chain = Chain {
+            slow_teardown: true,
+            trace: false,
+            validation: Some(layer()),
+            emulation: Emulation::None,
+            manifests: Some("/a/layers".into()),
+        };
+        let env = chain.env(Path::new("/r"));
+        assert_eq!(
+            value(&env, "VK_INSTANCE_LAYERS"),
+            Some("VK_LAYER_VKEXIT_trace:VK_LAYER_KHRONOS_validation")
+        );
+        assert_eq!(value(&env, "VKEXIT_SLOW_TEARDOWN"), Some("1"));
+        assert_eq!(value(&env, "VKEXIT_TRACE_FILE"), None);
+        assert_eq!(chain.names(), ["validation"]);
+        assert!(is_inherited_layer_setting("VKEXIT_SLOW_TEARDOWN"));
+    }
+
+    #[test]
     fn validation_alone_leaves_the_layer_path_to_the_loader() {
         let chain = Chain {
+            slow_teardown: false,
             trace: false,
             validation: Some(layer()),
             emulation: Emulation::None,
@@ -346,6 +382,7 @@ mod tests {
     #[test]
     fn a_pinned_validation_layer_is_found_first_and_named_with_its_version() {
         let chain = Chain {
+            slow_teardown: false,
             trace: false,
             validation: Some(ValidationLayer {
                 manifest: "/opt/sdk/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"

@@ -156,6 +156,7 @@ impl CellFold {
             emulation: cell.emulation.name().to_string(),
             exit_order: None,
             chaos_seed: None,
+            slow_teardown: false,
             runs: n,
             counts,
             verdict,

@@ -18,6 +18,13 @@ pub(crate) fn verdict_of(counts: &Counts) -> &'static str {
     }
 }
 
+/// A perturbation whose runs ran but whose evidence does not show whether it acted on them (the
+/// layer that reports destroy calls was not in the process, the timeline is missing): neither a
+/// pass nor not-applicable.
+pub(crate) fn unproven() -> &'static str {
+    "error"
+}
+
 pub(crate) fn failed(verdict: &str) -> bool {
     matches!(verdict, "fail" | "flaky" | "error")
 }
@@ -61,13 +68,20 @@ pub(crate) fn tally(exploration: &Exploration) -> Tally {
 }
 
 /// Whether the exploration keeps the gate green: every natural cell as `run` judges it, and
-/// no perturbation failing.
+/// no perturbation failing where the natural exit passes (one of an exit that fails already,
+/// as its baseline expects, says nothing new: "also fails"); a perturbation that could not be
+/// judged is red wherever it is.
 pub(crate) fn green(exploration: &Exploration) -> bool {
     !exploration.interrupted
-        && exploration
-            .cells
-            .iter()
-            .all(|c| c.natural.is_green() && !c.perturbations.iter().any(|p| failed(&p.verdict)))
+        && exploration.cells.iter().all(|c| {
+            let n = &c.natural;
+            let natural_passes = n.runs > 0 && n.counts.passed() == n.runs;
+            n.is_green()
+                && !c
+                    .perturbations
+                    .iter()
+                    .any(|p| p.verdict == "error" || (natural_passes && failed(&p.verdict)))
+        })
 }
 
 #[cfg(test)]
@@ -89,5 +103,45 @@ mod tests {
         assert_eq!(verdict_of(&counts(0, 0, 0)), "error");
         assert!(failed("flaky") && failed("error") && failed("fail"));
         assert!(!failed("pass") && !failed("not-applicable"));
+    }
+
+    #[test]
+    fn a_perturbation_that_also_fails_an_exit_that_fails_already_is_no_new_alarm() {
+        let cell = |natural: Counts, perturbed: &str| {
+            serde_json::json!({
+                "natural": {
+                    "case": "c", "runtime": "r", "driver": "lavapipe", "layers": [],
+                    "emulation": "tegra", "runs": natural.total(), "counts": natural,
+                    "verdict": if natural.passed() == natural.total() { "pass" } else { "expected-fail" },
+                    "vuids": [], "signals": [], "artifacts": [],
+                    "pass_rate": 0.0, "pass_rate_95": [0.0, 1.0]
+                },
+                "perturbations": [{
+                    "name": "threads:seed=1", "condition": "", "replay": "", "verdict": perturbed,
+                    "counts": Counts::default(), "moved": [], "signals": [], "vuids": [],
+                    "artifacts": []
+                }],
+                "findings": []
+            })
+        };
+        let exploration = |cell: serde_json::Value| -> Exploration {
+            serde_json::from_value(serde_json::json!({
+                "schema": vkexit_evidence::explore::SCHEMA, "vkexit_version": "0",
+                "chaos_seed": 1, "cells": [cell]
+            }))
+            .unwrap()
+        };
+        let crashes = Counts {
+            crash: 2,
+            ..Counts::default()
+        };
+        let passes = Counts {
+            pass: 2,
+            ..Counts::default()
+        };
+        assert!(green(&exploration(cell(crashes, "fail"))));
+        assert!(!green(&exploration(cell(crashes, "error"))));
+        assert!(!green(&exploration(cell(passes, "fail"))));
+        assert!(green(&exploration(cell(passes, "pass"))));
     }
 }

@@ -575,6 +575,7 @@ mod tests {
             skip_absent_drivers: false,
             externals: Vec::new(),
             chain: Chain {
+                slow_teardown: false,
                 trace: false,
                 validation: None,
                 emulation: Emulation::None,

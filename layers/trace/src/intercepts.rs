@@ -1,4 +1,5 @@
-//! The functions the layer intercepts. With a trace file, the lifecycle calls, the creation of
+//! The functions the layer intercepts. With a trace file (or destroy calls to report to the
+//! preloaded library, `teardown.rs`), the lifecycle calls, the creation of
 //! debug messengers and the create, allocate, destroy and free calls of every tracked type;
 //! witnessing messengers only (`messengers.rs`), the lifecycle and the messengers; otherwise
 //! only the six every layer must answer, so the application calls the next layer directly.
@@ -11,11 +12,12 @@ use vkexit_layer_support::{intercept, Intercept};
 use crate::lifecycle::*;
 use crate::messengers::{create_debug_report_callback, create_debug_utils_messenger, witnessing};
 use crate::objects::*;
+use crate::teardown;
 use crate::tracer::tracer;
 
 /// What the layer answers to `vkGet*ProcAddr` itself.
 pub fn intercepts() -> &'static [Intercept] {
-    match (tracer().is_some(), witnessing()) {
+    match (tracer().is_some() || teardown::reporting(), witnessing()) {
         (true, _) => TRACED,
         (false, true) => &TRACED[..WITNESSED],
         (false, false) => &TRACED[..LIFECYCLE],

@@ -1,7 +1,8 @@
 //! `VK_LAYER_VKEXIT_trace`: a pass-through Vulkan layer that records, as JSON lines in the file
 //! named by `VKEXIT_TRACE_FILE`, every create and destroy of the objects a compute runtime uses,
 //! each call on a handle already destroyed, and from its own exit handler the objects still
-//! alive. See README.md for the record schema and why the exit handler sees what the driver's
+//! alive; on request (`VKEXIT_SLOW_TEARDOWN`) it reports each destroy call to vkexit's preloaded
+//! library, which holds it during exit as a slower device would (`teardown.rs`). See README.md for the record schema and why the exit handler sees what the driver's
 //! would.
 
 // The library is named as Vulkan layers are (`libVkLayer_*.so`).
@@ -17,6 +18,7 @@ mod messengers;
 pub mod object;
 mod objects;
 pub mod record;
+mod teardown;
 mod tracer;
 
 use ash::vk;
@@ -51,6 +53,7 @@ fn on_load() {
         tracer::exit_handler_registered();
     }
     tracer::tracer();
+    teardown::announce();
 }
 
 on_library_load!(on_load);

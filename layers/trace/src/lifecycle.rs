@@ -69,6 +69,7 @@ pub unsafe extern "system" fn destroy_instance(
         // SAFETY: the application's own call, forwarded unchanged.
         unsafe { next.destroy(p_allocator) };
     }
+    crate::teardown::returned("vkDestroyInstance");
 }
 
 pub unsafe extern "system" fn create_device(
@@ -109,4 +110,5 @@ pub unsafe extern "system" fn destroy_device(
         // even if it was destroyed before.
         unsafe { next.destroy(p_allocator) };
     }
+    crate::teardown::returned("vkDestroyDevice");
 }

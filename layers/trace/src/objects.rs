@@ -61,7 +61,8 @@ macro_rules! destroy_one {
                 tracer.destroying($call, uses.as_slice(), object.as_slice());
             }
             // SAFETY: the application's own call, forwarded unchanged.
-            unsafe { (next.fns.fp_v1_0().$field)(device, object, p_allocator) }
+            unsafe { (next.fns.fp_v1_0().$field)(device, object, p_allocator) };
+            crate::teardown::returned($call);
         }
     };
 }
@@ -391,7 +392,8 @@ pub unsafe extern "system" fn free_command_buffers(
         tracer.destroying("vkFreeCommandBuffers", &uses, &objects);
     }
     // SAFETY: the application's own call, forwarded unchanged.
-    unsafe { (next.fns.fp_v1_0().free_command_buffers)(device, pool, count, p_command_buffers) }
+    unsafe { (next.fns.fp_v1_0().free_command_buffers)(device, pool, count, p_command_buffers) };
+    crate::teardown::returned("vkFreeCommandBuffers");
 }
 
 pub unsafe extern "system" fn allocate_descriptor_sets(
@@ -441,7 +443,9 @@ pub unsafe extern "system" fn free_descriptor_sets(
         tracer.destroying("vkFreeDescriptorSets", &uses, &objects);
     }
     // SAFETY: the application's own call, forwarded unchanged.
-    unsafe { (next.fns.fp_v1_0().free_descriptor_sets)(device, pool, count, p_sets) }
+    let result = unsafe { (next.fns.fp_v1_0().free_descriptor_sets)(device, pool, count, p_sets) };
+    crate::teardown::returned("vkFreeDescriptorSets");
+    result
 }
 
 pub unsafe extern "system" fn reset_descriptor_pool(

@@ -25,6 +25,7 @@ pub enum Layer {
 pub fn per_call(cell: &Cell, work: &Path, layer: Layer, pairs: u32) -> Result<PerCall> {
     let program = helpers::path(PROGRAM)?;
     let mut chain = Chain {
+        slow_teardown: false,
         trace: layer == Layer::Trace,
         validation: None,
         emulation: match layer {
