@@ -597,7 +597,8 @@ fn an_exploration_split_in_shards_merges_into_the_whole() {
                     "driver-exit:tegra",
                     "driver-exit:tegra-racy",
                     "threads:seed=1",
-                    "slow-teardown"
+                    "slow-teardown",
+                    "library-link-order"
                 ],
                 "{out}"
             );
