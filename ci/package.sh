@@ -15,8 +15,8 @@
 # named Cargo.toml.in, because cargo leaves out of a package any folder with a Cargo.toml of its
 # own; harness/build.rs copies the tree into OUT_DIR under the real names and builds it there.
 #
-# Offline when the registry cache holds every locked crate (after a build of the workspace),
-# else from crates.io.
+# Offline once the registry cache holds every crate the workspace locks (`cargo fetch` fills
+# it first where it does not).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -51,21 +51,16 @@ awk -v members="members = [${members%, }]" '
     { print }' Cargo.toml >"$packaged/Cargo.toml"
 cp Cargo.lock "$packaged/Cargo.lock"
 cp docs/results.schema.json "$packaged/docs/"
+# Every crate the workspace locks, for every platform, into the registry cache (from crates.io
+# only where the cache lacks one): from here on, nothing needs the network.
+cargo fetch --locked --offline >/dev/null 2>&1 || cargo fetch --locked
 # Resolving the smaller workspace drops from its lock what it does not use and keeps every
 # version that stays.
-offline=()
-cargo metadata --offline --format-version 1 --manifest-path "$packaged/Cargo.toml" >/dev/null 2>&1 &&
-    offline=(--offline) ||
-    cargo metadata --format-version 1 --manifest-path "$packaged/Cargo.toml" >/dev/null
-rm -rf "$packaged/target"
+cargo metadata --offline --format-version 1 --manifest-path "$packaged/Cargo.toml" >/dev/null
 find "$packaged" -name Cargo.toml -exec sh -c 'mv "$1" "$1.in"' _ {} \;
-# Every locked crate in the registry cache: no network for the packages either.
-if [ ${#offline[@]} -gt 0 ] && ! cargo fetch --offline --locked >/dev/null 2>&1; then
-    offline=()
-fi
 
 # --allow-dirty: what is checked is that the packages build from their files alone; a
 # working copy with changes not yet committed is packaged as it is (each package's
 # .cargo_vcs_info.json says so).
-cargo package --workspace --locked --allow-dirty "${offline[@]}" "$@"
+cargo package --workspace --locked --allow-dirty --offline "$@"
 ls -l "${CARGO_TARGET_DIR:-$repo/target}"/package/*.crate
