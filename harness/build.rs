@@ -238,9 +238,7 @@ fn nested_build(workspace: &Path, target_dir: &Path) -> PathBuf {
 fn nested_target_dir(out_dir: &Path, name: &str) -> PathBuf {
     let build = out_dir.ancestors().nth(2);
     match (build, out_dir.ancestors().nth(4)) {
-        (Some(b), Some(target)) if b.file_name().is_some_and(|n| n == "build") => {
-            target.join(name)
-        }
+        (Some(b), Some(target)) if b.file_name().is_some_and(|n| n == "build") => target.join(name),
         _ => out_dir.join("helpers-target"),
     }
 }

@@ -99,6 +99,24 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
         "into a virtual environment of the test's own, then `vkexit doctor` from it",
     ),
     (
+        "sha256sum --check --ignore-missing SHA256SUMS",
+        "harness/tests/release_files.rs",
+        "[\"--check\", \"--ignore-missing\", \"--strict\", \"SHA256SUMS\"]",
+        "the x86_64 single file of ci/release.sh's set, copied alone with SHA256SUMS into an empty directory",
+    ),
+    (
+        "chmod +x vkexit-0.1.0-x86_64",
+        "harness/tests/release_files.rs",
+        "set_mode(&mut mode, 0o755)",
+        "the downloaded single file made executable",
+    ),
+    (
+        "./vkexit-0.1.0-x86_64 doctor",
+        "harness/tests/release_files.rs",
+        "run(&[\"doctor\"])",
+        "doctor must be ready with every helper; then a built-in case passes",
+    ),
+    (
         "ci/setup-python-runtimes.sh",
         "ci/setup-tests.sh",
         "setup-python-runtimes.sh",
@@ -155,9 +173,10 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "ci/bundles.sh",
-        "ci/test.sh",
-        "ci/bundles.sh",
-        "CI builds both portable bundles, then runs them (ci/cross-stacks.sh)",
+        "ci/release.sh",
+        "ci/bundles.sh \"${arches[@]}\"",
+        "CI makes the release set (ci/release.sh, a step of ci/test.sh), which builds both portable bundles; \
+         ci/cross-stacks.sh runs them",
     ),
     (
         "ci/cross-stacks.sh",
@@ -790,7 +809,9 @@ fn readme_cargo_install_from_the_registry_puts_a_whole_vkexit_on_path() {
     let members = workspace_members();
     for member in &members {
         assert!(
-            packages.iter().any(|p| p.ends_with(format!("{member}-0.1.0.crate"))),
+            packages
+                .iter()
+                .any(|p| p.ends_with(format!("{member}-0.1.0.crate"))),
             "ci/package.sh packaged no {member}: {packages:?}"
         );
     }
@@ -855,7 +876,13 @@ fn target_dir() -> PathBuf {
 /// The names of the workspace's members, from `cargo metadata`.
 fn workspace_members() -> Vec<String> {
     let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--no-deps", "--offline", "--format-version", "1"])
+        .args([
+            "metadata",
+            "--no-deps",
+            "--offline",
+            "--format-version",
+            "1",
+        ])
         .current_dir(repo())
         .output()
         .unwrap();
@@ -900,12 +927,21 @@ fn directory_source(packages: &[PathBuf], vendor: &Path) {
             .arg(vendor)
             .output()
             .unwrap();
-        assert!(out.status.success(), "tar xzf {}: {out:?}", package.display());
+        assert!(
+            out.status.success(),
+            "tar xzf {}: {out:?}",
+            package.display()
+        );
         let name = package.file_stem().unwrap().to_str().unwrap();
         let dir = vendor.join(name);
         let mut files = serde_json::Map::new();
         for file in files_under(&dir) {
-            let relative = file.strip_prefix(&dir).unwrap().to_str().unwrap().to_string();
+            let relative = file
+                .strip_prefix(&dir)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
             files.insert(relative, sha256(&fs::read(&file).unwrap()).into());
         }
         let checksum = serde_json::json!({

@@ -24,7 +24,9 @@ fn summed(dir: &Path) -> Vec<String> {
         .unwrap()
         .lines()
         .map(|l| {
-            let (sum, name) = l.split_once("  ").unwrap_or_else(|| panic!("not a sum line: {l}"));
+            let (sum, name) = l
+                .split_once("  ")
+                .unwrap_or_else(|| panic!("not a sum line: {l}"));
             assert_eq!(sum.len(), 64, "{l}");
             name.to_string()
         })
