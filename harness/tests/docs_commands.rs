@@ -967,8 +967,11 @@ fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes)
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+        .fold(String::new(), |mut s, b| {
+            use std::fmt::Write as _;
+            write!(s, "{b:02x}").expect("a String grows");
+            s
+        })
 }
 
 /// `ROOT/bin` holds one file, vkexit, and with nothing of the build in its environment, from
