@@ -13,8 +13,14 @@
 #     and run directories the runs left and counts every false pass and false failure. The
 #     mock it runs is not in the bundle: it comes from the build the bundle was made of (the
 #     helpers' nested build in ci/bundles.sh's target directory, CARGO_TARGET_DIR or target).
+# And the aarch64 wheel (`ci/wheel.sh aarch64`) on arm64 Debian 12 (bookworm-arm64, whose root
+# also holds python3-venv): pip installs it offline into a new virtual environment in the root,
+# and from there, as for the bundle, `vkexit doctor` must say ready and the built-in matrix
+# must be green, plain and with `--emulate tegra`. Without an aarch64 wheel in target/wheels the
+# check is SKIPPED, a failure when VKEXIT_TEST_SKIP=fail.
 #
-#   ci/cross-stacks.sh [STACK...]      # default: bullseye bookworm-arm64 bullseye-arm64
+#   ci/cross-stacks.sh [--wheel] [STACK...]   # default: bullseye bookworm-arm64 bullseye-arm64,
+#                                             # then the wheel; --wheel alone: the wheel alone
 #
 # Environment: VKEXIT_STACK_CACHE, VKEXIT_STACK_OUT, VKEXIT_STACK_GATE as for ci/stacks.sh;
 #   VKEXIT_CROSS_RUNS   runs per cell of the built-in matrix (default 3; 2 under qemu)
@@ -34,8 +40,20 @@ gate="${VKEXIT_STACK_GATE:-1}"
 bundles="${VKEXIT_BUNDLE_OUT:-$repo/target/bundles}"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 meta="${VKEXIT_CROSS_META:-1}"
-stacks=("$@")
-[ ${#stacks[@]} -gt 0 ] || stacks=(bullseye bookworm-arm64 bullseye-arm64)
+wheel_stack=bookworm-arm64
+wheel=0
+stacks=()
+for arg in "$@"; do
+    case "$arg" in
+        --wheel) wheel=1 ;;
+        -*) echo "ci/cross-stacks.sh: unknown flag $arg (expected --wheel or stack names)" >&2; exit 2 ;;
+        *) stacks+=("$arg") ;;
+    esac
+done
+if [ ${#stacks[@]} -eq 0 ] && [ "$wheel" -eq 0 ]; then
+    stacks=(bullseye bookworm-arm64 bullseye-arm64)
+    wheel=1
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "ci/cross-stacks.sh: needs root (debootstrap builds the roots, bwrap enters them)" >&2
@@ -214,6 +232,57 @@ EOF
     [ "$code" -eq 0 ] || failed+=("$stack: the meta-suite found false passes or false failures (exit $code)")
     printf '\n' >>"$summary"
 done
+
+# The aarch64 wheel as a Python user on arm64 Debian 12 gets it: a new virtual environment, pip
+# install from the file alone, then the vkexit it put on that environment's PATH.
+check_wheel() {
+    local root="$cache/$wheel_stack" dir="$out/wheel-aarch64" whl code start how flags name
+    local runs="${VKEXIT_CROSS_RUNS:-2}"
+    printf '## the aarch64 wheel on %s\n\n' "$wheel_stack" >>"$summary"
+    if why=$(arm64_unavailable); then
+        echo "- SKIPPED: $why" >>"$summary"
+        return
+    fi
+    whl=$(ls -t "$repo"/target/wheels/vkexit-*_aarch64.whl 2>/dev/null | head -n 1)
+    if [ -z "$whl" ]; then
+        echo "- SKIPPED: no aarch64 wheel in target/wheels (ci/wheel.sh aarch64 builds it)" >>"$summary"
+        [ "${VKEXIT_TEST_SKIP:-}" != fail ] || failed+=("wheel: no aarch64 wheel in target/wheels (ci/wheel.sh aarch64)")
+        return
+    fi
+    ci/stacks.sh --roots-only "$wheel_stack"
+    rm -rf "$dir" && mkdir -p "$dir/xdg"
+    export XDG_RUNTIME_DIR="$dir/xdg"
+    echo "cross-stacks: the wheel $(basename "$whl") on $wheel_stack" >&2
+    printf '%s\n\n' "$(basename "$whl")" >>"$summary"
+    local venv=(env PATH="$dir/venv/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    start=$(date +%s)
+    if ! enter "$root" "$dir" sh -c 'python3 -m venv "$0/venv" && "$0/venv/bin/pip" install -q --no-index "$1"' \
+        "$dir" "$whl" >"$dir/pip.txt" 2>&1; then
+        failed+=("wheel: pip install of the aarch64 wheel failed ($dir/pip.txt)")
+        echo "- pip install: FAILED (see $dir/pip.txt)" >>"$summary"
+        return
+    fi
+    echo "- venv and pip install: $(($(date +%s) - start)) s" >>"$summary"
+    if enter "$root" "$dir" "${venv[@]}" vkexit doctor >"$dir/doctor.txt" 2>&1; then
+        echo "- doctor: ready (helpers: $(sed -n 's/^helpers *//p' "$dir/doctor.txt"))" >>"$summary"
+    else
+        failed+=("wheel: the aarch64 wheel's doctor is not ready")
+        echo "- doctor: NOT ready (see $dir/doctor.txt)" >>"$summary"
+        cat "$dir/doctor.txt" >&2
+        return
+    fi
+    for how in plain tegra; do
+        flags=() name=builtin
+        [ "$how" = plain ] || { flags=(--emulate "$how"); name="builtin-$how"; }
+        code=0 start=$(date +%s)
+        enter "$root" "$dir" "${venv[@]}" vkexit run --runs "$runs" -j 2 "${flags[@]}" --json "$dir/$name.json" \
+            --markdown "$dir/$name.md" --artifacts "$dir/artifacts-$how" >"$dir/$name.txt" 2>&1 || code=$?
+        echo "- built-in matrix ${flags[*]:-plain}, $runs runs a cell, $(($(date +%s) - start)) s: $(tail -n 1 "$dir/$name.txt")" >>"$summary"
+        [ "$code" -eq 0 ] || failed+=("wheel: the aarch64 wheel's built-in matrix ${flags[*]:-plain} is red (exit $code)")
+    done
+    printf '\n' >>"$summary"
+}
+[ "$wheel" -eq 0 ] || check_wheel
 
 cat "$summary"
 if [ ${#failed[@]} -gt 0 ]; then

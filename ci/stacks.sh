@@ -77,10 +77,11 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# What a root holds: Debian's Vulkan stack and Python; the wheel's also python3-venv.
+# What a root holds: Debian's Vulkan stack and Python; the wheels' (bookworm, and bookworm-arm64
+# for the aarch64 wheel of ci/cross-stacks.sh) also python3-venv.
 packages_of() {
     case "$1" in
-        "$wheel_suite") echo "$packages,python3-venv" ;;
+        "$wheel_suite" | "$wheel_suite-arm64") echo "$packages,python3-venv" ;;
         *) echo "$packages" ;;
     esac
 }

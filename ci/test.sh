@@ -27,12 +27,14 @@ cargo test --workspace --release --locked
 # The same bundle on Debian 13's and sid's own Vulkan stacks, and the wheel installed with pip in a Debian 12 root
 # (roots cached; ci/stacks.sh says how).
 [ "${VKEXIT_STACKS:-1}" = 0 ] || ci/stacks.sh
-# The portable bundles (glibc 2.31, x86_64 and aarch64) on Debian 11 and arm64 roots (ci/cross-stacks.sh says how):
-# two more builds of the workspace and runs under qemu-user, 65 to 72 minutes more on a 2-core machine, which CI's
-# 90 minutes cannot hold (docs/stacks.md, "What emulation costs"); VKEXIT_CROSS=1 runs them, gating
-# (VKEXIT_CROSS_GATE=0 only reports). The bundles' layers are checked at unload before the stacks run.
+# The release set (ci/release.sh: the portable bundles, glibc 2.31, x86_64 and aarch64, their single files and both
+# wheels, SHA256SUMS), then the bundles and the aarch64 wheel on Debian 11 and arm64 roots (ci/cross-stacks.sh says
+# how): two more builds of the workspace and runs under qemu-user, 65 to 72 minutes more on a 2-core machine, which
+# CI's 90 minutes cannot hold (docs/stacks.md, "What emulation costs"); VKEXIT_CROSS=1 runs them, gating
+# (VKEXIT_CROSS_GATE=0 only reports). The bundles' layers are checked at unload, and a release file downloaded alone
+# is run, before the stacks run.
 [ "${VKEXIT_CROSS:-0}" = 0 ] || {
-    ci/setup.sh --cross && ci/bundles.sh &&
-        cargo test --release --locked -p vkexit --test exit_handlers_at_unload &&
+    ci/setup.sh --cross && ci/release.sh &&
+        cargo test --release --locked -p vkexit --test exit_handlers_at_unload --test release_files &&
         VKEXIT_STACK_GATE="${VKEXIT_CROSS_GATE:-1}" ci/cross-stacks.sh
 }

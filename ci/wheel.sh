@@ -6,8 +6,12 @@
 #   ci/wheel.sh [x86_64|aarch64]     # default: this machine's architecture
 #
 # Then: pip install target/wheels/vkexit-*.whl puts vkexit on the PATH of that environment.
-# maturin and zig (ziglang) come from PyPI into target/wheel-tools. aarch64 needs the Rust
-# standard library for that target (rustup target add aarch64-unknown-linux-gnu).
+# maturin and zig (ziglang) come from PyPI into target/wheel-tools. The x86_64 wheel is built by
+# the toolchain on PATH. The aarch64 one (the Jetson's L4T 35 and 36) needs the Rust standard
+# library for that target, which only the compiler it was built by can use: on a machine that
+# is not aarch64 it is built by Debian's Rust (rustc-web, cargo-web) with Debian's aarch64
+# standard library (libstd-rust-web-dev:arm64), as ci/bundles.sh builds the aarch64 bundle;
+# `ci/setup.sh --cross` installs them. That build goes into target/debian-rust, the bundle's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -26,5 +30,18 @@ if [ ! -x "$tools/bin/maturin" ] || ! "$tools/bin/python" -m ziglang version >/d
     }
 fi
 # zig is found as `python3 -m ziglang` of the tools' venv, first on PATH.
-PATH="$tools/bin:$PATH" maturin build --release --locked --zig \
+path="$tools/bin:$PATH"
+target_dir="${CARGO_TARGET_DIR:-$repo/target}"
+if [ "$arch" = aarch64 ] && [ "$(uname -m)" != aarch64 ] &&
+    ! rustc --print target-libdir --target aarch64-unknown-linux-gnu 2>/dev/null | xargs -r test -d; then
+    [ -d /usr/lib/rustlib/aarch64-unknown-linux-gnu/lib ] && [ -x /usr/bin/cargo ] || {
+        echo "ci/wheel.sh: no Rust standard library for aarch64: run ci/setup.sh --cross" \
+            "(Debian's rustc-web, cargo-web and libstd-rust-web-dev:arm64)" >&2
+        exit 2
+    }
+    # Debian's compiler first; its artifacts apart from the default toolchain's.
+    path="$tools/bin:/usr/bin:/bin"
+    target_dir="$target_dir/debian-rust"
+fi
+env PATH="$path" RUSTUP_TOOLCHAIN= CARGO_TARGET_DIR="$target_dir" maturin build --release --locked --zig \
     -m harness/Cargo.toml --target "$arch-unknown-linux-gnu" -o "$repo/target/wheels"

@@ -10,6 +10,14 @@
 //!
 //! `VKEXIT_HELPERS_FROM=DIR` packs helpers already built in DIR instead (a cross build made
 //! them for another target).
+//!
+//! Built from its package (`cargo install vkexit`, or `cargo package`'s verification), vkexit
+//! has no workspace beside it: the package carries the helpers' crates in `packaged/`
+//! (ci/package.sh copies them there, with a workspace of their own and its lock file), each
+//! manifest named `Cargo.toml.in` because cargo leaves a folder with a `Cargo.toml` out of a
+//! package. The script copies that tree into OUT_DIR under the real names and runs the same
+//! nested build there. The results file's schema, which `vkexit schema` prints, comes from
+//! the same place as the helpers: the workspace's `docs/`, or the package's copy.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -52,29 +60,65 @@ const CRATES: [&str; 10] = [
 ];
 
 /// What in a crate's folder the build reads: not its tests, nor the scripts and other crates
-/// beside it (`scenarios/python`, `scenarios/wgpu`).
+/// beside it (`scenarios/python`, `scenarios/wgpu`). ci/package.sh reads this list and CRATES.
 const CRATE_PARTS: [&str; 5] = ["Cargo.toml", "build.rs", "src", "shaders", "include"];
+
+/// The results file's schema, from the root of the workspace (or of `packaged/`).
+const SCHEMA: &str = "docs/results.schema.json";
+
+/// Where the helpers' crates are: the workspace beside `harness/`, or the package's copy.
+enum Sources {
+    Workspace(PathBuf),
+    Packaged(PathBuf),
+}
 
 fn main() {
     let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR"));
-    let workspace = manifest_dir.parent().expect("harness/ is in the workspace");
     let out_dir = PathBuf::from(env("OUT_DIR"));
+    let sources = sources(&manifest_dir);
+    let root = match &sources {
+        Sources::Workspace(root) | Sources::Packaged(root) => root.clone(),
+    };
+    let schema = root.join(SCHEMA);
+    println!("cargo:rerun-if-changed={}", schema.display());
+    let text = std::fs::read(&schema)
+        .unwrap_or_else(|e| panic!("the results file's schema {}: {e}", schema.display()));
+    std::fs::write(out_dir.join("results.schema.json"), text).expect("OUT_DIR is writable");
     println!("cargo:rerun-if-env-changed=VKEXIT_HELPERS_FROM");
     let built = match std::env::var_os("VKEXIT_HELPERS_FROM") {
         Some(dir) => PathBuf::from(dir),
         None => {
             let parts = CRATES
                 .iter()
-                .flat_map(|c| CRATE_PARTS.iter().map(move |p| workspace.join(c).join(p)))
+                .flat_map(|c| CRATE_PARTS.iter().map(move |p| (c, p)))
+                .map(|(c, p)| match (&sources, *p) {
+                    (Sources::Packaged(_), "Cargo.toml") => root.join(c).join("Cargo.toml.in"),
+                    _ => root.join(c).join(p),
+                })
                 .filter(|p| p.exists());
-            for source in ["Cargo.toml", "Cargo.lock"]
+            let top = match sources {
+                Sources::Workspace(_) => "Cargo.toml",
+                Sources::Packaged(_) => "Cargo.toml.in",
+            };
+            for source in [top, "Cargo.lock"]
                 .iter()
-                .map(|f| workspace.join(f))
+                .map(|f| root.join(f))
                 .chain(parts)
             {
                 println!("cargo:rerun-if-changed={}", source.display());
             }
-            nested_build(workspace, &out_dir)
+            match sources {
+                Sources::Workspace(workspace) => {
+                    nested_build(&workspace, &nested_target_dir(&out_dir, "vkexit-helpers"))
+                }
+                Sources::Packaged(packaged) => {
+                    let workspace = out_dir.join("helpers-src");
+                    copy_named(&packaged, &workspace);
+                    // Apart from the workspace's nested build: other paths, other crates.
+                    let target = nested_target_dir(&out_dir, "vkexit-helpers-packaged");
+                    nested_build(&workspace, &target)
+                }
+            }
         }
     };
     let archive = pack(&built);
@@ -94,18 +138,63 @@ fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("cargo sets {name} for build scripts"))
 }
 
-/// Runs the nested cargo build and returns the directory the helpers are in.
-fn nested_build(workspace: &Path, out_dir: &Path) -> PathBuf {
+/// The workspace beside `harness/` when its manifest lists `harness` among its members, else
+/// the copy this package carries.
+fn sources(manifest_dir: &Path) -> Sources {
+    let parent = manifest_dir.parent().unwrap_or(manifest_dir);
+    let manifest = std::fs::read_to_string(parent.join("Cargo.toml")).unwrap_or_default();
+    let members = manifest
+        .lines()
+        .skip_while(|l| l.trim() != "[workspace]")
+        .find(|l| l.trim_start().starts_with("members"))
+        .unwrap_or_default();
+    match members.contains("\"harness\"") {
+        true => Sources::Workspace(parent.to_path_buf()),
+        false => Sources::Packaged(manifest_dir.join("packaged")),
+    }
+}
+
+/// Copies the package's tree of the helpers' crates to `to`, each `Cargo.toml.in` as
+/// `Cargo.toml`. A file whose bytes are there already is left as it is, so that the nested
+/// build sees it unchanged.
+fn copy_named(from: &Path, to: &Path) {
+    let entries = std::fs::read_dir(from).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; a vkexit package carries the helpers' sources there (ci/package.sh)",
+            from.display()
+        )
+    });
+    std::fs::create_dir_all(to).expect("OUT_DIR is writable");
+    for entry in entries {
+        let path = entry.expect("a readable folder").path();
+        let name = path.file_name().expect("an entry has a name");
+        let name = match name.to_str() {
+            Some("Cargo.toml.in") => "Cargo.toml".as_ref(),
+            _ => name,
+        };
+        if path.is_dir() {
+            copy_named(&path, &to.join(name));
+            continue;
+        }
+        let bytes = std::fs::read(&path).expect("the package's files are readable");
+        let dest = to.join(name);
+        if std::fs::read(&dest).ok().as_ref() != Some(&bytes) {
+            std::fs::write(&dest, bytes).expect("OUT_DIR is writable");
+        }
+    }
+}
+
+/// Runs the nested cargo build into `target_dir` and returns the directory the helpers are in.
+fn nested_build(workspace: &Path, target_dir: &Path) -> PathBuf {
     let target = env("TARGET");
     let release = env("PROFILE") == "release";
-    let target_dir = nested_target_dir(out_dir);
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cargo
         .arg("build")
         .arg("--manifest-path")
         .arg(workspace.join("Cargo.toml"))
         .arg("--target-dir")
-        .arg(&target_dir)
+        .arg(target_dir)
         .arg("--target")
         .arg(&target);
     let profile = if release { "release" } else { "dev" };
@@ -144,14 +233,12 @@ fn nested_build(workspace: &Path, out_dir: &Path) -> PathBuf {
         .join(if release { "release" } else { "debug" })
 }
 
-/// `<target>/vkexit-helpers` beside the outer build's profile directories, so that it outlives
-/// one build (OUT_DIR is `<target>/<profile>/build/vkexit-<hash>/out`); else inside OUT_DIR.
-fn nested_target_dir(out_dir: &Path) -> PathBuf {
+/// `<target>/NAME` beside the outer build's profile directories, so that it outlives one
+/// build (OUT_DIR is `<target>/<profile>/build/vkexit-<hash>/out`); else inside OUT_DIR.
+fn nested_target_dir(out_dir: &Path, name: &str) -> PathBuf {
     let build = out_dir.ancestors().nth(2);
     match (build, out_dir.ancestors().nth(4)) {
-        (Some(b), Some(target)) if b.file_name().is_some_and(|n| n == "build") => {
-            target.join("vkexit-helpers")
-        }
+        (Some(b), Some(target)) if b.file_name().is_some_and(|n| n == "build") => target.join(name),
         _ => out_dir.join("helpers-target"),
     }
 }

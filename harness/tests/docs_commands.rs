@@ -31,6 +31,10 @@ const RUN_HERE: &[(&str, &str)] = &[
         README_INSTALL,
         "readme_cargo_install_puts_a_whole_vkexit_on_path",
     ),
+    (
+        README_REGISTRY_INSTALL,
+        "readme_cargo_install_from_the_registry_puts_a_whole_vkexit_on_path",
+    ),
     (GUIDE_SHARD_1, "guide_two_shards_merge_into_one_report"),
     (GUIDE_SHARD_2, "guide_two_shards_merge_into_one_report"),
     (GUIDE_MERGE_SHARDS, "guide_two_shards_merge_into_one_report"),
@@ -95,6 +99,24 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
         "into a virtual environment of the test's own, then `vkexit doctor` from it",
     ),
     (
+        "sha256sum --check --ignore-missing SHA256SUMS",
+        "harness/tests/release_files.rs",
+        "[\"--check\", \"--ignore-missing\", \"--strict\", \"SHA256SUMS\"]",
+        "the x86_64 single file of ci/release.sh's set, copied alone with SHA256SUMS into an empty directory",
+    ),
+    (
+        "chmod +x vkexit-0.1.0-x86_64",
+        "harness/tests/release_files.rs",
+        "set_mode(&mut mode, 0o755)",
+        "the downloaded single file made executable",
+    ),
+    (
+        "./vkexit-0.1.0-x86_64 doctor",
+        "harness/tests/release_files.rs",
+        "run(&[\"doctor\"])",
+        "doctor must be ready with every helper; then a built-in case passes",
+    ),
+    (
         "ci/setup-python-runtimes.sh",
         "ci/setup-tests.sh",
         "setup-python-runtimes.sh",
@@ -151,9 +173,10 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "ci/bundles.sh",
-        "ci/test.sh",
-        "ci/bundles.sh",
-        "CI builds both portable bundles, then runs them (ci/cross-stacks.sh)",
+        "ci/release.sh",
+        "ci/bundles.sh \"${arches[@]}\"",
+        "CI makes the release set (ci/release.sh, a step of ci/test.sh), which builds both portable bundles; \
+         ci/cross-stacks.sh runs them",
     ),
     (
         "ci/cross-stacks.sh",
@@ -328,6 +351,7 @@ const NOT_RUN: &[(&str, &str)] = &[
 const README_MAIN_JOB: &str = "cargo run --release -- run";
 const README_OWN_PROGRAM: &str = "vkexit run --runs 20 -- ./my-test --some-arg";
 const README_INSTALL: &str = "cargo install --locked --path harness";
+const README_REGISTRY_INSTALL: &str = "cargo install --locked vkexit";
 const GUIDE_SHARD_1: &str = "vkexit run --shard 1/2 --json shard-1.json";
 const GUIDE_SHARD_2: &str = "vkexit run --shard 2/2 --json shard-2.json";
 const GUIDE_MERGE_SHARDS: &str =
@@ -754,21 +778,207 @@ fn readme_cargo_install_puts_a_whole_vkexit_on_path() {
     let sb = folder();
     let root = sb.path().join("root");
     let s = shown(README_INSTALL);
-    let target = vkexit_testkit::paths::build_dir()
-        .parent()
-        .expect("target/<profile>")
-        .to_path_buf();
     let out = Command::new("bash")
         .arg("-c")
         .arg(format!("{} --root {}", s.text, root.display()))
         .current_dir(repo())
-        .env("CARGO_TARGET_DIR", &target)
+        .env("CARGO_TARGET_DIR", target_dir())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}: `{}`: {out:?}", s.at, s.text);
+    assert_whole_vkexit_installed(&sb, &root);
+}
+
+/// The README's `cargo install` from the crate registry, as a user without a clone runs it:
+/// ci/package.sh packages every crate of the workspace (each verified by a build from its
+/// package alone), the packages and the registry's crates they lock become a directory source
+/// that replaces crates.io in a `CARGO_HOME` of the test's own, and the command runs in an
+/// empty directory, with no workspace anywhere near it. The installed vkexit carries helpers
+/// built from the sources its package carries, and is as whole as one installed from a clone.
+#[test]
+fn readme_cargo_install_from_the_registry_puts_a_whole_vkexit_on_path() {
+    let sb = folder();
+    let target = target_dir();
+    let out = Command::new(repo().join("ci/package.sh"))
+        .current_dir(repo())
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ci/package.sh: {out:?}");
+    let packages = crate_files(&target.join("package"));
+    let members = workspace_members();
+    for member in &members {
+        assert!(
+            packages
+                .iter()
+                .any(|p| p.ends_with(format!("{member}-0.1.0.crate"))),
+            "ci/package.sh packaged no {member}: {packages:?}"
+        );
+    }
+    let cargo_home = sb.path().join("cargo-home");
+    let vendor = sb.path().join("registry");
+    directory_source(&packages, &vendor);
+    fs::create_dir_all(&cargo_home).unwrap();
+    fs::write(
+        cargo_home.join("config.toml"),
+        format!(
+            "[source.crates-io]\nreplace-with = \"packaged\"\n\n[source.packaged]\ndirectory = {:?}\n",
+            vendor.display().to_string()
+        ),
+    )
+    .unwrap();
+
+    let s = shown(README_REGISTRY_INSTALL);
+    let (root, empty) = (sb.path().join("root"), sb.path().join("empty"));
+    fs::create_dir_all(&empty).unwrap();
+    // Its own target directory, kept between runs for the registry's crates. A registry
+    // package's build is fresh for cargo while its version stays, whatever its files now say:
+    // the vkexit packages are built again every time.
+    let build = target.join("registry-install");
+    for fingerprint in ["release/.fingerprint", "release/build"] {
+        let Ok(entries) = fs::read_dir(build.join(fingerprint)) else {
+            continue;
+        };
+        for entry in entries.map(Result::unwrap) {
+            if entry.file_name().to_string_lossy().starts_with("vkexit") {
+                fs::remove_dir_all(entry.path()).unwrap();
+            }
+        }
+    }
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("{} --root {}", s.text, root.display()))
+        .current_dir(&empty)
+        .env("CARGO_HOME", &cargo_home)
+        .env("CARGO_TARGET_DIR", &build)
+        .env_remove("CARGO_MANIFEST_DIR")
+        .env_remove("RUSTC_WRAPPER")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}: `{}`: {out:?}", s.at, s.text);
+    let said = String::from_utf8_lossy(&out.stderr);
+    // From a path, cargo names it: `Installing vkexit v0.1.0 (/path/to/harness)`.
+    assert!(
+        said.lines().any(|l| l.trim() == "Installing vkexit v0.1.0"),
+        "not from the registry: {said}"
+    );
+    assert_whole_vkexit_installed(&sb, &root);
+}
+
+/// The tests' own target directory (CARGO_TARGET_DIR or the workspace's `target`).
+fn target_dir() -> PathBuf {
+    vkexit_testkit::paths::build_dir()
+        .parent()
+        .expect("target/<profile>")
+        .to_path_buf()
+}
+
+/// The names of the workspace's members, from `cargo metadata`.
+fn workspace_members() -> Vec<String> {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--offline",
+            "--format-version",
+            "1",
+        ])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo metadata: {out:?}");
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The `.crate` files in a folder.
+fn crate_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "crate"))
+        .collect();
+    found.sort();
+    found
+}
+
+/// A directory source, as `cargo vendor` writes one: the registry's crates the workspace locks
+/// (`cargo vendor`, from the registry cache), then each package unpacked beside them with its
+/// `.cargo-checksum.json` (the `.crate` file's SHA-256, which the packages' lock files hold,
+/// and each file's).
+fn directory_source(packages: &[PathBuf], vendor: &Path) {
+    let out = Command::new(env!("CARGO"))
+        .args(["vendor", "--locked", "--offline", "--versioned-dirs"])
+        .arg(vendor)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo vendor: {out:?}");
+    for package in packages {
+        let out = Command::new("tar")
+            .arg("xzf")
+            .arg(package)
+            .arg("-C")
+            .arg(vendor)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tar xzf {}: {out:?}",
+            package.display()
+        );
+        let name = package.file_stem().unwrap().to_str().unwrap();
+        let dir = vendor.join(name);
+        let mut files = serde_json::Map::new();
+        for file in files_under(&dir) {
+            let relative = file
+                .strip_prefix(&dir)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
+            files.insert(relative, sha256(&fs::read(&file).unwrap()).into());
+        }
+        let checksum = serde_json::json!({
+            "files": files,
+            "package": sha256(&fs::read(package).unwrap()),
+        });
+        fs::write(dir.join(".cargo-checksum.json"), checksum.to_string()).unwrap();
+    }
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        match entry.file_type().unwrap().is_dir() {
+            true => found.extend(files_under(&entry.path())),
+            false => found.push(entry.path()),
+        }
+    }
+    found
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .fold(String::new(), |mut s, b| {
+            use std::fmt::Write as _;
+            write!(s, "{b:02x}").expect("a String grows");
+            s
+        })
+}
+
+/// `ROOT/bin` holds one file, vkexit, and with nothing of the build in its environment, from
+/// another directory, `doctor` is ready with every helper and a built-in case passes.
+fn assert_whole_vkexit_installed(sb: &Sandbox, root: &Path) {
     let installed: Vec<_> = fs::read_dir(root.join("bin")).unwrap().collect();
     assert_eq!(installed.len(), 1, "one file: {installed:?}");
-
     let (home, elsewhere, xdg) = (
         sb.path().join("home"),
         sb.path().join("elsewhere"),
