@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use vkexit_testkit::installed::Installed;
 use vkexit_testkit::vkexit::*;
 
 /// Commands run by the tests of this file: (command as the docs show it, the test that runs it).
@@ -113,7 +114,7 @@ const RUN_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     (
         "./vkexit-0.1.0-x86_64 doctor",
         "harness/tests/release_files.rs",
-        "run(&[\"doctor\"])",
+        "installed.assert_ready()",
         "doctor must be ready with every helper; then a built-in case passes",
     ),
     (
@@ -979,51 +980,9 @@ fn sha256(bytes: &[u8]) -> String {
 fn assert_whole_vkexit_installed(sb: &Sandbox, root: &Path) {
     let installed: Vec<_> = fs::read_dir(root.join("bin")).unwrap().collect();
     assert_eq!(installed.len(), 1, "one file: {installed:?}");
-    let (home, elsewhere, xdg) = (
-        sb.path().join("home"),
-        sb.path().join("elsewhere"),
-        sb.path().join("xdg"),
-    );
-    for dir in [&home, &elsewhere, &xdg] {
-        fs::create_dir_all(dir).unwrap();
-    }
-    let vkexit = |args: &[&str]| {
-        Command::new("vkexit")
-            .args(args)
-            .current_dir(&elsewhere)
-            .env_clear()
-            .env(
-                "PATH",
-                format!("{}:/usr/bin:/bin", root.join("bin").display()),
-            )
-            .env("HOME", &home)
-            .env("XDG_RUNTIME_DIR", &xdg)
-            .output()
-            .unwrap()
-    };
-    let doctor = vkexit(&["doctor"]);
-    let said = String::from_utf8_lossy(&doctor.stdout);
-    assert!(
-        said.contains("status      ready") && said.contains("helpers     9 carried"),
-        "{doctor:?}"
-    );
-    let out = vkexit(&[
-        "run",
-        "--runs",
-        "1",
-        "--case",
-        "clean-exit",
-        "--runtime",
-        "refrt:never",
-        "--driver",
-        "lavapipe",
-        "--json",
-        "r.json",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let r: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(elsewhere.join("r.json")).unwrap()).unwrap();
-    assert_eq!(only_cell(&r)["verdict"], "pass", "{r:#}");
+    let installed = Installed::new(Path::new("vkexit"), Some(&root.join("bin")), sb.path());
+    installed.assert_ready();
+    installed.assert_built_in_case_passes("refrt:never", 1);
 }
 
 #[test]

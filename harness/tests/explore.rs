@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use vkexit_testkit::cc::cc;
-use vkexit_testkit::results::{exploration, the_cell, Args, Exploration, ExploredCell};
+use vkexit_testkit::results::{cell_of, exploration, the_cell, Args, Exploration, ExploredCell};
 use vkexit_testkit::vkexit::Sandbox;
 
 /// `vkexit explore --driver lavapipe --no-validation --runs N ARGS -- PROGRAM`: the exploration.
@@ -867,5 +867,74 @@ fn two_handlers_of_one_library_in_the_wrong_order_get_a_swap_that_replays() {
             passes,
             "{order:?}: {replay:#?}"
         );
+    }
+}
+
+/// Under the Tegra driver's exit, every built-in cell that explore says no order helps fails
+/// in each change of order the fix search knows and in each two of them in sequence, replayed
+/// with `run`: "no order" is never said where a combination passes. The cells that some order
+/// makes clean get that fix, the seed's two-step ones included.
+#[test]
+fn no_order_helps_only_where_no_combination_of_orders_passes() {
+    let sb = Sandbox::new();
+    let (_, exploration, stderr) = explore_cells(&sb, &["--emulate", "tegra", "--runs", "1"]);
+    let failing: Vec<&ExploredCell> = exploration
+        .cells
+        .iter()
+        .filter(|c| c.natural.counts.passed() < c.natural.runs)
+        .collect();
+    let fixed = failing.iter().filter(|c| c.fix.is_some()).count();
+    let none: Vec<(String, String)> = failing
+        .iter()
+        .filter(|c| c.fix.is_none())
+        .map(|c| {
+            assert!(
+                c.no_fix
+                    .as_deref()
+                    .unwrap_or("")
+                    .contains("no change of exit order"),
+                "a failing cell with neither a fix nor why: {c:#?}"
+            );
+            (c.natural.case.clone(), c.natural.runtime.clone())
+        })
+        .collect();
+    assert_eq!(failing.len(), 14, "{stderr}");
+    assert_eq!((fixed, none.len()), (7, 7), "{none:?}\n{stderr}");
+    let orders = [
+        "teardown-before-driver",
+        "cleanup-first",
+        "linked",
+        "module",
+        "link-order",
+    ];
+    let mut tried: Vec<String> = orders.iter().map(|o| o.to_string()).collect();
+    for a in orders {
+        for b in orders.iter().filter(|b| **b != a) {
+            tried.push(format!("{a},{b}"));
+        }
+    }
+    let mut runtimes: Vec<&str> = none.iter().map(|(_, r)| r.as_str()).collect();
+    runtimes.sort_unstable();
+    runtimes.dedup();
+    for (i, order) in tried.iter().enumerate() {
+        let file = format!("order-{i}.json");
+        let mut args = Args::run()
+            .opt("--emulate", "tegra")
+            .opt("--exit-order", order)
+            .runs(1)
+            .json(&file);
+        for r in &runtimes {
+            args = args.runtime(r);
+        }
+        let (_, results) = sb.gate(&args, &file);
+        for (case, runtime) in &none {
+            let cell = cell_of(&results, case, runtime);
+            assert_eq!(
+                cell.counts.passed(),
+                0,
+                "--exit-order {order} passes {case} × {runtime}, of which explore said no \
+                 order helps: {cell:#?}"
+            );
+        }
     }
 }

@@ -7,9 +7,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use vkexit_testkit::installed::Installed;
 use vkexit_testkit::paths::workspace;
 use vkexit_testkit::skip;
-use vkexit_testkit::vkexit::only_cell;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -85,46 +85,7 @@ fn a_single_file_downloaded_alone_matches_its_sum_and_runs() {
     std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
     fs::set_permissions(&vkexit, mode).unwrap();
 
-    let (home, elsewhere, xdg) = (
-        tmp.path().join("home"),
-        tmp.path().join("elsewhere"),
-        tmp.path().join("xdg"),
-    );
-    for dir in [&home, &elsewhere, &xdg] {
-        fs::create_dir_all(dir).unwrap();
-    }
-    let run = |args: &[&str]| {
-        Command::new(&vkexit)
-            .args(args)
-            .current_dir(&elsewhere)
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .env("HOME", &home)
-            .env("XDG_RUNTIME_DIR", &xdg)
-            .output()
-            .unwrap()
-    };
-    let doctor = run(&["doctor"]);
-    let said = String::from_utf8_lossy(&doctor.stdout);
-    assert!(
-        said.contains("status      ready") && said.contains("helpers     9 carried"),
-        "{doctor:?}"
-    );
-    let out = run(&[
-        "run",
-        "--runs",
-        "2",
-        "--case",
-        "clean-exit",
-        "--runtime",
-        "refrt:release-children",
-        "--driver",
-        "lavapipe",
-        "--json",
-        "r.json",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let r: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(elsewhere.join("r.json")).unwrap()).unwrap();
-    assert_eq!(only_cell(&r)["verdict"], "pass", "{r:#}");
+    let installed = Installed::new(&vkexit, None, tmp.path());
+    installed.assert_ready();
+    installed.assert_built_in_case_passes("refrt:release-children", 2);
 }

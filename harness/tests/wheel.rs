@@ -3,8 +3,9 @@
 //! directory, with nothing of the build in its environment, `vkexit doctor` is ready.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use vkexit_testkit::installed::Installed;
 use vkexit_testkit::paths::workspace;
 use vkexit_testkit::skip;
 
@@ -44,29 +45,5 @@ fn the_wheel_installed_with_pip_puts_a_ready_vkexit_on_path() {
         .unwrap();
     assert!(out.status.success(), "pip install {name}: {out:?}");
 
-    let (home, elsewhere, xdg) = (
-        tmp.path().join("home"),
-        tmp.path().join("elsewhere"),
-        tmp.path().join("xdg"),
-    );
-    for dir in [&home, &elsewhere, &xdg] {
-        fs::create_dir_all(dir).unwrap();
-    }
-    let doctor = Command::new("vkexit")
-        .arg("doctor")
-        .current_dir(&elsewhere)
-        .env_clear()
-        .env(
-            "PATH",
-            format!("{}:/usr/bin:/bin", venv.join("bin").display()),
-        )
-        .env("HOME", &home)
-        .env("XDG_RUNTIME_DIR", &xdg)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&doctor.stdout);
-    assert!(
-        said.contains("status      ready") && said.contains("helpers     9 carried"),
-        "{doctor:?}"
-    );
+    Installed::new(Path::new("vkexit"), Some(&venv.join("bin")), tmp.path()).assert_ready();
 }

@@ -12,6 +12,7 @@
 //!   run's `result.json` read typed, and vkexit's argument lists built by [`results::Args`].
 //! - [`real_runtimes`]: the real-runtimes matrix and single cells of real runtimes.
 //! - [`preload`]: runs with the preloaded diagnostics library and its crash and timeline files.
+//! - [`installed`]: a vkexit installed as users install it, run from an unrelated directory.
 //! - [`debian11`]: Debian 11's validation layer 1.2.162 and Mesa 20.3.5's lavapipe, unpacked.
 //! - [`skip!`] and [`or_skip!`]: a test that cannot run here says so; where skips must fail
 //!   (`VKEXIT_TEST_SKIP=fail`), only the tests of `testkit/skip-allowed.txt` still skip.
@@ -21,6 +22,7 @@
 
 pub mod cc;
 pub mod debian11;
+pub mod installed;
 pub mod launch;
 pub mod paths;
 pub mod preload;

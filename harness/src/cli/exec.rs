@@ -37,8 +37,9 @@ pub(super) struct ExecArgs {
     /// The program crashes child processes on purpose (death tests): only its own end is judged.
     #[arg(long)]
     children_may_crash: bool,
-    /// Run the exit in another order: module, linked, link-order, teardown-before-driver,
-    /// cleanup-first (comma-separated, applied in turn).
+    /// Run the exit in another order: module, linked, link-order, glibc-2.31-library-order,
+    /// teardown-before-driver, cleanup-first, run:FIRST:before:THEN,
+    /// destructors:FIRST:before:THEN (comma-separated, applied in turn).
     #[arg(long, value_name = "ORDER")]
     exit_order: Option<crate::plan::exit_order::ExitOrder>,
     /// Let the other threads run ahead at the exit handler boundaries this seed picks.

@@ -211,7 +211,9 @@ pub(super) struct Execution {
     #[arg(long)]
     pub(super) require_vulkan: bool,
     /// Run every exit in another order, as another build would: module, linked, link-order,
-    /// teardown-before-driver, cleanup-first (comma-separated, applied in turn).
+    /// glibc-2.31-library-order, teardown-before-driver, cleanup-first, run:FIRST:before:THEN
+    /// (one exit handler, by symbol or #ID), destructors:FIRST:before:THEN (one library's
+    /// destructors, by file name); comma-separated, applied in turn.
     #[arg(long, value_name = "ORDER")]
     pub(super) exit_order: Option<crate::plan::exit_order::ExitOrder>,
     /// Let the other threads of every run run ahead at the exit handler boundaries this seed
