@@ -5,6 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use vkexit_evidence::verdict::CellVerdict;
 
 /// An installed vkexit: the command that starts it and the directories it runs with.
 pub struct Installed {
@@ -34,11 +35,6 @@ impl Installed {
             elsewhere,
             xdg,
         }
-    }
-
-    /// The directory it runs in, where relative output paths land.
-    pub fn elsewhere(&self) -> &Path {
-        &self.elsewhere
     }
 
     /// One command of it, run to its end.
@@ -82,8 +78,11 @@ impl Installed {
             "r.json",
         ]);
         assert_eq!(out.status.code(), Some(0), "{out:?}");
-        let text = fs::read_to_string(self.elsewhere.join("r.json")).unwrap();
-        let r: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(crate::vkexit::only_cell(&r)["verdict"], "pass", "{r:#}");
+        let r = crate::results::read(&self.elsewhere.join("r.json"));
+        assert_eq!(
+            crate::results::the_cell(&r).verdict,
+            CellVerdict::Pass,
+            "{r:#?}"
+        );
     }
 }
