@@ -48,9 +48,15 @@ pub struct ExploredCell {
     /// verified by runs; absent when it passes or when none helped (`no_fix` says so).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<Fix>,
-    /// Where the natural exit fails and no change of order made it clean: why.
+    /// Where the natural exit fails and no change of order made it clean: why. When
+    /// `fix_undecided` is set, the search ended before it could say (what cut it short).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_fix: Option<String>,
+    /// The search for a fix ended before every change of order it planned was judged: the
+    /// budget ran out, a run could not be judged, or vkexit was stopped. Not an answer: no
+    /// "no order helps" is said of such a cell.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fix_undecided: bool,
     /// What a developer acts on, one line each: latent bugs and the fix.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,
@@ -112,4 +118,8 @@ pub struct Fix {
 #[cfg(feature = "schema")]
 pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(Exploration)).expect("a schema is JSON")
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }

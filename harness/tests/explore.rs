@@ -509,6 +509,40 @@ fn the_seeds_two_step_fix_is_searched_and_replays() {
     assert_eq!(replayed.counts.passed(), 2, "{replayed:#?}");
 }
 
+/// A search the budget stops is no answer: the cell whose two-step fix exists, explored with
+/// a budget spent by its natural runs, reads "not decided", never "no order that helps".
+#[test]
+fn a_fix_search_the_budget_cuts_short_is_not_decided_not_no_order_helps() {
+    let sb = Sandbox::new();
+    let json = sb.path().join("explore.json");
+    let out = sb
+        .vkexit()
+        .args(["explore", "--driver", "lavapipe"])
+        .args(["--case", "handler-before-load"])
+        .args(["--runtime", "refrt:static-destructor"])
+        .args(["--emulate", "tegra", "--runs", "1", "--budget", "0.001"])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let exploration = exploration(&json);
+    let cell = &exploration.cells[0];
+    assert_eq!(cell.natural.counts.passed(), 0, "{cell:#?}");
+    assert!(cell.fix.is_none() && cell.fix_undecided, "{cell:#?}");
+    let why = cell.no_fix.as_deref().unwrap_or_default();
+    assert!(
+        why.starts_with("not decided: the budget (--budget) ran out after 0 of the")
+            && why.ends_with("(none tried)"),
+        "{why}"
+    );
+    assert!(
+        stdout.contains("0 failing with no order that helps")
+            && stdout.contains("1 failing cell(s) not decided"),
+        "{stdout}"
+    );
+}
+
 /// The explorations committed with the docs (ci/explorations/, real runs on the NVIDIA H200)
 /// read as exploration files of this version's types, every perturbation with a verdict.
 #[test]

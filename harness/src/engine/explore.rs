@@ -170,6 +170,7 @@ pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) ->
             perturbations: Vec::new(),
             fix: None,
             no_fix: None,
+            fix_undecided: false,
             findings: Vec::new(),
         })
         .collect();
@@ -880,13 +881,22 @@ fn search_fixes(
             continue;
         }
         let cut_short = budget_ran_out && search.tried.len() < search.candidates.len();
-        cell.no_fix = Some(match search.undecided || run::interrupt::interrupted() {
+        let undecided = search.undecided || run::interrupt::interrupted();
+        cell.fix_undecided = undecided || cut_short;
+        cell.no_fix = Some(match undecided {
             true => "not decided: a change of exit order could not be tried (its runs did not start or were cut short)".into(),
             false if cut_short => format!(
-                "not decided: the budget (--budget) ran out after {} of the {} changes of exit order this exit allows ({})",
+                "not decided: the budget (--budget) ran out after {} of the {} {} this exit allows ({})",
                 search.tried.len(),
                 search.candidates.len(),
-                search.tried.join("; ")
+                match search.candidates.len() {
+                    1 => "change of exit order",
+                    _ => "changes of exit order",
+                },
+                match search.tried.is_empty() {
+                    true => "none tried".to_string(),
+                    false => format!("tried {}", search.tried.join("; ")),
+                }
             ),
             false => no_fix_reason(&cell.natural, &search),
         });

@@ -40,8 +40,11 @@ pub(crate) struct Tally {
     pub(crate) latent: usize,
     /// The natural exit fails and a change of order made it clean.
     pub(crate) fixed: usize,
-    /// The natural exit fails and no change of order helped.
+    /// The natural exit fails and no change of order helped: the search covered what it planned.
     pub(crate) unfixed: usize,
+    /// The natural exit fails and the search for a fix ended before it could answer (the
+    /// budget, a run that could not be judged, a stop): neither fixed nor unfixed.
+    pub(crate) undecided: usize,
     /// The natural exit could not run here (skipped or error before any run): not explored.
     pub(crate) not_run: usize,
 }
@@ -62,7 +65,8 @@ pub(crate) fn tally(exploration: &Exploration) -> Tally {
         t.order_proof += usize::from(n.is_green() && !perturbed_fails);
         t.latent += usize::from(n.counts.passed() == n.runs && perturbed_fails);
         t.fixed += usize::from(c.fix.is_some());
-        t.unfixed += usize::from(c.no_fix.is_some());
+        t.unfixed += usize::from(c.no_fix.is_some() && !c.fix_undecided);
+        t.undecided += usize::from(c.fix.is_none() && c.fix_undecided);
     }
     t
 }
@@ -143,5 +147,36 @@ mod tests {
         assert!(!green(&exploration(cell(crashes, "error"))));
         assert!(!green(&exploration(cell(passes, "fail"))));
         assert!(green(&exploration(cell(passes, "pass"))));
+    }
+
+    #[test]
+    fn a_search_cut_short_is_counted_as_not_decided_not_as_no_order_helps() {
+        let explored = |undecided: bool| -> Exploration {
+            let mut cell = serde_json::json!({
+                "natural": {
+                    "case": "c", "runtime": "r", "driver": "lavapipe", "layers": [],
+                    "emulation": "tegra", "runs": 2,
+                    "counts": Counts { crash: 2, ..Counts::default() },
+                    "verdict": "expected-fail",
+                    "vuids": [], "signals": [], "artifacts": [],
+                    "pass_rate": 0.0, "pass_rate_95": [0.0, 1.0]
+                },
+                "perturbations": [],
+                "no_fix": "why",
+                "findings": []
+            });
+            if undecided {
+                cell["fix_undecided"] = serde_json::json!(true);
+            }
+            serde_json::from_value(serde_json::json!({
+                "schema": vkexit_evidence::explore::SCHEMA, "vkexit_version": "0",
+                "chaos_seed": 1, "cells": [cell]
+            }))
+            .unwrap()
+        };
+        let searched = tally(&explored(false));
+        assert_eq!((searched.unfixed, searched.undecided), (1, 0));
+        let cut_short = tally(&explored(true));
+        assert_eq!((cut_short.unfixed, cut_short.undecided), (0, 1));
     }
 }

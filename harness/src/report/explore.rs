@@ -124,6 +124,12 @@ fn tally_lines(exploration: &Exploration) -> String {
         "{} cells explored: {} order-proof, {} passing with a latent order bug, {} failing with a fix found, {} failing with no order that helps\n",
         t.cells, t.order_proof, t.latent, t.fixed, t.unfixed
     );
+    if t.undecided > 0 {
+        out.push_str(&format!(
+            "{} failing cell(s) not decided: the search for a fix was cut short (--budget, a run that could not be judged, or a stop); raise --budget or run again\n",
+            t.undecided
+        ));
+    }
     if t.not_run > 0 {
         out.push_str(&format!(
             "{} cell(s) not explored: their natural exit could not run here (skipped or error)\n",
@@ -183,6 +189,7 @@ pub(crate) fn markdown(exploration: &Exploration) -> String {
                 f.counts.passed(),
                 f.counts.total()
             ),
+            (None, Some(_)) if cell.fix_undecided => "not decided".into(),
             (None, Some(_)) => "none helps".into(),
             (None, None) => "–".into(),
         };
@@ -442,6 +449,7 @@ fn html_row(out: &mut String, cell: &ExploredCell, names: &[&str], base: Option<
                 text(&f.exit_order)
             )
         }
+        (None, Some(why)) if cell.fix_undecided => text(why),
         (None, Some(why)) => text(&format!("none helps: {why}")),
         (None, None) => "–".into(),
     };
