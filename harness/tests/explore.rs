@@ -45,8 +45,8 @@ fn explore(sb: &Sandbox, runs: u32, args: &[&str], program: &Path) -> (i32, Expl
 }
 
 /// `vkexit explore --driver lavapipe ARGS --json FILE` over built-in cells: its exit code, the
-/// exploration and stderr.
-fn explore_cells(sb: &Sandbox, args: &[&str]) -> (Option<i32>, Exploration, String) {
+/// exploration, stderr and stdout.
+fn explore_cells(sb: &Sandbox, args: &[&str]) -> (Option<i32>, Exploration, String, String) {
     let json: PathBuf = sb.path().join("explore.json");
     let out = sb
         .vkexit()
@@ -57,7 +57,8 @@ fn explore_cells(sb: &Sandbox, args: &[&str]) -> (Option<i32>, Exploration, Stri
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    (out.status.code(), exploration(&json), stderr)
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code(), exploration(&json), stderr, stdout)
 }
 
 fn verdict<'a>(cell: &'a ExploredCell, name: &str) -> &'a str {
@@ -389,7 +390,7 @@ fn the_static_destructor_after_the_tegra_exit_gets_the_seeds_fix() {
         "--runs",
         "2",
     ];
-    let (code, exploration, stderr) = explore_cells(&sb, &args);
+    let (code, exploration, stderr, _) = explore_cells(&sb, &args);
     // Both crash as the built-in baseline expects (expected-fail, green as `run` judges it).
     // A perturbation of an exit that fails already, failing too, is no new alarm: the gate is
     // green whether or not thread timing found a thread to run ahead.
@@ -476,7 +477,7 @@ fn the_seeds_two_step_fix_is_searched_and_replays() {
         "--runs",
         "2",
     ];
-    let (_, exploration, stderr) = explore_cells(&sb, &args);
+    let (_, exploration, stderr, _) = explore_cells(&sb, &args);
     let cell = &exploration.cells[0];
     assert!(cell.natural.counts.passed() < 2, "{cell:#?}");
     let fix = cell
@@ -514,19 +515,19 @@ fn the_seeds_two_step_fix_is_searched_and_replays() {
 #[test]
 fn a_fix_search_the_budget_cuts_short_is_not_decided_not_no_order_helps() {
     let sb = Sandbox::new();
-    let json = sb.path().join("explore.json");
-    let out = sb
-        .vkexit()
-        .args(["explore", "--driver", "lavapipe"])
-        .args(["--case", "handler-before-load"])
-        .args(["--runtime", "refrt:static-destructor"])
-        .args(["--emulate", "tegra", "--runs", "1", "--budget", "0.001"])
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let exploration = exploration(&json);
+    let args = [
+        "--case",
+        "handler-before-load",
+        "--runtime",
+        "refrt:static-destructor",
+        "--emulate",
+        "tegra",
+        "--runs",
+        "1",
+        "--budget",
+        "0.001",
+    ];
+    let (_, exploration, _, stdout) = explore_cells(&sb, &args);
     let cell = &exploration.cells[0];
     assert_eq!(cell.natural.counts.passed(), 0, "{cell:#?}");
     assert!(cell.fix.is_none() && cell.fix_undecided, "{cell:#?}");
@@ -927,7 +928,7 @@ fn two_handlers_of_one_library_in_the_wrong_order_get_a_swap_that_replays() {
 #[test]
 fn no_order_helps_only_where_no_combination_of_orders_passes() {
     let sb = Sandbox::new();
-    let (_, exploration, stderr) = explore_cells(&sb, &["--emulate", "tegra", "--runs", "1"]);
+    let (_, exploration, stderr, _) = explore_cells(&sb, &["--emulate", "tegra", "--runs", "1"]);
     let failing: Vec<&ExploredCell> = exploration
         .cells
         .iter()

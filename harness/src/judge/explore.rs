@@ -66,7 +66,7 @@ pub(crate) fn tally(exploration: &Exploration) -> Tally {
         t.latent += usize::from(n.counts.passed() == n.runs && perturbed_fails);
         t.fixed += usize::from(c.fix.is_some());
         t.unfixed += usize::from(c.no_fix.is_some() && !c.fix_undecided);
-        t.undecided += usize::from(c.fix.is_none() && c.fix_undecided);
+        t.undecided += usize::from(c.no_fix.is_some() && c.fix_undecided);
     }
     t
 }
@@ -92,6 +92,26 @@ pub(crate) fn green(exploration: &Exploration) -> bool {
 mod tests {
     use super::*;
 
+    /// A natural cell under the Tegra exit with `counts`, as an exploration file holds it.
+    fn natural_cell(counts: Counts) -> serde_json::Value {
+        serde_json::json!({
+            "case": "c", "runtime": "r", "driver": "lavapipe", "layers": [],
+            "emulation": "tegra", "runs": counts.total(), "counts": counts,
+            "verdict": if counts.passed() == counts.total() { "pass" } else { "expected-fail" },
+            "vuids": [], "signals": [], "artifacts": [],
+            "pass_rate": 0.0, "pass_rate_95": [0.0, 1.0]
+        })
+    }
+
+    /// An exploration of the one cell `cell`.
+    fn exploration(cell: serde_json::Value) -> Exploration {
+        serde_json::from_value(serde_json::json!({
+            "schema": vkexit_evidence::explore::SCHEMA, "vkexit_version": "0",
+            "chaos_seed": 1, "cells": [cell]
+        }))
+        .unwrap()
+    }
+
     #[test]
     fn a_perturbation_is_judged_by_its_runs_alone() {
         let counts = |pass, crash, error| Counts {
@@ -113,13 +133,7 @@ mod tests {
     fn a_perturbation_that_also_fails_an_exit_that_fails_already_is_no_new_alarm() {
         let cell = |natural: Counts, perturbed: &str| {
             serde_json::json!({
-                "natural": {
-                    "case": "c", "runtime": "r", "driver": "lavapipe", "layers": [],
-                    "emulation": "tegra", "runs": natural.total(), "counts": natural,
-                    "verdict": if natural.passed() == natural.total() { "pass" } else { "expected-fail" },
-                    "vuids": [], "signals": [], "artifacts": [],
-                    "pass_rate": 0.0, "pass_rate_95": [0.0, 1.0]
-                },
+                "natural": natural_cell(natural),
                 "perturbations": [{
                     "name": "threads:seed=1", "condition": "", "replay": "", "verdict": perturbed,
                     "counts": Counts::default(), "moved": [], "signals": [], "vuids": [],
@@ -127,13 +141,6 @@ mod tests {
                 }],
                 "findings": []
             })
-        };
-        let exploration = |cell: serde_json::Value| -> Exploration {
-            serde_json::from_value(serde_json::json!({
-                "schema": vkexit_evidence::explore::SCHEMA, "vkexit_version": "0",
-                "chaos_seed": 1, "cells": [cell]
-            }))
-            .unwrap()
         };
         let crashes = Counts {
             crash: 2,
@@ -152,15 +159,12 @@ mod tests {
     #[test]
     fn a_search_cut_short_is_counted_as_not_decided_not_as_no_order_helps() {
         let explored = |undecided: bool| -> Exploration {
+            let crashes = Counts {
+                crash: 2,
+                ..Counts::default()
+            };
             let mut cell = serde_json::json!({
-                "natural": {
-                    "case": "c", "runtime": "r", "driver": "lavapipe", "layers": [],
-                    "emulation": "tegra", "runs": 2,
-                    "counts": Counts { crash: 2, ..Counts::default() },
-                    "verdict": "expected-fail",
-                    "vuids": [], "signals": [], "artifacts": [],
-                    "pass_rate": 0.0, "pass_rate_95": [0.0, 1.0]
-                },
+                "natural": natural_cell(crashes),
                 "perturbations": [],
                 "no_fix": "why",
                 "findings": []
@@ -168,11 +172,7 @@ mod tests {
             if undecided {
                 cell["fix_undecided"] = serde_json::json!(true);
             }
-            serde_json::from_value(serde_json::json!({
-                "schema": vkexit_evidence::explore::SCHEMA, "vkexit_version": "0",
-                "chaos_seed": 1, "cells": [cell]
-            }))
-            .unwrap()
+            exploration(cell)
         };
         let searched = tally(&explored(false));
         assert_eq!((searched.unfixed, searched.undecided), (1, 0));
