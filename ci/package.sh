@@ -22,13 +22,16 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 packaged=harness/packaged
 
-# One list, harness/build.rs's: `const CRATES: [&str; N] = [ "a", "b", ... ];`
+# One list, harness/build.rs's: `const CRATES: [&str; N] = [ "a", "b", ... ];`, on one line or
+# on several: from the line that opens it to the first that closes it, that line included.
 list_of() {
-    sed -n "/^const $1:/,/\];/p" harness/build.rs | grep -o '"[^"]*"' | tr -d '"'
+    awk -v head="const $1:" 'index($0, head) == 1 { on = 1 } on { print } on && /\];/ { exit }' \
+        harness/build.rs | grep -o '"[^"]*"' | tr -d '"'
 }
 mapfile -t crates < <(list_of CRATES)
 mapfile -t parts < <(list_of CRATE_PARTS)
-[ ${#crates[@]} -gt 0 ] && [ ${#parts[@]} -gt 0 ] || {
+nonempty() { for item in "$@"; do [ -n "$item" ] || return 1; done; }
+[ ${#crates[@]} -gt 0 ] && [ ${#parts[@]} -gt 0 ] && nonempty "${crates[@]}" "${parts[@]}" || {
     echo "ci/package.sh: cannot read CRATES and CRATE_PARTS from harness/build.rs" >&2
     exit 2
 }

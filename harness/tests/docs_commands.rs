@@ -819,6 +819,7 @@ fn readme_cargo_install_from_the_registry_puts_a_whole_vkexit_on_path() {
     let cargo_home = sb.path().join("cargo-home");
     let vendor = sb.path().join("registry");
     directory_source(&packages, &vendor);
+    assert_carries_just_the_helpers(&vendor.join("vkexit-0.1.0").join("packaged"));
     fs::create_dir_all(&cargo_home).unwrap();
     fs::write(
         cargo_home.join("config.toml"),
@@ -864,6 +865,65 @@ fn readme_cargo_install_from_the_registry_puts_a_whole_vkexit_on_path() {
         "not from the registry: {said}"
     );
     assert_whole_vkexit_installed(&sb, &root);
+}
+
+/// The vkexit package's `packaged/` holds the parts of the helpers' crates that
+/// harness/build.rs names (CRATES, CRATE_PARTS), each manifest as `Cargo.toml.in`, the
+/// workspace's manifest and lock, and the results file's schema: nothing more, and nothing
+/// twice.
+fn assert_carries_just_the_helpers(packaged: &Path) {
+    let build_rs = fs::read_to_string(repo().join("harness/build.rs")).unwrap();
+    let relative = |file: &Path, base: &Path| {
+        file.strip_prefix(base)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    let mut expected: Vec<String> = ["Cargo.toml.in", "Cargo.lock", "docs/results.schema.json"]
+        .map(String::from)
+        .to_vec();
+    for krate in string_list(&build_rs, "CRATES") {
+        for part in string_list(&build_rs, "CRATE_PARTS") {
+            let path = repo().join(&krate).join(&part);
+            if path.is_dir() {
+                expected.extend(files_under(&path).iter().map(|f| relative(f, &repo())));
+            } else if path.is_file() {
+                let name = if part == "Cargo.toml" {
+                    "Cargo.toml.in"
+                } else {
+                    &part
+                };
+                expected.push(format!("{krate}/{name}"));
+            }
+        }
+    }
+    expected.sort();
+    let mut carried: Vec<String> = files_under(packaged)
+        .iter()
+        .map(|f| relative(f, packaged))
+        .collect();
+    carried.sort();
+    let extra: Vec<_> = carried.iter().filter(|f| !expected.contains(f)).collect();
+    let missing: Vec<_> = expected.iter().filter(|f| !carried.contains(f)).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "{}: carried but not a helper's part: {extra:?}; a part not carried: {missing:?}",
+        packaged.display()
+    );
+}
+
+/// The strings of `const NAME: [&str; N] = [...];` in a Rust source, on one line or several.
+fn string_list(source: &str, name: &str) -> Vec<String> {
+    let head = format!("\nconst {name}:");
+    let at = source.find(&head).unwrap_or_else(|| panic!("no {head:?}"));
+    let body = &source[at + head.len()..];
+    let body = &body[body.find("= [").expect("= [")..body.find("];").expect("];")];
+    body.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect()
 }
 
 /// The tests' own target directory (CARGO_TARGET_DIR or the workspace's `target`).
