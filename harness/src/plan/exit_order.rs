@@ -59,14 +59,25 @@ impl Order {
         Order::Relinked,
     ];
 
-    pub(crate) fn name(self) -> &'static str {
+    /// The preload's rule for this order (its name there too), or none for an order the run's
+    /// environment applies.
+    pub(crate) fn preload(self) -> Option<vkexit_evidence::exit_order::Order> {
+        use vkexit_evidence::exit_order::Order as Rule;
         match self {
-            Order::Module => "module",
-            Order::Linked => "linked",
-            Order::Relinked => "link-order",
-            Order::TeardownBeforeDriver => "teardown-before-driver",
-            Order::CleanupFirst => "cleanup-first",
-            Order::OlderGlibc => "glibc-2.31-library-order",
+            Order::Module => Some(Rule::Module),
+            Order::Linked => Some(Rule::Linked),
+            Order::Relinked => Some(Rule::Relinked),
+            Order::TeardownBeforeDriver => Some(Rule::TeardownBeforeDriver),
+            Order::CleanupFirst => Some(Rule::CleanupFirst),
+            Order::OlderGlibc => None,
+        }
+    }
+
+    /// Its name, as `--exit-order` gives it: the preload's for the orders the preload applies.
+    pub(crate) fn name(self) -> &'static str {
+        match self.preload() {
+            Some(rule) => rule.name(),
+            None => "glibc-2.31-library-order",
         }
     }
 
@@ -250,7 +261,7 @@ impl Step {
     pub(crate) fn rule(&self) -> Option<vkexit_evidence::exit_order::Step> {
         use vkexit_evidence::exit_order as rules;
         Some(match self {
-            Step::Order(o) => rules::Step::Order(rules::Order::from_name(o.name())?),
+            Step::Order(o) => rules::Step::Order(o.preload()?),
             Step::Before { first, then } => rules::Step::Before(rules::Before {
                 first: first.named(),
                 then: then.named(),
@@ -381,6 +392,26 @@ mod tests {
         for o in Order::ALL {
             assert_eq!(Order::parse(o.name()), Some(o));
         }
+    }
+
+    #[test]
+    fn every_order_the_preload_applies_is_one_to_name_and_by_its_name() {
+        use vkexit_evidence::exit_order::Order as Rule;
+        for rule in Rule::ALL {
+            let named: Vec<Order> = Order::ALL
+                .into_iter()
+                .filter(|o| o.preload() == Some(rule))
+                .collect();
+            assert_eq!(named.len(), 1, "{rule:?}: {named:?}");
+            assert_eq!(named[0].name(), rule.name());
+            assert_eq!(ExitOrder::parse(rule.name()).unwrap().orders(), named);
+        }
+        assert_eq!(Order::OlderGlibc.preload(), None);
+        assert_eq!(
+            Step::Order(Order::OlderGlibc).rule(),
+            None,
+            "the loader's sort is the environment's, not a preload rule"
+        );
     }
 
     #[test]
