@@ -544,6 +544,50 @@ fn a_fix_search_the_budget_cuts_short_is_not_decided_not_no_order_helps() {
     );
 }
 
+/// A matrix with a layer set of the desktop exit and one of the Jetson's, as the default gate
+/// is, explores both: each set's cells are natural cells of their own, and only those of the
+/// desktop exit are perturbed with the emulated driver exits (those of the Jetson's emulate it
+/// already), never planned twice as two sets of the same layers.
+#[test]
+fn a_matrix_with_the_desktop_and_the_tegra_exit_explores_both() {
+    let sb = Sandbox::new();
+    let matrix = sb.path().join("two-exits.toml");
+    std::fs::write(
+        &matrix,
+        "cases = [\"handler-before-load\"]\nruntimes = [\"refrt:atexit-after-init\"]\nruns = 1\n\n\
+         [[layers]]\nvalidation = true\nemulation = \"none\"\n\n\
+         [[layers]]\nvalidation = true\nemulation = \"tegra\"\n",
+    )
+    .unwrap();
+    let (code, exploration, stderr, _) =
+        explore_cells(&sb, &["--config", matrix.to_str().unwrap()]);
+    // The natural crashes are the built-in baseline's expected ones, and a perturbation of an
+    // exit that fails already only "also fails": green, not refused (2).
+    assert_eq!(code, Some(0), "{stderr}");
+    let emulations: Vec<&str> = exploration
+        .cells
+        .iter()
+        .map(|c| c.natural.emulation.as_str())
+        .collect();
+    assert_eq!(emulations, ["none", "tegra"], "{stderr}");
+    for cell in &exploration.cells {
+        assert_eq!(cell.natural.counts.crash, 1, "{cell:#?}");
+        let fix = cell.fix.as_ref().expect("the seed's fix");
+        assert_eq!(fix.exit_order, "cleanup-first", "{cell:#?}");
+    }
+    let (desktop, tegra) = (&exploration.cells[0], &exploration.cells[1]);
+    assert_eq!(
+        verdict(desktop, "driver-exit:tegra"),
+        "fail",
+        "{desktop:#?}"
+    );
+    assert_eq!(
+        verdict(tegra, "driver-exit:tegra"),
+        "not-applicable",
+        "{tegra:#?}"
+    );
+}
+
 /// The explorations committed with the docs (ci/explorations/, real runs on the NVIDIA H200)
 /// read as exploration files of this version's types, every perturbation with a verdict.
 #[test]

@@ -260,8 +260,11 @@ pub(crate) fn explore(request: &Request, reporters: &mut [&mut dyn Reporter]) ->
 }
 
 /// The cells under each emulated driver exit, planned now with the natural ones; none where
-/// every cell emulates one already. A shard is of the natural cells: each keeps its emulated
-/// twins, whichever shard their own identity would fall in.
+/// every cell emulates one already. Only the layer sets with no emulation are emulated: a set
+/// that emulates a driver's exit already is explored as it is (a matrix with both, as the
+/// default gate is, would otherwise give two sets of the same layers). A shard is of the
+/// natural cells: each keeps its emulated twins, whichever shard their own identity would
+/// fall in.
 fn emulated_bases<'a>(
     request: &Request<'a>,
     base: &Invocation,
@@ -275,6 +278,7 @@ fn emulated_bases<'a>(
         matrix.layer_sets = matrix
             .layer_sets()
             .into_iter()
+            .filter(|s| s.emulation == Emulation::None)
             .map(|mut s| {
                 s.emulation = e;
                 s
