@@ -88,4 +88,5 @@ fn a_single_file_downloaded_alone_matches_its_sum_and_runs() {
     let installed = Installed::new(&vkexit, None, tmp.path());
     installed.assert_ready();
     installed.assert_built_in_case_passes("refrt:release-children", 2);
+    installed.assert_seeds_fix_replays();
 }

@@ -1,6 +1,7 @@
 //! The wheel `ci/wheel.sh` builds: installed with pip into a virtual environment, it puts the one
 //! vkexit executable on that environment's `PATH`, tagged for glibc 2.31, and from another
-//! directory, with nothing of the build in its environment, `vkexit doctor` is ready.
+//! directory, with nothing of the build in its environment, `vkexit doctor` is ready, and the
+//! seed's fix replays with the helpers it carries (linked by zig's lld, as the release's are).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -45,5 +46,7 @@ fn the_wheel_installed_with_pip_puts_a_ready_vkexit_on_path() {
         .unwrap();
     assert!(out.status.success(), "pip install {name}: {out:?}");
 
-    Installed::new(Path::new("vkexit"), Some(&venv.join("bin")), tmp.path()).assert_ready();
+    let installed = Installed::new(Path::new("vkexit"), Some(&venv.join("bin")), tmp.path());
+    installed.assert_ready();
+    installed.assert_seeds_fix_replays();
 }

@@ -60,6 +60,39 @@ impl Installed {
         );
     }
 
+    /// The seed's own fix replays: `handler-before-load` with refrt's teardown in a static
+    /// destructor crashes under the Jetson's exit, and with the runtime's teardown registered
+    /// after the instance and the application's cleanup after the runtime
+    /// (`--exit-order teardown-before-driver,cleanup-first`) it passes on lavapipe under the
+    /// validation layer. This needs the preload to tell the runtime's load-time handler apart
+    /// from the system's in this build of vkexit's helpers.
+    pub fn assert_seeds_fix_replays(&self) {
+        let out = self.run(&[
+            "run",
+            "--runs",
+            "1",
+            "--case",
+            "handler-before-load",
+            "--runtime",
+            "refrt:static-destructor",
+            "--emulate",
+            "tegra",
+            "--exit-order",
+            "teardown-before-driver,cleanup-first",
+            "--driver",
+            "lavapipe",
+            "--json",
+            "fix.json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let r = crate::results::read(&self.elsewhere.join("fix.json"));
+        assert_eq!(
+            crate::results::the_cell(&r).verdict,
+            CellVerdict::Pass,
+            "{r:#?}"
+        );
+    }
+
     /// The built-in `clean-exit` case under `runtime`, `runs` runs on lavapipe: exit 0 and
     /// the cell `pass`.
     pub fn assert_built_in_case_passes(&self, runtime: &str, runs: u32) {

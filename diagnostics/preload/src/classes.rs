@@ -121,6 +121,15 @@ pub(crate) fn class_of(registrant: Option<&Object>) -> Class {
     Class::Runtime
 }
 
+/// The dynamic loader (`ld-linux-x86-64.so.2`, `ld-linux-aarch64.so.1`), by its file name.
+pub(crate) fn is_dynamic_loader(object: &Object) -> bool {
+    object.name.is_some_and(|n| {
+        let bytes = n.to_bytes();
+        let file = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
+        file.starts_with(b"ld-linux")
+    })
+}
+
 /// Libraries whose handlers belong to the C and C++ runtimes, the dynamic loader or vkexit.
 const SYSTEM: [&[u8]; 10] = [
     b"libc.so",

@@ -85,7 +85,7 @@ unsafe extern "C" fn register(
         return unsafe { real(Some(f), arg, dso_handle) };
     }
     flush_registrations();
-    let registrant = registrant_of(dso_handle as usize, caller);
+    let registrant = registrant_of(dso_handle as usize, caller, f as usize);
     let mut entry = Entry {
         id,
         class: crate::classes::class_of(registrant.as_ref()),
@@ -159,7 +159,7 @@ pub(crate) fn flush_registrations() {
 }
 
 fn write_run(run: &Run) {
-    let registrant = registrant_of(run.dso, run.caller);
+    let registrant = registrant_of(run.dso, run.caller, 0);
     let mut record = Record::new(Event::HandlersRegistered.as_str());
     record
         .u64(field::FIRST_ID, run.first_id)
@@ -182,11 +182,18 @@ fn write_run(run: &Run) {
 }
 
 /// The object that registered a handler: the one its `dso_handle` points into, else the one
-/// that called. glibc's `atexit` stub passes the value of the object's `__dso_handle`, which
-/// gcc's `crtbeginS.o` sets to its own address; lld (zig's linker, the portable bundles) leaves
-/// it as the first bytes of the ELF header, `0x10102464c457f`, in no object at all.
-fn registrant_of(dso_handle: usize, caller: usize) -> Option<objects::Object> {
-    objects::object_of(dso_handle).or_else(|| objects::object_of(caller))
+/// that called, else the one the handler's code is in. glibc's `atexit` stub passes the value
+/// of the object's `__dso_handle`, which gcc's `crtbeginS.o` sets to its own address; lld
+/// (zig's linker, the portable bundles) leaves it as the first bytes of the ELF header,
+/// `0x10102464c457f`, in no object at all. The caller is then the return address: where a
+/// library's constructor ends in its `atexit` call (a tail call), that is in the dynamic
+/// loader that ran the constructor, which registers no handler of its own, so the object that
+/// holds the handler names the registrant.
+fn registrant_of(dso_handle: usize, caller: usize, handler: usize) -> Option<objects::Object> {
+    objects::object_of(dso_handle)
+        .or_else(|| objects::object_of(caller).filter(|o| !crate::classes::is_dynamic_loader(o)))
+        .or_else(|| objects::object_of(handler))
+        .or_else(|| objects::object_of(caller))
 }
 
 /// Writes the `handler-registered` record of `entry`, registered by `registrant`; the
@@ -457,11 +464,29 @@ mod tests {
         let caller = noop as *const () as usize;
         let expected = objects::object_of(caller).expect("the test program holds its code");
         assert!(objects::object_of(LLD_DSO_HANDLE_VALUE).is_none());
-        let named = registrant_of(LLD_DSO_HANDLE_VALUE, caller).expect("named by the caller");
+        let named = registrant_of(LLD_DSO_HANDLE_VALUE, caller, 0).expect("named by the caller");
         assert_eq!(named.base, expected.base);
         // A handle inside an object still names that object, whoever called.
-        let by_handle = registrant_of(caller, 0).expect("named by the handle");
+        let by_handle = registrant_of(caller, 0, 0).expect("named by the handle");
         assert_eq!(by_handle.base, expected.base);
+    }
+
+    /// A library's constructor that ends in `atexit(teardown)` returns, through the tail call,
+    /// into the dynamic loader that ran it: with lld's `__dso_handle` the registrant is the
+    /// object holding `teardown`, not the loader.
+    #[test]
+    fn a_registration_returning_into_the_dynamic_loader_is_named_by_its_handler() {
+        // SAFETY: a symbol lookup; `_r_debug` is the dynamic loader's, in every glibc.
+        let in_loader = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"_r_debug".as_ptr()) } as usize;
+        let loader = objects::object_of(in_loader).expect("the dynamic loader holds _r_debug");
+        assert!(crate::classes::is_dynamic_loader(&loader));
+        let handler = noop as *const () as usize;
+        let expected = objects::object_of(handler).expect("the test program holds its code");
+        let named = registrant_of(LLD_DSO_HANDLE_VALUE, in_loader, handler).expect("named");
+        assert_eq!(named.base, expected.base);
+        // With no handler to go by, the loader is still the one that called.
+        let caller = registrant_of(LLD_DSO_HANDLE_VALUE, in_loader, 0).expect("named");
+        assert_eq!(caller.base, loader.base);
     }
 
     #[test]
