@@ -965,6 +965,74 @@ fn two_handlers_of_one_library_in_the_wrong_order_get_a_swap_that_replays() {
     }
 }
 
+/// Crashes at exit in its first run only: `teardown` counts the runs in the file its argument
+/// names and crashes when it is the first. Any order of its two handlers passes after that.
+const FIRST_RUN_CRASHES: &str = r#"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static const char *counter;
+
+void cleanup(void) {}
+
+void teardown(void) {
+    int fd = open(counter, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    off_t before = lseek(fd, 0, SEEK_END);
+    write(fd, "x", 1);
+    close(fd);
+    if (before == 0) {
+        volatile int *field = (int *)16;
+        *field = 1;
+    }
+}
+
+int main(int argc, char **argv) {
+    counter = argv[1];
+    atexit(cleanup);
+    atexit(teardown);
+    return 0;
+}
+"#;
+
+/// A flaky exit (it crashed in 1 of 2 runs) whose handlers swapped pass 2 of 2: as likely by
+/// chance as not, so no fix is claimed; the cell is not decided, and says how many runs would
+/// tell.
+#[test]
+fn a_change_that_passes_a_flaky_exit_in_too_few_runs_is_no_fix() {
+    let sb = Sandbox::new();
+    cc(
+        sb.path(),
+        &[("first.c", FIRST_RUN_CRASHES)],
+        &["-g", "-rdynamic", "first.c", "-o", "first-run-crashes"],
+    );
+    let json = sb.path().join("explore.json");
+    let out = sb
+        .vkexit()
+        .args(["explore", "--driver", "lavapipe", "--no-validation"])
+        .args(["--runs", "2", "-j", "1", "--json"])
+        .arg(&json)
+        .arg("--")
+        .arg(sb.path().join("first-run-crashes"))
+        .arg(sb.path().join("runs.count"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let exploration = exploration(&json);
+    let cell = &exploration.cells[0];
+    let counts = &cell.natural.counts;
+    assert_eq!((counts.crash, counts.passed()), (1, 1), "{cell:#?}");
+    assert!(cell.fix.is_none() && cell.fix_undecided, "{cell:#?}");
+    let why = cell.no_fix.as_deref().unwrap_or_default();
+    assert!(
+        why.starts_with("not decided: `")
+            && why.contains("passed 2 of 2 run(s), but the natural exit passed 1 of 2 too")
+            && why.ends_with("(explore again with --runs 5 or more)"),
+        "{why}"
+    );
+    assert!(stdout.contains("1 failing cell(s) not decided"), "{stdout}");
+}
+
 /// Under the Tegra driver's exit, every built-in cell that explore says no order helps fails
 /// in each change of order the fix search knows and in each two of them in sequence, replayed
 /// with `run`: "no order" is never said where a combination passes. The cells that some order

@@ -867,6 +867,20 @@ fn search_fixes(
                     search.undecided = true;
                 }
                 if let Some(p) = tried.filter(|p| p.verdict == "pass") {
+                    let natural = &cells[i].natural;
+                    let (passed, runs) = (natural.counts.passed(), natural.counts.total());
+                    let fix_passed = p.counts.passed();
+                    if let Err(needed) = judge::explore::fix_beyond_chance(passed, runs, fix_passed)
+                    {
+                        // A flaky exit: these passes could be its own. Searched on, and if
+                        // nothing else tells itself apart, not decided.
+                        search.by_chance.get_or_insert(format!(
+                            "`{order}` passed {fix_passed} of {fix_passed} run(s), but the natural \
+                             exit passed {passed} of {runs} too: too few runs to tell the change \
+                             from chance (explore again with --runs {needed} or more)"
+                        ));
+                        continue;
+                    }
                     let (change, diff) = advice(&order, &cells[i].natural);
                     cells[i].fix = Some(Fix {
                         exit_order: order.to_string(),
@@ -886,9 +900,12 @@ fn search_fixes(
         }
         let cut_short = budget_ran_out && search.tried.len() < search.candidates.len();
         let undecided = search.undecided || run::interrupt::interrupted();
-        cell.fix_undecided = undecided || cut_short;
+        cell.fix_undecided = undecided || cut_short || search.by_chance.is_some();
         cell.no_fix = Some(match undecided {
             true => "not decided: a change of exit order could not be tried (its runs did not start or were cut short)".into(),
+            false if search.by_chance.is_some() => {
+                format!("not decided: {}", search.by_chance.unwrap_or_default())
+            }
             false if cut_short => format!(
                 "not decided: the budget (--budget) ran out after {} of the {} {} this exit allows ({})",
                 search.tried.len(),
@@ -915,6 +932,9 @@ struct Search {
     candidates: Vec<fix_search::Candidate>,
     tried: Vec<String>,
     undecided: bool,
+    /// A change that passed, of an exit that passes now and then, in too few runs to tell
+    /// it from chance: what to say of it.
+    by_chance: Option<String>,
 }
 
 impl Search {

@@ -29,6 +29,30 @@ pub(crate) fn failed(verdict: &str) -> bool {
     matches!(verdict, "fail" | "flaky" | "error")
 }
 
+/// The most a change's passing runs may owe to chance to count as a fix: the probability that
+/// the natural exit, at the rate it passed, would pass as many runs in a row.
+const FIX_CHANCE: f64 = 0.05;
+
+/// Whether `fix_passed` passing runs of a change tell it from chance, for a natural exit that
+/// passed `natural_passed` of its `natural_runs`: a natural exit that never passed is told apart
+/// by any pass; one that passes now and then (flaky) only when it would pass that many runs in
+/// a row with a chance of at most 5%. Else the runs of each that would, as `Err`.
+pub(crate) fn fix_beyond_chance(
+    natural_passed: u64,
+    natural_runs: u64,
+    fix_passed: u64,
+) -> Result<(), u64> {
+    if natural_passed == 0 || natural_passed >= natural_runs {
+        return Ok(());
+    }
+    let rate = natural_passed as f64 / natural_runs as f64;
+    let needed = (FIX_CHANCE.ln() / rate.ln()).ceil() as u64;
+    match fix_passed >= needed {
+        true => Ok(()),
+        false => Err(needed),
+    }
+}
+
 /// How the cells of an exploration stand, counted: what its table's last line says.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Tally {
@@ -91,6 +115,22 @@ pub(crate) fn green(exploration: &Exploration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fix_of_a_flaky_exit_needs_more_passes_than_chance_gives() {
+        // Never passed: any pass of the change tells it apart.
+        assert_eq!(fix_beyond_chance(0, 2, 1), Ok(()));
+        // Passed 1 of 2: 0.5^k <= 0.05 from k = 5.
+        assert_eq!(fix_beyond_chance(1, 2, 2), Err(5));
+        assert_eq!(fix_beyond_chance(1, 2, 4), Err(5));
+        assert_eq!(fix_beyond_chance(1, 2, 5), Ok(()));
+        // Passed 1 of 10: 0.1^2 = 0.01.
+        assert_eq!(fix_beyond_chance(1, 10, 1), Err(2));
+        assert_eq!(fix_beyond_chance(1, 10, 2), Ok(()));
+        // Passed 9 of 10: 0.9^k <= 0.05 from k = 29.
+        assert_eq!(fix_beyond_chance(9, 10, 10), Err(29));
+        assert_eq!(fix_beyond_chance(9, 10, 29), Ok(()));
+    }
 
     /// A natural cell under the Tegra exit with `counts`, as an exploration file holds it.
     fn natural_cell(counts: Counts) -> serde_json::Value {
