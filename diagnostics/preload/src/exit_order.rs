@@ -172,10 +172,15 @@ fn record_reordering(
 
 /// At most this many pauses a process: each may wait up to [`PAUSE_LIMIT_NS`].
 const MAX_PAUSES: u32 = 16;
-/// How long one pause lets the other threads run at most.
+/// How much CPU time of its own one pause lets each other runnable thread have at most: the
+/// threads' own time, not the clock's, so that a loaded machine gives them the same head start.
 const PAUSE_LIMIT_NS: u64 = 500_000_000;
-/// How long all pauses of a process wait at most.
+/// How much CPU time of its own all pauses of a process give a thread at most.
 const TOTAL_LIMIT_NS: u64 = 1_500_000_000;
+/// How long, by the clock, one pause waits at most, however loaded the machine.
+const PAUSE_WALL_LIMIT_NS: u64 = 5_000_000_000;
+/// How long, by the clock, all pauses of a process wait at most.
+const TOTAL_WALL_LIMIT_NS: u64 = 10_000_000_000;
 
 /// Thread timing: at the handler boundaries the seed picks (every one when there are at most
 /// [`MAX_PAUSES`]), the exiting thread lets every other runnable thread of the process run
@@ -186,6 +191,8 @@ struct Chaos {
     boundaries: usize,
     pauses: u32,
     waited_ns: u64,
+    /// The CPU time the pauses so far gave a thread, at most.
+    given_ns: u64,
 }
 
 impl Chaos {
@@ -195,6 +202,7 @@ impl Chaos {
             boundaries,
             pauses: 0,
             waited_ns: 0,
+            given_ns: 0,
         }
     }
 
@@ -206,20 +214,52 @@ impl Chaos {
     }
 
     fn boundary(&mut self, boundary: usize, before_id: u64) {
-        if self.pauses >= MAX_PAUSES || self.waited_ns >= TOTAL_LIMIT_NS || !self.picks(boundary) {
+        if self.pauses >= MAX_PAUSES
+            || self.given_ns >= TOTAL_LIMIT_NS
+            || self.waited_ns >= TOTAL_WALL_LIMIT_NS
+            || !self.picks(boundary)
+        {
             return;
         }
         self.pauses += 1;
         let start = vkexit_evidence::monotonic_ns();
-        let limit = PAUSE_LIMIT_NS.min(TOTAL_LIMIT_NS - self.waited_ns);
-        let at_start = threads::Counts::of(&threads::others());
+        let limit = PAUSE_LIMIT_NS.min(TOTAL_LIMIT_NS - self.given_ns);
+        let others = threads::others();
+        let at_start = threads::Counts::of(&others);
+        let cpu_at_start: Vec<(u32, u64)> = others
+            .iter()
+            .filter_map(|t| Some((t.tid, threads::cpu_ns(t.tid)?)))
+            .collect();
         let mut now = start;
-        let mut runnable = at_start.runnable;
-        while runnable > 0 && now - start < limit {
+        let mut given = 0;
+        loop {
+            let runnable: Vec<u32> = threads::others()
+                .into_iter()
+                .filter(|t| t.state == threads::State::Runnable)
+                .map(|t| t.tid)
+                .collect();
+            // The least CPU time a thread still runnable has had in this pause: the pause
+            // ends when each has had the limit, or none runs.
+            let least = runnable
+                .iter()
+                .filter_map(|&tid| {
+                    let before = cpu_at_start
+                        .iter()
+                        .find(|(t, _)| *t == tid)
+                        .map_or(0, |c| c.1);
+                    Some(threads::cpu_ns(tid)?.saturating_sub(before))
+                })
+                .min();
+            let Some(least) = least else { break };
+            given = given.max(least);
+            let wall = PAUSE_WALL_LIMIT_NS.min(TOTAL_WALL_LIMIT_NS - self.waited_ns);
+            if least >= limit || now - start >= wall {
+                break;
+            }
             std::thread::sleep(std::time::Duration::from_millis(1));
             now = vkexit_evidence::monotonic_ns();
-            runnable = threads::Counts::of(&threads::others()).runnable;
         }
+        self.given_ns += given;
         let waited = now - start;
         self.waited_ns += waited;
         let mut record = Record::new(Event::ChaosPause.as_str());

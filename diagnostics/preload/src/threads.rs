@@ -75,6 +75,22 @@ fn read(tid: u32) -> Option<Thread> {
     })
 }
 
+/// The CPU time a thread of this process has had so far, in nanoseconds (`stat`'s user and
+/// system time, in clock ticks), or `None` when it ended or its `stat` could not be read.
+pub(crate) fn cpu_ns(tid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // After the command name: state is field 3, utime and stime are fields 14 and 15.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let per_second = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
+        n if n > 0 => n as u64,
+        _ => 100,
+    };
+    Some(ticks.saturating_mul(1_000_000_000) / per_second)
+}
+
 /// The state letter of a `stat` line: it follows the command name, which may hold spaces and
 /// parentheses.
 fn state_letter(stat: &str) -> Option<char> {
@@ -182,6 +198,30 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         panic!("the threads never got there: {:?}", others());
+    }
+
+    /// A thread that spins has CPU time of its own, and it grows; a thread that ended has no
+    /// time to read.
+    #[test]
+    fn a_spinning_thread_gains_cpu_time_and_an_ended_one_has_none() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spinner = {
+            let (tx, stop) = (tx.clone(), stop.clone());
+            std::thread::spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                tx.send(unsafe { libc::gettid() } as u32).unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {}
+            })
+        };
+        let tid = rx.recv().unwrap();
+        let before = cpu_ns(tid).expect("the spinner's stat");
+        while cpu_ns(tid).unwrap() < before + 100_000_000 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        spinner.join().unwrap();
+        assert_eq!(cpu_ns(tid), None, "an ended thread has no stat");
     }
 
     /// Real threads of this test process, in each state: one in a long sleep, one waiting on a
