@@ -226,28 +226,20 @@ impl Chaos {
         let limit = PAUSE_LIMIT_NS.min(TOTAL_LIMIT_NS - self.given_ns);
         let others = threads::others();
         let at_start = threads::Counts::of(&others);
-        let cpu_at_start: Vec<(u32, u64)> = others
-            .iter()
-            .filter_map(|t| Some((t.tid, threads::cpu_ns(t.tid)?)))
-            .collect();
         let mut now = start;
         let mut given = 0;
         loop {
-            let runnable: Vec<u32> = threads::others()
-                .into_iter()
-                .filter(|t| t.state == threads::State::Runnable)
-                .map(|t| t.tid)
-                .collect();
             // The least CPU time a thread still runnable has had in this pause: the pause
             // ends when each has had the limit, or none runs.
-            let least = runnable
+            let least = threads::others()
                 .iter()
-                .filter_map(|&tid| {
-                    let before = cpu_at_start
+                .filter(|t| t.state == threads::State::Runnable)
+                .map(|t| {
+                    let before = others
                         .iter()
-                        .find(|(t, _)| *t == tid)
-                        .map_or(0, |c| c.1);
-                    Some(threads::cpu_ns(tid)?.saturating_sub(before))
+                        .find(|o| o.tid == t.tid)
+                        .map_or(0, |o| o.cpu_ns);
+                    t.cpu_ns.saturating_sub(before)
                 })
                 .min();
             let Some(least) = least else { break };

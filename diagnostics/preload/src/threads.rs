@@ -34,6 +34,8 @@ pub(crate) struct Thread {
     /// Its context switches so far: they grow each time it stops running, so a thread asleep
     /// before and asleep now has woken in between when they grew.
     pub(crate) switches: u64,
+    /// The CPU time it has had so far, in nanoseconds.
+    pub(crate) cpu_ns: u64,
 }
 
 /// The threads of this process other than the caller, now.
@@ -72,13 +74,12 @@ fn read(tid: u32) -> Option<Thread> {
         tid,
         state,
         switches,
+        cpu_ns: cpu_ns(&stat).unwrap_or(0),
     })
 }
 
-/// The CPU time a thread of this process has had so far, in nanoseconds (`stat`'s user and
-/// system time, in clock ticks), or `None` when it ended or its `stat` could not be read.
-pub(crate) fn cpu_ns(tid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+/// The CPU time of a `stat` line, in nanoseconds: its user and system time, in clock ticks.
+fn cpu_ns(stat: &str) -> Option<u64> {
     // After the command name: state is field 3, utime and stime are fields 14 and 15.
     let (_, rest) = stat.rsplit_once(')')?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -200,14 +201,13 @@ mod tests {
         panic!("the threads never got there: {:?}", others());
     }
 
-    /// A thread that spins has CPU time of its own, and it grows; a thread that ended has no
-    /// time to read.
+    /// A thread that spins has CPU time of its own, and it grows, as `others` reads it.
     #[test]
-    fn a_spinning_thread_gains_cpu_time_and_an_ended_one_has_none() {
+    fn a_spinning_thread_gains_cpu_time() {
         let (tx, rx) = std::sync::mpsc::channel();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let spinner = {
-            let (tx, stop) = (tx.clone(), stop.clone());
+            let stop = stop.clone();
             std::thread::spawn(move || {
                 // SAFETY: gettid has no preconditions.
                 tx.send(unsafe { libc::gettid() } as u32).unwrap();
@@ -215,13 +215,19 @@ mod tests {
             })
         };
         let tid = rx.recv().unwrap();
-        let before = cpu_ns(tid).expect("the spinner's stat");
-        while cpu_ns(tid).unwrap() < before + 100_000_000 {
+        let cpu = || {
+            others()
+                .iter()
+                .find(|t| t.tid == tid)
+                .expect("the spinner")
+                .cpu_ns
+        };
+        let before = cpu();
+        while cpu() < before + 100_000_000 {
             std::thread::sleep(Duration::from_millis(5));
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         spinner.join().unwrap();
-        assert_eq!(cpu_ns(tid), None, "an ended thread has no stat");
     }
 
     /// Real threads of this test process, in each state: one in a long sleep, one waiting on a
